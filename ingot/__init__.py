@@ -1,0 +1,66 @@
+"""Ingot: an end-to-end deep-learning compiler in Python, in the line of Apache TVM.
+
+Entry points (TVM names in parentheses):
+
+* tensor programs: `ingot.te` (te), `ingot.script` (TVMScript), `ingot.tir` (tir),
+  `ingot.tir.Schedule` (tir.Schedule), `ingot.build` / `ingot.lower` (tvm.build / tvm.lower);
+* runtime: `ingot.nd.array`, `ingot.cpu`, `ingot.runtime.load_module`, `ingot.register_func`;
+* models: `ingot.load` → `ingot.tune` → `ingot.compile` → `ingot.run` (tvmc).
+
+Subpackages load on first use, so ``import ingot`` stays fast.
+
+Example:
+    >>> import ingot
+    >>> from ingot import te
+    >>> A = te.placeholder((4,), name="A")
+    >>> B = te.compute((4,), lambda i: A[i] + 1.0, name="B")
+    >>> mod = ingot.IRModule({"main": te.create_prim_func([A, B])})
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from .ir import DataType, IRModule, structural_equal, structural_hash, assert_structural_equal
+from .ir.error import IngotError
+
+__version__ = "0.1.0"
+
+_SUBMODULES = {
+    "ir", "arith", "tir", "te", "script", "ops", "graph", "frontend", "codegen", "runtime", "tune", "driver", "cli",
+}
+
+# Top-level names → (module, attribute). Resolved lazily on first access.
+_LAZY_ATTRS = {
+    "build": ("ingot.driver.build", "build"),
+    "lower": ("ingot.driver.build", "lower"),
+    "cpu": ("ingot.runtime", "cpu"),
+    "cuda": ("ingot.runtime", "cuda"),
+    "device": ("ingot.runtime", "device"),
+    "nd": ("ingot.runtime.ndarray", None),
+    "register_func": ("ingot.runtime", "register_func"),
+    "get_global_func": ("ingot.runtime", "get_global_func"),
+    "transform": ("ingot.ir.transform", None),
+    "load": ("ingot.driver.model", "load"),
+    "compile": ("ingot.driver.model", "compile"),
+    "run": ("ingot.driver.model", "run"),
+    "tune": ("ingot.tune", None),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY_ATTRS:
+        module_name, attr = _LAZY_ATTRS[name]
+        module = importlib.import_module(module_name)
+        value = module if attr is None else getattr(module, attr)
+        globals()[name] = value
+        return value
+    if name in _SUBMODULES:
+        module = importlib.import_module(f"ingot.{name}")
+        globals()[name] = module
+        return module
+    raise AttributeError(f"module 'ingot' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY_ATTRS) | _SUBMODULES)

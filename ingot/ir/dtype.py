@@ -1,0 +1,182 @@
+"""Scalar and vector data types of the IR.
+
+Note: a `DataType` is a plain value (code, bits, lanes), compared and hashed by value. Strings like
+``"float32"``, ``"int8"``, ``"float32x16"`` (16 lanes), ``"bool"`` and ``"handle"`` convert to it, and
+every IR constructor accepts either form.
+
+Example:
+    >>> DataType("float32x4").lanes
+    4
+    >>> str(DataType("int64").with_lanes(8))
+    'int64x8'
+"""
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+_CODES = ("int", "uint", "float", "bfloat", "bool", "handle")
+_PATTERN = re.compile(r"^(int|uint|float|bfloat|bool|handle)(\d*)(?:x(\d+))?$")
+
+
+class DataType:
+    """A data type: ``code`` (int, uint, float, bfloat, bool, handle), ``bits`` and ``lanes``.
+
+    Example:
+        >>> t = DataType("float16")
+        >>> (t.code, t.bits, t.lanes, t.is_float)
+        ('float', 16, 1, True)
+    """
+
+    __slots__ = ("code", "bits", "lanes")
+
+    def __new__(cls, spec: "str | DataType"):
+        if isinstance(spec, DataType):
+            return spec
+        return _parse(str(spec))
+
+    @classmethod
+    def _make(cls, code: str, bits: int, lanes: int) -> "DataType":
+        obj = object.__new__(cls)
+        object.__setattr__(obj, "code", code)
+        object.__setattr__(obj, "bits", bits)
+        object.__setattr__(obj, "lanes", lanes)
+        return obj
+
+    def __setattr__(self, name, value):
+        raise AttributeError("DataType is immutable")
+
+    def __reduce__(self):
+        return (DataType, (str(self),))
+
+    def __eq__(self, other):
+        if isinstance(other, str):
+            try:
+                other = DataType(other)
+            except ValueError:
+                return False
+        if not isinstance(other, DataType):
+            return NotImplemented
+        return (self.code, self.bits, self.lanes) == (other.code, other.bits, other.lanes)
+
+    def __ne__(self, other):
+        result = self.__eq__(other)
+        return result if result is NotImplemented else not result
+
+    def __hash__(self):
+        return hash((self.code, self.bits, self.lanes))
+
+    def __str__(self):
+        if self.code == "bool":
+            base = "bool"
+        elif self.code == "handle":
+            base = "handle"
+        else:
+            base = f"{self.code}{self.bits}"
+        return base if self.lanes == 1 else f"{base}x{self.lanes}"
+
+    def __repr__(self):
+        return f"DataType({str(self)!r})"
+
+    # -- predicates ------------------------------------------------------------------------------
+    @property
+    def is_int(self) -> bool:
+        return self.code == "int"
+
+    @property
+    def is_uint(self) -> bool:
+        return self.code == "uint"
+
+    @property
+    def is_integer(self) -> bool:
+        """Signed or unsigned integer (not bool)."""
+        return self.code in ("int", "uint")
+
+    @property
+    def is_float(self) -> bool:
+        """IEEE float or bfloat."""
+        return self.code in ("float", "bfloat")
+
+    @property
+    def is_bool(self) -> bool:
+        return self.code == "bool"
+
+    @property
+    def is_handle(self) -> bool:
+        return self.code == "handle"
+
+    @property
+    def is_scalar(self) -> bool:
+        return self.lanes == 1
+
+    @property
+    def is_vector(self) -> bool:
+        return self.lanes > 1
+
+    @property
+    def bytes(self) -> int:
+        """Storage size of one element of all lanes, in bytes (bool takes one byte)."""
+        return max(self.bits, 8) // 8 * self.lanes
+
+    def with_lanes(self, lanes: int) -> "DataType":
+        """The same element type with ``lanes`` lanes."""
+        return DataType._make(self.code, self.bits, int(lanes))
+
+    def element_of(self) -> "DataType":
+        """The scalar type of one lane."""
+        return self.with_lanes(1)
+
+    def numpy_dtype(self):
+        """The numpy dtype of one lane (``bfloat16`` needs the ``ml_dtypes`` package).
+
+        Example:
+            >>> DataType("int8").numpy_dtype()
+            dtype('int8')
+        """
+        import numpy as np
+
+        if self.code == "bfloat":
+            try:
+                import ml_dtypes
+            except ImportError as err:  # pragma: no cover - depends on the environment
+                raise ImportError("bfloat16 needs the ml_dtypes package: pip install ml_dtypes") from err
+            return np.dtype(ml_dtypes.bfloat16)
+        if self.code == "handle":
+            raise TypeError("a handle has no numpy dtype")
+        return np.dtype(str(self.element_of()))
+
+
+@lru_cache(maxsize=None)
+def _parse(spec: str) -> DataType:
+    match = _PATTERN.match(spec.strip())
+    if match is None:
+        raise ValueError(
+            f"unknown data type {spec!r}: expected one of {', '.join(_CODES)} followed by a bit width "
+            "and an optional 'xLANES', e.g. 'float32', 'int8', 'float32x16'"
+        )
+    code, bits, lanes = match.groups()
+    if code == "bool":
+        bits_i = 1
+    elif code == "handle":
+        bits_i = 64
+    else:
+        if not bits:
+            raise ValueError(f"data type {spec!r} needs a bit width, e.g. '{code}32'")
+        bits_i = int(bits)
+    return DataType._make(code, bits_i, int(lanes) if lanes else 1)
+
+
+def dtype_of_numpy(np_dtype) -> DataType:
+    """The IR type of a numpy dtype.
+
+    Example:
+        >>> import numpy as np
+        >>> str(dtype_of_numpy(np.float32))
+        'float32'
+    """
+    import numpy as np
+
+    name = np.dtype(np_dtype).name
+    if name == "bfloat16":
+        return DataType("bfloat16")
+    return DataType(name)
