@@ -1,0 +1,673 @@
+"""The C prelude every generated Ingot module starts with, and C literal helpers.
+
+Note: the prelude *is* the ABI between generated code and the runtime. It defines
+
+* the DLPack structs (``DLDevice``, ``DLDataType``, ``DLTensor``; exact DLPack layout),
+* ``IngotValue`` (an 8-byte union) and the type codes ``INGOT_ARG_*``,
+* the packed calling convention ``int32_t SYMBOL(IngotValue* args, int32_t* type_codes,
+  int32_t num_args, char* err, int32_t err_len)`` (typedef ``IngotPackedFunc``), returning
+  ``INGOT_OK`` (0) or ``INGOT_ERR_ARGUMENT`` / ``INGOT_ERR_RUNTIME`` after writing a message,
+* ``static inline`` argument checkers (``ingot_check_num_args``, ``ingot_check_tensor``,
+  ``ingot_check_dim``, ``ingot_check_dim_equal``, ``ingot_check_scalar``, ...) that format
+  messages with ``snprintf`` into the caller's buffer (thread-safe, no globals),
+* exported helpers every module carries: ``ingot_time_function`` (TVM ``time_evaluator``
+  semantics, CLOCK_MONOTONIC), ``ingot_set_num_threads``, ``ingot_get_num_threads``,
+  ``ingot_abi_version``. They are weak symbols so that several Ingot translation units can be
+  linked into one library.
+
+A generated module is::
+
+    C_PRELUDE
+    <kernels>
+    INGOT_EXPORT int32_t ingot_main(IngotValue* args, int32_t* type_codes, int32_t num_args,
+                                    char* err, int32_t err_len) { ...checks...; ...; return 0; }
+    emit_metadata_c({...})            # const char ingot_module_metadata[]
+    emit_source_c(source)             # optional: const char ingot_module_source[]
+
+Example::
+
+    >>> from ingot.codegen.prelude import C_PRELUDE, c_string_literal
+    >>> "ingot_check_tensor" in C_PRELUDE
+    True
+    >>> c_string_literal('say "hi"\\n')
+    '"say \\\\"hi\\\\"\\\\n"'
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from ingot.runtime import abi
+
+__all__ = [
+    "C_PRELUDE",
+    "c_string_literal",
+    "emit_metadata_c",
+    "emit_source_c",
+    "validate_metadata",
+]
+
+_PRELUDE_TEMPLATE = r"""/* ===== Ingot C prelude, ABI version @ABI_VERSION@ (generated; do not edit) ===== */
+#ifndef INGOT_PRELUDE_H_
+#define INGOT_PRELUDE_H_
+
+#if !defined(_POSIX_C_SOURCE) || _POSIX_C_SOURCE < 200809L
+#undef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L /* clock_gettime, posix_memalign under -std=c11 */
+#endif
+#ifndef _DEFAULT_SOURCE
+#define _DEFAULT_SOURCE 1 /* M_PI and friends */
+#endif
+
+#include <stdint.h>
+#include <stddef.h>
+#include <string.h>
+#include <stdio.h>
+#include <math.h>
+#include <stdlib.h>
+#include <stdarg.h>
+#include <time.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+#define INGOT_ABI_VERSION @ABI_VERSION@
+
+#ifdef __cplusplus
+#define INGOT_EXTERN_C extern "C"
+#else
+#define INGOT_EXTERN_C
+#endif
+#if defined(_WIN32)
+#define INGOT_EXPORT INGOT_EXTERN_C __declspec(dllexport)
+#define INGOT_WEAK_EXPORT INGOT_EXPORT
+#else
+/* Exported functions and data of a module: INGOT_EXPORT int32_t ingot_main(...) */
+#define INGOT_EXPORT INGOT_EXTERN_C __attribute__((visibility("default")))
+#define INGOT_WEAK_EXPORT INGOT_EXPORT __attribute__((weak))
+#endif
+#define INGOT_INLINE static inline
+#if defined(__GNUC__) || defined(__clang__)
+#define INGOT_PRINTF(fmt_idx, arg_idx) __attribute__((format(printf, fmt_idx, arg_idx)))
+#define INGOT_LIKELY(x) __builtin_expect(!!(x), 1)
+#define INGOT_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define INGOT_RESTRICT __restrict__
+#else
+#define INGOT_PRINTF(fmt_idx, arg_idx)
+#define INGOT_LIKELY(x) (x)
+#define INGOT_UNLIKELY(x) (x)
+#define INGOT_RESTRICT
+#endif
+
+/* ---------------------------------------------------------------- DLPack */
+#ifndef DLPACK_DLPACK_H_
+#define DLPACK_DLPACK_H_
+typedef enum {
+  kDLCPU = 1, kDLCUDA = 2, kDLCUDAHost = 3, kDLOpenCL = 4, kDLVulkan = 7, kDLMetal = 8,
+  kDLVPI = 9, kDLROCM = 10, kDLROCMHost = 11, kDLExtDev = 12, kDLCUDAManaged = 13,
+  kDLOneAPI = 14, kDLWebGPU = 15, kDLHexagon = 16
+} DLDeviceType;
+typedef struct {
+  DLDeviceType device_type;
+  int32_t device_id;
+} DLDevice;
+typedef enum {
+  kDLInt = 0U, kDLUInt = 1U, kDLFloat = 2U, kDLOpaqueHandle = 3U, kDLBfloat = 4U,
+  kDLComplex = 5U, kDLBool = 6U
+} DLDataTypeCode;
+typedef struct {
+  uint8_t code;
+  uint8_t bits;
+  uint16_t lanes;
+} DLDataType;
+typedef struct {
+  void* data;
+  DLDevice device;
+  int32_t ndim;
+  DLDataType dtype;
+  int64_t* shape;
+  int64_t* strides;
+  uint64_t byte_offset;
+} DLTensor;
+#endif /* DLPACK_DLPACK_H_ */
+
+/* ------------------------------------------------------ calling convention */
+typedef union {
+  int64_t v_int64;
+  double v_float64;
+  void* v_handle;
+} IngotValue;
+
+#define INGOT_ARG_INT @ARG_INT@    /* v_int64 */
+#define INGOT_ARG_FLOAT @ARG_FLOAT@  /* v_float64 */
+#define INGOT_ARG_HANDLE @ARG_HANDLE@ /* v_handle: opaque pointer */
+#define INGOT_ARG_NULL @ARG_NULL@   /* v_handle == NULL */
+#define INGOT_ARG_TENSOR @ARG_TENSOR@ /* v_handle: DLTensor* */
+
+#define INGOT_OK @OK@
+#define INGOT_ERR_RUNTIME (@ERR_RUNTIME@)  /* failure while running */
+#define INGOT_ERR_ARGUMENT (@ERR_ARGUMENT@) /* an argument check failed */
+
+/* Every exported function: returns INGOT_OK, or an error code after writing a
+ * NUL-terminated message into err[0..err_len). */
+typedef int32_t (*IngotPackedFunc)(IngotValue* args, int32_t* type_codes, int32_t num_args,
+                                   char* err, int32_t err_len);
+
+/* The DLTensor* held by argument i. */
+#define INGOT_TENSOR(args, i) ((DLTensor*)(args)[(i)].v_handle)
+/* Return the error code of a failing check: INGOT_CHECK(ingot_check_dim(...)); */
+#define INGOT_CHECK(expr)                      \
+  do {                                         \
+    int32_t ingot_check_rc_ = (expr);          \
+    if (INGOT_UNLIKELY(ingot_check_rc_ != 0))  \
+      return ingot_check_rc_;                  \
+  } while (0)
+
+/* ------------------------------------------------------------- messages */
+/* Write a formatted message into err (if any) and return code. */
+INGOT_INLINE int32_t ingot_set_error(char* err, int32_t err_len, int32_t code, const char* fmt, ...)
+    INGOT_PRINTF(4, 5);
+INGOT_INLINE int32_t ingot_set_error(char* err, int32_t err_len, int32_t code, const char* fmt, ...) {
+  if (err != NULL && err_len > 0) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, (size_t)err_len, fmt, ap);
+    va_end(ap);
+    err[err_len - 1] = '\0';
+  }
+  return code;
+}
+
+/* "float32", "int8", "bool", "float32x4" into buf; returns buf. */
+INGOT_INLINE const char* ingot_dtype_name(uint8_t code, uint8_t bits, uint16_t lanes, char* buf,
+                                          size_t len) {
+  const char* base = NULL;
+  switch (code) {
+    case kDLInt: base = "int"; break;
+    case kDLUInt: base = "uint"; break;
+    case kDLFloat: base = "float"; break;
+    case kDLBfloat: base = "bfloat"; break;
+    case kDLComplex: base = "complex"; break;
+    case kDLOpaqueHandle: base = "handle"; break;
+    case kDLBool: base = "bool"; break;
+    default: break;
+  }
+  if (base == NULL) {
+    snprintf(buf, len, "<unknown dtype code=%u bits=%u lanes=%u>", (unsigned)code, (unsigned)bits,
+             (unsigned)lanes);
+  } else if (code == kDLBool) {
+    if (lanes == 1) snprintf(buf, len, "bool");
+    else snprintf(buf, len, "boolx%u", (unsigned)lanes);
+  } else if (lanes == 1) {
+    snprintf(buf, len, "%s%u", base, (unsigned)bits);
+  } else {
+    snprintf(buf, len, "%s%ux%u", base, (unsigned)bits, (unsigned)lanes);
+  }
+  return buf;
+}
+
+/* "int", "float", "tensor", ... for a type code. */
+INGOT_INLINE const char* ingot_arg_kind_name(int32_t code) {
+  switch (code) {
+    case INGOT_ARG_INT: return "int";
+    case INGOT_ARG_FLOAT: return "float";
+    case INGOT_ARG_HANDLE: return "handle";
+    case INGOT_ARG_NULL: return "None";
+    case INGOT_ARG_TENSOR: return "tensor";
+    default: return "an unknown type code";
+  }
+}
+
+INGOT_INLINE const char* ingot_device_name(int32_t device_type) {
+  switch (device_type) {
+    case kDLCPU: return "cpu";
+    case kDLCUDA: return "cuda";
+    case kDLCUDAHost: return "cuda_host";
+    default: return "device";
+  }
+}
+
+/* --------------------------------------------------------------- checks */
+/* main: expects 3 arguments, got 2 */
+INGOT_INLINE int32_t ingot_check_num_args(const char* func, int32_t num_args, int32_t expected,
+                                          char* err, int32_t err_len) {
+  if (INGOT_LIKELY(num_args == expected)) return INGOT_OK;
+  return ingot_set_error(err, err_len, INGOT_ERR_ARGUMENT, "%s: expects %d argument%s, got %d",
+                         func, (int)expected, expected == 1 ? "" : "s", (int)num_args);
+}
+
+/* Checks that argument `param` is a DLTensor of ndim/dtype, with non-NULL data, compact
+ * row-major layout (strides NULL or compact; extent-1 axes may have any stride), and data
+ * (plus byte_offset) aligned to the element size. Read data through ingot_tensor_data(). */
+INGOT_INLINE int32_t ingot_check_tensor(const char* func, const char* param, IngotValue v,
+                                        int32_t code, int ndim, uint8_t dtype_code, uint8_t bits,
+                                        uint16_t lanes, char* err, int32_t err_len) {
+  const DLTensor* t;
+  int d;
+  if (INGOT_UNLIKELY(code != INGOT_ARG_TENSOR)) {
+    return ingot_set_error(err, err_len, INGOT_ERR_ARGUMENT,
+                           "%s: argument '%s' expects a tensor, got %s", func, param,
+                           ingot_arg_kind_name(code));
+  }
+  t = (const DLTensor*)v.v_handle;
+  if (INGOT_UNLIKELY(t == NULL)) {
+    return ingot_set_error(err, err_len, INGOT_ERR_ARGUMENT,
+                           "%s: argument '%s' expects a tensor, got a NULL DLTensor pointer", func,
+                           param);
+  }
+  if (INGOT_UNLIKELY(t->ndim != ndim)) {
+    return ingot_set_error(err, err_len, INGOT_ERR_ARGUMENT,
+                           "%s: argument '%s' expects ndim %d, got %d", func, param, ndim,
+                           (int)t->ndim);
+  }
+  if (INGOT_UNLIKELY(t->dtype.code != dtype_code || t->dtype.bits != bits ||
+                     t->dtype.lanes != lanes)) {
+    char want[48], got[48];
+    return ingot_set_error(
+        err, err_len, INGOT_ERR_ARGUMENT, "%s: argument '%s' expects dtype %s, got %s", func,
+        param, ingot_dtype_name(dtype_code, bits, lanes, want, sizeof(want)),
+        ingot_dtype_name(t->dtype.code, t->dtype.bits, t->dtype.lanes, got, sizeof(got)));
+  }
+  if (INGOT_UNLIKELY(t->data == NULL)) {
+    return ingot_set_error(err, err_len, INGOT_ERR_ARGUMENT,
+                           "%s: argument '%s' has a NULL data pointer", func, param);
+  }
+  if (INGOT_UNLIKELY(ndim > 0 && t->shape == NULL)) {
+    return ingot_set_error(err, err_len, INGOT_ERR_ARGUMENT,
+                           "%s: argument '%s' has a NULL shape pointer", func, param);
+  }
+  for (d = 0; d < ndim; ++d) {
+    if (INGOT_UNLIKELY(t->shape[d] < 0)) {
+      return ingot_set_error(err, err_len, INGOT_ERR_ARGUMENT,
+                             "%s: argument '%s' dimension %d is negative (%lld)", func, param, d,
+                             (long long)t->shape[d]);
+    }
+  }
+  if (t->strides != NULL) {
+    int64_t expected_stride = 1;
+    int empty = 0;
+    for (d = 0; d < ndim; ++d) empty |= (t->shape[d] == 0);
+    for (d = ndim - 1; d >= 0 && !empty; --d) {
+      if (t->shape[d] != 1 && t->strides[d] != expected_stride) {
+        return ingot_set_error(err, err_len, INGOT_ERR_ARGUMENT,
+                               "%s: argument '%s' must be a contiguous (row-major) tensor", func,
+                               param);
+      }
+      expected_stride *= t->shape[d];
+    }
+  }
+  {
+    uintptr_t align = (uintptr_t)((bits + 7) / 8);
+    uintptr_t addr = (uintptr_t)t->data + (uintptr_t)t->byte_offset;
+    if (align > 1 && (addr % align) != 0) {
+      char want[48];
+      return ingot_set_error(
+          err, err_len, INGOT_ERR_ARGUMENT,
+          "%s: argument '%s' data pointer %p is not aligned to %u bytes (the size of %s)", func,
+          param, (void*)addr, (unsigned)align,
+          ingot_dtype_name(dtype_code, bits, 1, want, sizeof(want)));
+    }
+  }
+  return INGOT_OK;
+}
+
+/* The first element of a tensor checked by ingot_check_tensor (data + byte_offset). */
+INGOT_INLINE void* ingot_tensor_data(const DLTensor* t) {
+  return (void*)((char*)t->data + t->byte_offset);
+}
+
+/* main: argument 'A' is on cuda(0), but this function expects cpu memory */
+INGOT_INLINE int32_t ingot_check_device(const char* func, const char* param, IngotValue v,
+                                        int32_t device_type, char* err, int32_t err_len) {
+  const DLTensor* t = (const DLTensor*)v.v_handle;
+  int32_t actual = (int32_t)t->device.device_type;
+  int ok = actual == device_type || (device_type == kDLCPU && actual == kDLCUDAHost);
+  if (INGOT_LIKELY(ok)) return INGOT_OK;
+  return ingot_set_error(err, err_len, INGOT_ERR_ARGUMENT,
+                         "%s: argument '%s' is on %s(%d), but this function expects %s memory",
+                         func, param, ingot_device_name(actual), (int)t->device.device_id,
+                         ingot_device_name(device_type));
+}
+
+/* Static dimension: main: argument 'B' dimension 1 expects 128, got 64 */
+INGOT_INLINE int32_t ingot_check_dim(const char* func, const char* param, int dim_index,
+                                     int64_t actual, int64_t expected, char* err,
+                                     int32_t err_len) {
+  if (INGOT_LIKELY(actual == expected)) return INGOT_OK;
+  return ingot_set_error(err, err_len, INGOT_ERR_ARGUMENT,
+                         "%s: argument '%s' dimension %d expects %lld, got %lld", func, param,
+                         dim_index, (long long)expected, (long long)actual);
+}
+
+/* A symbolic dimension already bound (to `bound`) by an earlier argument:
+ * main: argument 'B' dimension 0 expects n = 128 (bound by an earlier argument), got 64 */
+INGOT_INLINE int32_t ingot_check_dim_equal(const char* func, const char* param, int dim_index,
+                                           int64_t actual, const char* symbol, int64_t bound,
+                                           char* err, int32_t err_len) {
+  if (INGOT_LIKELY(actual == bound)) return INGOT_OK;
+  return ingot_set_error(err, err_len, INGOT_ERR_ARGUMENT,
+                         "%s: argument '%s' dimension %d expects %s = %lld (bound by an earlier "
+                         "argument), got %lld",
+                         func, param, dim_index, symbol, (long long)bound, (long long)actual);
+}
+
+/* Scalar parameter: main: argument 'n' expects an int scalar, got tensor */
+INGOT_INLINE int32_t ingot_check_scalar(const char* func, const char* param, int32_t code,
+                                        int32_t expected_code, char* err, int32_t err_len) {
+  if (INGOT_LIKELY(code == expected_code)) return INGOT_OK;
+  if (expected_code == INGOT_ARG_FLOAT && code == INGOT_ARG_INT) return INGOT_OK; /* widened by caller */
+  return ingot_set_error(err, err_len, INGOT_ERR_ARGUMENT,
+                         "%s: argument '%s' expects %s scalar, got %s", func, param,
+                         expected_code == INGOT_ARG_INT ? "an int" : "a float",
+                         ingot_arg_kind_name(code));
+}
+
+/* A float scalar argument, also accepting an int type code (converted). */
+INGOT_INLINE double ingot_arg_float(IngotValue v, int32_t code) {
+  return code == INGOT_ARG_INT ? (double)v.v_int64 : v.v_float64;
+}
+
+/* Integer scalar range: main: argument 'n' value 4294967296 does not fit in int32 */
+INGOT_INLINE int32_t ingot_check_int_range(const char* func, const char* param, int64_t value,
+                                           int64_t lo, int64_t hi, const char* dtype_name,
+                                           char* err, int32_t err_len) {
+  if (INGOT_LIKELY(value >= lo && value <= hi)) return INGOT_OK;
+  return ingot_set_error(err, err_len, INGOT_ERR_ARGUMENT,
+                         "%s: argument '%s' value %lld does not fit in %s", func, param,
+                         (long long)value, dtype_name);
+}
+
+/* ----------------------------------------------------------- workspace */
+/* 64-byte aligned scratch memory for generated code; NULL on failure. */
+INGOT_INLINE void* ingot_alloc_workspace(size_t nbytes) {
+  void* p = NULL;
+  if (posix_memalign(&p, 64, nbytes == 0 ? 64 : nbytes) != 0) return NULL;
+  return p;
+}
+INGOT_INLINE void ingot_free_workspace(void* p) { free(p); }
+
+/* ------------------------------------------------- exported module helpers */
+INGOT_WEAK_EXPORT const int32_t ingot_abi_version = INGOT_ABI_VERSION;
+
+INGOT_INLINE double ingot_now_seconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* TVM time_evaluator semantics: one warm-up call; then `repeat` repeats, each running `number`
+ * calls; if min_repeat_ms > 0, `number` grows (and stays grown) until one repeat lasts at least
+ * min_repeat_ms. out_seconds_per_repeat[r] = mean seconds per call of repeat r. */
+INGOT_WEAK_EXPORT int32_t ingot_time_function(void* fn, IngotValue* args, int32_t* codes,
+                                              int32_t n, int32_t number, int32_t repeat,
+                                              int32_t min_repeat_ms,
+                                              double* out_seconds_per_repeat, char* err,
+                                              int32_t err_len) {
+  union {
+    void* p;
+    IngotPackedFunc f;
+  } u;
+  int32_t r, rc;
+  int64_t num = number;
+  u.p = fn;
+  if (u.p == NULL || out_seconds_per_repeat == NULL) {
+    return ingot_set_error(err, err_len, INGOT_ERR_ARGUMENT,
+                           "ingot_time_function: function and output pointers must be non-NULL");
+  }
+  if (number < 1 || repeat < 1 || min_repeat_ms < 0) {
+    return ingot_set_error(err, err_len, INGOT_ERR_ARGUMENT,
+                           "ingot_time_function: expects number >= 1, repeat >= 1 and "
+                           "min_repeat_ms >= 0, got number=%d repeat=%d min_repeat_ms=%d",
+                           (int)number, (int)repeat, (int)min_repeat_ms);
+  }
+  rc = u.f(args, codes, n, err, err_len); /* warm-up */
+  if (rc != 0) return rc;
+  for (r = 0; r < repeat; ++r) {
+    double duration_ms = 0.0;
+    int zero_times = 0;
+    do {
+      double t0, t1;
+      int64_t j;
+      if (duration_ms > 0.0) {
+        double grow = (double)min_repeat_ms / (duration_ms / (double)num) + 1.0;
+        double golden = (double)num * 1.618;
+        double next = grow > golden ? grow : golden;
+        num = next > 1e9 ? (int64_t)1000000000 : (int64_t)next;
+      }
+      t0 = ingot_now_seconds();
+      for (j = 0; j < num; ++j) {
+        rc = u.f(args, codes, n, err, err_len);
+        if (rc != 0) return rc;
+      }
+      t1 = ingot_now_seconds();
+      duration_ms = (t1 - t0) * 1e3;
+      if (duration_ms <= 0.0) {
+        duration_ms = 0.0;
+        zero_times++;
+      }
+    } while (duration_ms < (double)min_repeat_ms && zero_times < 10);
+    out_seconds_per_repeat[r] = duration_ms / 1e3 / (double)num;
+  }
+  return INGOT_OK;
+}
+
+/* Threads used by parallel loops (n <= 0: all processors); returns the count in effect. */
+INGOT_WEAK_EXPORT int32_t ingot_set_num_threads(int32_t n) {
+#ifdef _OPENMP
+  if (n <= 0) n = (int32_t)omp_get_num_procs();
+  omp_set_num_threads((int)n);
+  return (int32_t)omp_get_max_threads();
+#else
+  (void)n;
+  return 1;
+#endif
+}
+
+INGOT_WEAK_EXPORT int32_t ingot_get_num_threads(void) {
+#ifdef _OPENMP
+  return (int32_t)omp_get_max_threads();
+#else
+  return 1;
+#endif
+}
+
+#endif /* INGOT_PRELUDE_H_ */
+/* ===== end of Ingot C prelude ===== */
+"""
+
+
+def _render_prelude() -> str:
+    values = {
+        "ABI_VERSION": abi.ABI_VERSION,
+        "ARG_INT": abi.ARG_INT,
+        "ARG_FLOAT": abi.ARG_FLOAT,
+        "ARG_HANDLE": abi.ARG_HANDLE,
+        "ARG_NULL": abi.ARG_NULL,
+        "ARG_TENSOR": abi.ARG_TENSOR,
+        "OK": abi.OK,
+        "ERR_RUNTIME": abi.ERR_RUNTIME,
+        "ERR_ARGUMENT": abi.ERR_ARGUMENT,
+    }
+    text = _PRELUDE_TEMPLATE
+    for key, value in values.items():
+        text = text.replace(f"@{key}@", str(value))
+    assert re.search(r"@[A-Z_]+@", text) is None, "unfilled prelude placeholder"
+    return text
+
+
+#: The C text every generated module starts with (see the module docstring).
+C_PRELUDE: str = _render_prelude()
+
+
+# ----------------------------------------------------------------- C literals
+
+_SIMPLE_ESCAPES = {
+    "\\": "\\\\",
+    '"': '\\"',
+    "\n": "\\n",
+    "\t": "\\t",
+    "\r": "\\r",
+    "?": "\\?",  # never form a trigraph (-std=c11 enables them)
+}
+
+
+def _escape_tokens(s: str) -> list[str]:
+    """One C token per source byte: printable ASCII as is, the rest as 3-digit octal."""
+    out: list[str] = []
+    for ch in s:
+        if ch in _SIMPLE_ESCAPES:
+            out.append(_SIMPLE_ESCAPES[ch])
+        elif " " <= ch <= "~":
+            out.append(ch)
+        else:
+            # Octal escapes stop after 3 digits, so a following digit cannot extend them
+            # (hex escapes would swallow it). Non-ASCII text is stored as UTF-8 bytes.
+            out.extend(f"\\{b:03o}" for b in ch.encode("utf-8", "surrogatepass"))
+    return out
+
+
+def c_string_literal(s: str, max_line: int = 0) -> str:
+    """A C string literal whose bytes are the UTF-8 encoding of ``s``.
+
+    Safe for any text: quotes, backslashes, newlines, control and non-ASCII characters,
+    ``*/`` and trigraph sequences. ``s`` must not contain NUL (C strings end there). With
+    ``max_line > 0`` the literal is split into adjacent literals of at most that many
+    characters, one per line, which C concatenates.
+
+    Example::
+
+        >>> print(c_string_literal('a"b\\\\c'))
+        "a\\"b\\\\c"
+        >>> print(c_string_literal("é"))
+        "\\303\\251"
+    """
+    if "\x00" in s:
+        raise ValueError(
+            "c_string_literal: text contains a NUL character, which would end the C string; "
+            "remove it or encode the text (e.g. base64) first"
+        )
+    tokens = _escape_tokens(s)
+    if max_line <= 0 or sum(map(len, tokens)) <= max_line:
+        return '"' + "".join(tokens) + '"'
+    lines, cur, width = [], [], 0
+    for tok in tokens:
+        if cur and width + len(tok) > max_line:
+            lines.append('"' + "".join(cur) + '"')
+            cur, width = [], 0
+        cur.append(tok)
+        width += len(tok)
+        if tok == "\\n":  # keep source lines readable: break after each newline
+            lines.append('"' + "".join(cur) + '"')
+            cur, width = [], 0
+    if cur:
+        lines.append('"' + "".join(cur) + '"')
+    return "\n    ".join(lines)
+
+
+def validate_metadata(metadata: dict) -> dict:
+    """Check a module metadata dict against schema version 1; return it with defaults filled.
+
+    Schema::
+
+        {"version": 1, "target": "llvm -mcpu=...", "source_included": bool,
+         "functions": {"main": {"symbol": "ingot_main",
+                                "params": [{"name": "A", "kind": "tensor", "dtype": "float32",
+                                            "shape": [128, "n"]},
+                                           {"name": "n", "kind": "scalar", "dtype": "int32"}]}}}
+
+    A tensor ``shape`` entry is an int (static), a str (a symbolic dim; equal names must be
+    equal) or ``None`` (any). A param may carry ``"output": true`` (written in place).
+
+    Example::
+
+        >>> md = validate_metadata({"functions": {"f": {"symbol": "f", "params": []}}})
+        >>> md["version"], md["target"]
+        (1, '')
+    """
+    if not isinstance(metadata, dict):
+        raise TypeError(f"module metadata must be a dict, got {type(metadata).__name__}")
+    md = dict(metadata)
+    md.setdefault("version", abi.METADATA_VERSION)
+    md.setdefault("target", "")
+    md.setdefault("functions", {})
+    if md["version"] != abi.METADATA_VERSION:
+        raise ValueError(
+            f"module metadata has version {md['version']!r}; this Ingot reads version "
+            f"{abi.METADATA_VERSION}"
+        )
+    funcs = md["functions"]
+    if not isinstance(funcs, dict):
+        raise TypeError("module metadata 'functions' must map function names to descriptions")
+    for fname, fdesc in funcs.items():
+        where = f"module metadata: function {fname!r}"
+        if not isinstance(fdesc, dict) or not isinstance(fdesc.get("symbol"), str):
+            raise ValueError(f"{where} needs a 'symbol' (the exported C name)")
+        params = fdesc.get("params")
+        if not isinstance(params, list):
+            raise ValueError(f"{where} needs a 'params' list")
+        for i, p in enumerate(params):
+            pwhere = f"{where} param #{i}"
+            if not isinstance(p, dict) or not isinstance(p.get("name"), str):
+                raise ValueError(f"{pwhere} needs a 'name'")
+            kind = p.get("kind")
+            if kind not in ("tensor", "scalar", "handle"):
+                raise ValueError(
+                    f"{pwhere} ({p['name']!r}) has kind {kind!r}; expected 'tensor', 'scalar' or 'handle'"
+                )
+            if kind != "handle" and not isinstance(p.get("dtype"), str):
+                raise ValueError(f"{pwhere} ({p['name']!r}) needs a 'dtype' string")
+            if kind == "tensor":
+                shape = p.get("shape")
+                if not isinstance(shape, list) or not all(
+                    d is None or isinstance(d, str) or (isinstance(d, int) and not isinstance(d, bool))
+                    for d in shape
+                ):
+                    raise ValueError(
+                        f"{pwhere} ({p['name']!r}) needs a 'shape' list of ints, names or null"
+                    )
+    return md
+
+
+def _json_default(obj):
+    if hasattr(obj, "item"):  # numpy scalars
+        return obj.item()
+    raise TypeError(
+        f"module metadata value {obj!r} of type {type(obj).__name__} is not JSON-serializable; "
+        "convert it to int/float/str/list/dict first"
+    )
+
+
+def emit_metadata_c(metadata: dict) -> str:
+    """C definition of ``ingot_module_metadata``: the metadata dict as an escaped JSON string.
+
+    Example::
+
+        >>> text = emit_metadata_c({"version": 1, "target": "c",
+        ...                         "functions": {"main": {"symbol": "ingot_main", "params": []}}})
+        >>> text.startswith("INGOT_EXPORT const char ingot_module_metadata[] =")
+        True
+    """
+    md = validate_metadata(metadata)
+    text = json.dumps(md, ensure_ascii=False, separators=(",", ":"), default=_json_default,
+                      allow_nan=False)
+    return (
+        f"INGOT_EXPORT const char {abi.SYM_METADATA}[] =\n    "
+        + c_string_literal(text, max_line=100)
+        + ";\n"
+    )
+
+
+def emit_source_c(source: str) -> str:
+    """C definition of ``ingot_module_source`` holding ``source`` (for ``Module.get_source()``).
+
+    Example::
+
+        >>> emit_source_c("int x;").splitlines()[1].strip()
+        '"int x;";'
+    """
+    return (
+        f"INGOT_EXPORT const char {abi.SYM_SOURCE}[] =\n    "
+        + c_string_literal(source, max_line=100)
+        + ";\n"
+    )

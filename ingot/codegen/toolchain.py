@@ -1,0 +1,399 @@
+"""The system C compiler: find it, run it once per module, cache the result by content.
+
+Note: a module is compiled by exactly one compiler call::
+
+    cc -O3 -march=native -ffp-contract=fast -fno-math-errno -fPIC -shared -fopenmp -std=c11 \
+       [extra flags] -o <tmp>.so <key>.c -lm
+
+The output lands in a content-addressed cache: ``key = sha256(source, full command, compiler
+version, host CPU when -march=native)``; ``<cache>/<key[:2]>/<key>.so`` is written by
+compiling to a temporary file in the same directory and ``os.replace``-ing it, so concurrent
+builders never see a partial library. The cache directory is ``~/.cache/ingot/kernels``,
+``$INGOT_CACHE_DIR`` if set, or an explicit ``cache_dir=`` argument. ``$CC`` may point at the
+compiler (a location override only; flags come from :class:`CompileOptions`).
+
+``-ffp-contract=fast`` lets the compiler form FMAs under ``-std=c11`` (which otherwise turns
+contraction off) and ``-fno-math-errno`` lets it vectorize ``sqrtf`` & co; neither changes
+results beyond last-bit rounding. Both are fields of :class:`CompileOptions`.
+
+Example::
+
+    >>> from ingot.codegen.toolchain import CompileOptions, compile_shared_library
+    >>> so = compile_shared_library("int answer(void) { return 42; }",
+    ...                             CompileOptions())            # doctest: +SKIP
+    >>> so.endswith(".so")                                          # doctest: +SKIP
+    True
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+import platform
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+from functools import lru_cache
+from pathlib import Path
+
+__all__ = [
+    "CompileError",
+    "CompileOptions",
+    "ToolchainError",
+    "cache_dir",
+    "compile_count",
+    "compile_shared_library",
+    "compile_to_assembly",
+    "compiler_version",
+    "find_compiler",
+]
+
+_MAX_MESSAGE_STDERR = 8000
+
+
+class ToolchainError(RuntimeError):
+    """No usable C compiler (or it cannot be run).
+
+    Example::
+
+        >>> isinstance(ToolchainError("no compiler"), RuntimeError)
+        True
+    """
+
+
+class CompileError(RuntimeError):
+    """The C compiler rejected a source. Carries ``command``, ``stderr``, ``source_path``.
+
+    Example::
+
+        >>> e = CompileError("failed", command=["cc"], stderr="x.c:1: error", source_path="/tmp/x.c")
+        >>> e.source_path
+        '/tmp/x.c'
+    """
+
+    def __init__(self, message: str, *, command=(), stderr: str = "", source_path: str = "",
+                 returncode: int | None = None):
+        super().__init__(message)
+        self.command = list(command)
+        self.stderr = stderr
+        self.source_path = source_path
+        self.returncode = returncode
+
+
+@dataclasses.dataclass(frozen=True)
+class CompileOptions:
+    """How to compile a module. Immutable; part of the cache key through the command line.
+
+    Fields: ``opt_level`` (0-3, or ``"s"``/``"fast"``), ``march`` (``"native"`` by default;
+    ``None`` omits it), ``mcpu``/``mtune`` (for targets such as ``-mcpu=znver5`` or ARM
+    cores), ``openmp`` (``-fopenmp``; when off, ``-fopenmp-simd`` keeps ``#pragma omp simd``),
+    ``std``, ``fp_contract`` (``"fast"``/``"on"``/``"off"``/``None``), ``math_errno``,
+    ``debug`` (``-g``), ``extra_flags`` (appended before the source), ``libs`` (after it).
+
+    Example::
+
+        >>> CompileOptions(opt_level=2, openmp=False).compile_flags()[:2]
+        ['-O2', '-march=native']
+    """
+
+    opt_level: int | str = 3
+    march: str | None = "native"
+    mcpu: str | None = None
+    mtune: str | None = None
+    openmp: bool = True
+    std: str = "c11"
+    fp_contract: str | None = "fast"
+    math_errno: bool = False
+    debug: bool = False
+    extra_flags: tuple[str, ...] = ()
+    libs: tuple[str, ...] = ("-lm",)
+
+    def __post_init__(self):
+        # Accept lists for convenience, store tuples so the options stay hashable.
+        object.__setattr__(self, "extra_flags", tuple(self.extra_flags))
+        object.__setattr__(self, "libs", tuple(self.libs))
+        if str(self.opt_level) not in ("0", "1", "2", "3", "s", "fast", "g", "z"):
+            raise ValueError(
+                f"CompileOptions.opt_level must be 0-3, 's', 'z', 'g' or 'fast', got {self.opt_level!r}"
+            )
+
+    def replace(self, **changes) -> "CompileOptions":
+        """A copy with some fields changed.
+
+        Example::
+
+            >>> CompileOptions().replace(openmp=False).openmp
+            False
+        """
+        return dataclasses.replace(self, **changes)
+
+    def compile_flags(self) -> list[str]:
+        """The code-generation flags (without ``-shared``/``-fPIC``, output and source).
+
+        Example::
+
+            >>> "-fopenmp" in CompileOptions().compile_flags()
+            True
+        """
+        flags = [f"-O{self.opt_level}"]
+        if self.march:
+            flags.append(f"-march={self.march}")
+        if self.mcpu:
+            flags.append(f"-mcpu={self.mcpu}")
+        if self.mtune:
+            flags.append(f"-mtune={self.mtune}")
+        if self.fp_contract:
+            flags.append(f"-ffp-contract={self.fp_contract}")
+        if not self.math_errno:
+            flags.append("-fno-math-errno")
+        if self.debug:
+            flags.append("-g")
+        flags.append("-fopenmp" if self.openmp else "-fopenmp-simd")
+        if self.std:
+            flags.append(f"-std={self.std}")
+        flags.extend(self.extra_flags)
+        return flags
+
+
+# ------------------------------------------------------------------ compiler
+
+_lock = threading.Lock()
+_compile_count = 0
+
+
+def find_compiler() -> list[str]:
+    """The compiler command (as an argv prefix): ``$CC`` if set, else ``cc``, else ``gcc``.
+
+    Raises :class:`ToolchainError` with installation advice when none is found.
+
+    Example::
+
+        >>> find_compiler()                  # doctest: +SKIP
+        ['/usr/bin/cc']
+    """
+    env_cc = os.environ.get("CC", "").strip()
+    if env_cc:
+        parts = shlex.split(env_cc)
+        exe = shutil.which(parts[0])
+        if exe is None:
+            raise ToolchainError(
+                f"CC={env_cc!r} does not name an executable compiler; set CC to the path of "
+                "gcc or clang (e.g. CC=/usr/bin/gcc), or unset it to use 'cc' from PATH"
+            )
+        return [exe, *parts[1:]]
+    for name in ("cc", "gcc", "clang"):
+        exe = shutil.which(name)
+        if exe is not None:
+            return [exe]
+    raise ToolchainError(
+        "no C compiler found: Ingot compiles kernels with the system C compiler. Install one "
+        "(Debian/Ubuntu: 'apt-get install gcc'; Fedora: 'dnf install gcc'; macOS: "
+        "'xcode-select --install'; conda: 'conda install -c conda-forge c-compiler') or set "
+        "CC to the compiler's path"
+    )
+
+
+@lru_cache(maxsize=16)
+def _version_of(compiler: tuple[str, ...]) -> str:
+    try:
+        proc = subprocess.run([*compiler, "--version"], capture_output=True, text=True,
+                              timeout=60, check=False)
+    except OSError as exc:
+        raise ToolchainError(f"cannot run the C compiler {compiler[0]!r}: {exc}") from exc
+    text = (proc.stdout or proc.stderr).strip()
+    if proc.returncode != 0 or not text:
+        raise ToolchainError(
+            f"'{shlex.join([*compiler, '--version'])}' failed (exit {proc.returncode}); "
+            "check that CC points at a working gcc or clang"
+        )
+    return text.splitlines()[0].strip()
+
+
+def compiler_version() -> str:
+    """First line of ``<compiler> --version`` (cached per compiler).
+
+    Example::
+
+        >>> compiler_version()            # doctest: +SKIP
+        'gcc (Debian 12.2.0-14+deb12u1) 12.2.0'
+    """
+    return _version_of(tuple(find_compiler()))
+
+
+@lru_cache(maxsize=1)
+def _host_fingerprint() -> str:
+    """Identifies the host CPU, so -march=native objects are not shared across CPUs."""
+    parts = [platform.machine(), platform.system()]
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                key = line.split(":", 1)[0].strip()
+                if key in ("model name", "flags", "Features", "CPU part", "CPU implementer"):
+                    parts.append(line.strip())
+                if line.strip() == "":  # first processor block is enough
+                    break
+    except OSError:
+        parts.append(platform.processor())
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+
+
+def cache_dir(path: str | os.PathLike | None = None) -> Path:
+    """The kernel cache directory: ``path`` if given, else ``$INGOT_CACHE_DIR``, else
+    ``~/.cache/ingot/kernels`` (``$XDG_CACHE_HOME`` respected). Created on demand.
+
+    Example::
+
+        >>> str(cache_dir("/tmp/ingot-doc-cache"))
+        '/tmp/ingot-doc-cache'
+    """
+    if path is None:
+        path = os.environ.get("INGOT_CACHE_DIR") or None
+    if path is None:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        path = os.path.join(base, "ingot", "kernels")
+    p = Path(path).expanduser()
+    try:
+        p.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ToolchainError(
+            f"cannot create the kernel cache directory {str(p)!r}: {exc}; set INGOT_CACHE_DIR "
+            "to a writable directory"
+        ) from exc
+    return p
+
+
+def compile_count() -> int:
+    """Number of real compiler invocations in this process (cache hits do not count).
+
+    Example::
+
+        >>> isinstance(compile_count(), int)
+        True
+    """
+    return _compile_count
+
+
+def _bump_count() -> None:
+    global _compile_count
+    with _lock:
+        _compile_count += 1
+
+
+def _cache_key(source: str, command: list[str], version: str, options: CompileOptions) -> str:
+    h = hashlib.sha256()
+    for part in (source, "\0".join(command), version):
+        h.update(part.encode("utf-8", "surrogatepass"))
+        h.update(b"\x01")
+    if options.march == "native" or options.mcpu == "native" or options.mtune == "native":
+        h.update(_host_fingerprint().encode())
+    return h.hexdigest()
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", errors="surrogatepass") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        _unlink_quietly(tmp)
+        raise
+
+
+def _unlink_quietly(path) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def _build(source: str, options: CompileOptions, mode: str, suffix: str,
+           cache: str | os.PathLike | None) -> str:
+    compiler = find_compiler()
+    version = _version_of(tuple(compiler))
+    flags = options.compile_flags()
+    if mode == "shared":
+        flags = [*flags, "-fPIC", "-shared"]
+        libs = list(options.libs)
+    else:  # assembly
+        flags = [*flags, "-fPIC", "-S"]
+        libs = []
+    # The command with placeholders is what the key hashes (paths vary, content does not).
+    key = _cache_key(source, [*compiler, *flags, "-o", "<out>", "<src>", *libs], version, options)
+    bucket = cache_dir(cache) / key[:2]
+    bucket.mkdir(parents=True, exist_ok=True)
+    out = bucket / f"{key}{suffix}"
+    if out.exists():
+        return str(out)
+    src = bucket / f"{key}.c"
+    if not src.exists():
+        _write_atomic(src, source)
+    fd, tmp_out = tempfile.mkstemp(dir=bucket, prefix=f"{key}.", suffix=f"{suffix}.tmp")
+    os.close(fd)
+    command = [*compiler, *flags, "-o", tmp_out, str(src), *libs]
+    _bump_count()
+    try:
+        # LC_ALL=C: plain ASCII diagnostics, independent of the user's locale.
+        proc = subprocess.run(command, capture_output=True, text=True, errors="replace",
+                              check=False, env={**os.environ, "LC_ALL": "C"})
+    except OSError as exc:
+        _unlink_quietly(tmp_out)
+        raise ToolchainError(f"cannot run the C compiler {compiler[0]!r}: {exc}") from exc
+    if proc.returncode != 0:
+        _unlink_quietly(tmp_out)
+        stderr = (proc.stderr or "") + (proc.stdout or "")
+        shown = stderr if len(stderr) <= _MAX_MESSAGE_STDERR else (
+            stderr[:_MAX_MESSAGE_STDERR] + f"\n... ({len(stderr) - _MAX_MESSAGE_STDERR} more characters)"
+        )
+        raise CompileError(
+            f"C compilation failed (exit {proc.returncode}).\n"
+            f"  command: {shlex.join(command)}\n"
+            f"  source:  {src}\n"
+            f"compiler output:\n{shown.rstrip()}",
+            command=command, stderr=stderr, source_path=str(src), returncode=proc.returncode,
+        )
+    os.replace(tmp_out, out)
+    return str(out)
+
+
+def compile_shared_library(source: str, options: CompileOptions | None = None, *,
+                           cache_dir: str | os.PathLike | None = None) -> str:
+    """Compile C ``source`` into a shared library (one compiler call); return its path.
+
+    A library already in the cache for the same source, command and compiler is returned
+    without compiling. Raises :class:`CompileError` (command, stderr, saved source path) when
+    the compiler fails and :class:`ToolchainError` when there is no compiler.
+
+    Example::
+
+        >>> path = compile_shared_library("int one(void) { return 1; }")   # doctest: +SKIP
+        >>> import ctypes; ctypes.CDLL(path).one()                          # doctest: +SKIP
+        1
+    """
+    if not isinstance(source, str):
+        raise TypeError(f"compile_shared_library: source must be str, got {type(source).__name__}")
+    suffix = ".dll" if sys.platform == "win32" else (".dylib" if sys.platform == "darwin" else ".so")
+    return _build(source, options or CompileOptions(), "shared", suffix, cache_dir)
+
+
+def compile_to_assembly(source: str, options: CompileOptions | None = None, *,
+                        cache_dir: str | os.PathLike | None = None) -> str:
+    """Compile C ``source`` to assembly (``-S``) with the same flags; return the assembly text.
+
+    Used by tests that check for SIMD instructions (e.g. ``vfmadd`` with AVX2).
+
+    Example::
+
+        >>> asm = compile_to_assembly("float f(float a, float b) { return a * b; }")  # doctest: +SKIP
+        >>> "mul" in asm                                                                 # doctest: +SKIP
+        True
+    """
+    if not isinstance(source, str):
+        raise TypeError(f"compile_to_assembly: source must be str, got {type(source).__name__}")
+    path = _build(source, options or CompileOptions(), "asm", ".s", cache_dir)
+    with open(path, encoding="utf-8", errors="replace") as f:
+        return f.read()
