@@ -62,6 +62,8 @@ class _EqualChecker:
                 return self.equal_var(lhs, rhs, defining)
             if isinstance(lhs, Buffer):
                 return self.equal_buffer(lhs, rhs)
+            if getattr(lhs, "_binding_var", False):
+                return self.equal_binding_var(lhs, rhs, defining)
             return self.equal_fields(lhs, rhs, defining)
         if isinstance(lhs, (tuple, list)):
             if not isinstance(rhs, (tuple, list)) or len(lhs) != len(rhs):
@@ -104,6 +106,19 @@ class _EqualChecker:
         if defining or self.map_free_vars:
             self.bind(lhs, rhs)
             return True
+        return True if lhs is rhs else self.fail(lhs, rhs)
+
+    def equal_binding_var(self, lhs: Node, rhs: Node, defining: bool) -> bool:
+        # Higher-level variables (graph Vars set ``_binding_var``) are definitions like `Var`:
+        # matched where defined (their fields, e.g. struct info, compared then), uses by mapping.
+        mapped = self.lhs_to_rhs.get(id(lhs))
+        if mapped is not None:
+            return True if mapped is rhs else self.fail(lhs, rhs)
+        if id(rhs) in self.rhs_to_lhs:
+            return self.fail(lhs, rhs)
+        if defining or self.map_free_vars:
+            self.bind(lhs, rhs)
+            return self.equal_fields(lhs, rhs, defining=True)
         return True if lhs is rhs else self.fail(lhs, rhs)
 
     def equal_buffer(self, lhs: Buffer, rhs: Buffer) -> bool:
@@ -180,6 +195,8 @@ class _Hasher:
             self.visit_var(value, defining)
         elif isinstance(value, Buffer):
             self.visit_buffer(value)
+        elif getattr(value, "_binding_var", False):
+            self.visit_binding_var(value, defining)
         elif isinstance(value, Node):
             cls = type(value)
             self.token("N", cls.__name__)
@@ -210,6 +227,21 @@ class _Hasher:
             self.token("free", var.dtype, var.name)
         else:
             self.token("var", var.dtype, idx)
+
+    def visit_binding_var(self, var: Node, defining: bool) -> None:
+        idx = self.index.get(id(var))
+        if idx is None and (defining or self.map_free_vars):
+            idx = self.index[id(var)] = len(self.index)
+            self.keep_alive.append(var)
+            self.token("bvar-def", type(var).__name__, idx)
+            cls = type(var)
+            for name in cls._fields:
+                if name not in cls._ignored_fields:
+                    self.visit(getattr(var, name), True)
+        elif idx is None:
+            self.token("bvar-free", type(var).__name__, getattr(var, "name_hint", ""))
+        else:
+            self.token("bvar", idx)
 
     def visit_buffer(self, buf: Buffer) -> None:
         idx = self.index.get(id(buf))
