@@ -53,3 +53,16 @@ class ModuleLoadError(IngotRuntimeError, OSError):
         >>> issubclass(ModuleLoadError, OSError)
         True
     """
+
+
+class FunctionNotFoundError(IngotRuntimeError, KeyError):
+    """A function name is neither in a module nor in the global registry.
+
+    Example::
+
+        >>> str(FunctionNotFoundError("module has no function 'mian'; did you mean 'main'?"))
+        "module has no function 'mian'; did you mean 'main'?"
+    """
+
+    def __str__(self) -> str:  # KeyError would print the repr of the message
+        return str(self.args[0]) if self.args else ""

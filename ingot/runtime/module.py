@@ -1,0 +1,359 @@
+"""Module: a compiled shared library loaded with ctypes, and its functions.
+
+Note: a module built by Ingot is one self-contained shared library. Besides its kernels it
+exports ``ingot_module_metadata`` (JSON: the functions, their C symbols and parameters; see
+:func:`ingot.codegen.prelude.validate_metadata`), optionally ``ingot_module_source`` (the C
+source, for ``get_source()`` after loading from disk), and the prelude helpers
+``ingot_time_function`` and ``ingot_set_num_threads``. ``export_library`` therefore only
+copies the file, and ``load_module`` in a fresh process gets everything back. The library is
+opened with ``RTLD_LOCAL`` so the same helper symbols in many modules never clash.
+
+Example::
+
+    >>> mod = load_module("add.so")                                  # doctest: +SKIP
+    >>> mod.function_names                                           # doctest: +SKIP
+    ['main']
+    >>> mod["main"](a, b, c)                                         # doctest: +SKIP
+    >>> mod.time_evaluator("main", ingot.cpu(0), number=100)(a, b, c).mean   # doctest: +SKIP
+    1.3e-06
+"""
+
+from __future__ import annotations
+
+import ctypes
+import difflib
+import json
+import os
+import shutil
+import statistics
+import tempfile
+from collections import namedtuple
+
+from . import abi
+from .device import Device
+from .errors import FunctionNotFoundError, IngotRuntimeError, ModuleLoadError
+from .function import Function, check_int
+from .metadata import validate_metadata
+
+__all__ = ["Module", "ProfileResult", "load_module"]
+
+
+class ProfileResult(namedtuple("ProfileResult", ["mean", "median", "max", "min", "std", "results"])):
+    """Timing of a function (seconds), as returned by ``time_evaluator`` (TVM's fields).
+
+    ``results`` holds the mean seconds per call of each repeat.
+
+    Example::
+
+        >>> r = ProfileResult.from_results([1e-3, 2e-3, 3e-3])
+        >>> round(r.mean, 6), round(r.median, 6), r.max
+        (0.002, 0.002, 0.003)
+    """
+
+    __slots__ = ()
+
+    @classmethod
+    def from_results(cls, results) -> "ProfileResult":
+        """Summarize per-repeat seconds.
+
+        Example::
+
+            >>> ProfileResult.from_results([0.5]).std
+            0.0
+        """
+        res = tuple(float(r) for r in results)
+        if not res:
+            raise IngotRuntimeError("ProfileResult needs at least one repeat")
+        return cls(
+            mean=statistics.fmean(res),
+            median=statistics.median(res),
+            max=max(res),
+            min=min(res),
+            std=statistics.pstdev(res) if len(res) > 1 else 0.0,
+            results=res,
+        )
+
+    def __str__(self) -> str:
+        ms = [x * 1e3 for x in (self.mean, self.median, self.max, self.min, self.std)]
+        return (
+            "Execution time summary:\n"
+            "   mean (ms)  median (ms)     max (ms)     min (ms)     std (ms)\n"
+            + " ".join(f"{v:12.6f}" for v in ms)
+        )
+
+
+def _read_c_string(lib: ctypes.CDLL, symbol: str) -> str | None:
+    try:
+        first = ctypes.c_char.in_dll(lib, symbol)
+    except ValueError:  # symbol not found
+        return None
+    return ctypes.string_at(ctypes.addressof(first)).decode("utf-8", "replace")
+
+
+class Module:
+    """A loaded compiled module (a shared library with Ingot metadata).
+
+    ``Module(lib_path)`` loads the library; ``source`` attaches C source for ``get_source()``
+    when the library does not embed it (the builder passes it).
+
+    Example::
+
+        >>> mod = Module("/path/to/kernels.so")                # doctest: +SKIP
+        >>> "main" in mod, mod["main"]                         # doctest: +SKIP
+        (True, <ingot.Function main(A: float32[128], ...)>)
+    """
+
+    def __init__(self, lib_path: str | os.PathLike, *, source: str | None = None):
+        path = os.path.abspath(os.fspath(lib_path))
+        if not os.path.isfile(path):
+            raise ModuleLoadError(
+                f"cannot load module {path!r}: no such file; build it with ingot.build(...) "
+                "and save it with mod.export_library(path)"
+            )
+        try:
+            self._lib = ctypes.CDLL(path, mode=os.RTLD_LOCAL | getattr(os, "RTLD_NOW", 0))
+        except OSError as exc:
+            raise ModuleLoadError(
+                f"cannot load module {path!r}: {exc}. Is it a shared library built for this "
+                "machine (same CPU architecture; built with -march=native on another CPU?)"
+            ) from exc
+        self.lib_path = path
+        self._source = source
+        self._functions: dict[str, Function] = {}
+        self._timer = None
+        text = _read_c_string(self._lib, abi.SYM_METADATA)
+        if text is None:
+            self.metadata = None
+        else:
+            try:
+                md = json.loads(text)
+            except json.JSONDecodeError as exc:
+                raise ModuleLoadError(
+                    f"module {path!r}: {abi.SYM_METADATA} is not valid JSON ({exc}); the "
+                    "generator must emit it with ingot.codegen.prelude.emit_metadata_c"
+                ) from exc
+            try:
+                self.metadata = validate_metadata(md)
+            except (TypeError, ValueError) as exc:
+                raise ModuleLoadError(f"module {path!r}: {exc}") from exc
+
+    # ------------------------------------------------------------ functions
+    @property
+    def function_names(self) -> list[str]:
+        """Names of the functions described by the module metadata.
+
+        Example::
+
+            >>> mod.function_names          # doctest: +SKIP
+            ['main', 'fused_add_relu']
+        """
+        return [] if self.metadata is None else list(self.metadata["functions"])
+
+    @property
+    def target(self) -> str:
+        """The target string the module was built for (from the metadata).
+
+        Example::
+
+            >>> mod.target                  # doctest: +SKIP
+            'llvm -mcpu=znver4'
+        """
+        return "" if self.metadata is None else str(self.metadata.get("target", ""))
+
+    def get_function(self, name: str, query_imports: bool = False) -> Function:
+        """The function ``name`` (a metadata name, or an exported C symbol without metadata).
+
+        Raises ``FunctionNotFoundError`` (a ``KeyError``) listing the available names.
+
+        Example::
+
+            >>> f = mod.get_function("main")       # doctest: +SKIP
+        """
+        del query_imports  # a module has no imports: it is one self-contained library
+        fn = self._functions.get(name)
+        if fn is not None:
+            return fn
+        funcs = {} if self.metadata is None else self.metadata["functions"]
+        if name in funcs:
+            desc = funcs[name]
+            symbol, params = desc["symbol"], desc["params"]
+        elif self.metadata is None and not name.startswith("ingot_module_"):
+            symbol, params = name, None  # hand-written library: unchecked packed call
+        else:
+            symbol = params = None
+        cfunc = None
+        if symbol is not None:
+            try:
+                cfunc = getattr(self._lib, symbol)
+            except AttributeError:
+                cfunc = None
+        if cfunc is None:
+            if name in funcs:
+                raise ModuleLoadError(
+                    f"module {self.lib_path!r}: metadata lists function {name!r} with symbol "
+                    f"{symbol!r}, but the library does not export it (code generator bug)"
+                )
+            close = difflib.get_close_matches(name, self.function_names, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise FunctionNotFoundError(
+                f"module {os.path.basename(self.lib_path)!r} has no function {name!r}"
+                f" (functions: {', '.join(self.function_names) or 'none'}){hint}"
+            )
+        fn = Function(self, name, symbol, cfunc, params)
+        self._functions[name] = fn
+        return fn
+
+    def __getitem__(self, name: str) -> Function:
+        return self.get_function(name)
+
+    def __contains__(self, name: str) -> bool:
+        if self.metadata is not None:
+            return name in self.metadata["functions"]
+        return hasattr(self._lib, name)
+
+    # ------------------------------------------------------------ source & export
+    def get_source(self, fmt: str = "") -> str:
+        """The C source of the module (embedded ``ingot_module_source`` or given by the builder).
+
+        Example::
+
+            >>> "ingot_main" in mod.get_source()     # doctest: +SKIP
+            True
+        """
+        if fmt not in ("", "c", "cc"):
+            raise IngotRuntimeError(f"get_source: only C source is available, got fmt={fmt!r}")
+        text = _read_c_string(self._lib, abi.SYM_SOURCE)
+        if text is not None:
+            return text
+        if self._source is not None:
+            return self._source
+        raise IngotRuntimeError(
+            f"module {self.lib_path!r} has no source: it does not embed ingot_module_source "
+            "and was not built in this process; rebuild it with the source included"
+        )
+
+    def set_source(self, source: str) -> None:
+        """Attach the C source (used by the builder when the library does not embed it).
+
+        Example::
+
+            >>> mod.set_source("/* C */")            # doctest: +SKIP
+        """
+        self._source = source
+
+    def export_library(self, path: str | os.PathLike) -> str:
+        """Copy the self-contained library to ``path`` (atomically); returns the path.
+
+        Example::
+
+            >>> mod.export_library("/tmp/model.so")  # doctest: +SKIP
+            '/tmp/model.so'
+        """
+        dst = os.path.abspath(os.fspath(path))
+        parent = os.path.dirname(dst)
+        os.makedirs(parent, exist_ok=True)
+        if os.path.isdir(dst):
+            raise IngotRuntimeError(f"export_library: {dst!r} is a directory; give a file path such as {dst}/lib.so")
+        fd, tmp = tempfile.mkstemp(dir=parent, prefix=".ingot-export-", suffix=".tmp")
+        os.close(fd)
+        try:
+            shutil.copyfile(self.lib_path, tmp)
+            os.chmod(tmp, 0o755)
+            os.replace(tmp, dst)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
+        return dst
+
+    # ------------------------------------------------------------ timing & threads
+    def _time_function_ptr(self):
+        if self._timer is None:
+            try:
+                timer = getattr(self._lib, abi.SYM_TIME_FUNCTION)
+            except AttributeError:
+                raise IngotRuntimeError(
+                    f"module {self.lib_path!r} does not export {abi.SYM_TIME_FUNCTION}; it was "
+                    "not built with the Ingot C prelude"
+                ) from None
+            timer.restype = ctypes.c_int32
+            timer.argtypes = None
+            self._timer = timer
+        return self._timer
+
+    def time_evaluator(self, func_name: str, dev: Device, number: int = 10, repeat: int = 1,
+                       min_repeat_ms: int = 0):
+        """A callable that times ``func_name`` (TVM semantics); returns a ProfileResult (seconds).
+
+        One warm-up call; then ``repeat`` measurements of ``number`` back-to-back calls each,
+        timed in C with ``CLOCK_MONOTONIC``. With ``min_repeat_ms > 0``, ``number`` grows until
+        one repeat lasts at least that long.
+
+        Example::
+
+            >>> ev = mod.time_evaluator("main", ingot.cpu(0), number=100, repeat=3)   # doctest: +SKIP
+            >>> ev(a, b, c).mean                                                       # doctest: +SKIP
+            2.1e-06
+        """
+        fn = self.get_function(func_name)
+        if not isinstance(dev, Device) or not dev.is_cpu():
+            raise IngotRuntimeError(f"time_evaluator: the CPU runtime times on ingot.cpu(0), got {dev!r}")
+        number = check_int(number, "number")
+        repeat = check_int(repeat, "repeat")
+        min_repeat_ms = check_int(min_repeat_ms, "min_repeat_ms")
+        if number < 1 or repeat < 1:
+            raise IngotRuntimeError(f"time_evaluator: number and repeat must be >= 1, got {number}, {repeat}")
+        self._time_function_ptr()
+
+        def evaluator(*args) -> ProfileResult:
+            return ProfileResult.from_results(fn.time(args, number, repeat, min_repeat_ms))
+
+        evaluator.__doc__ = f"Time {func_name}(*args); returns ProfileResult (seconds)."
+        return evaluator
+
+    def set_num_threads(self, n: int) -> int:
+        """Threads for parallel loops of this module (``n <= 0``: all cores); returns the count.
+
+        Example::
+
+            >>> mod.set_num_threads(2)     # doctest: +SKIP
+            2
+        """
+        try:
+            f = getattr(self._lib, abi.SYM_SET_NUM_THREADS)
+        except AttributeError:
+            raise IngotRuntimeError(f"module {self.lib_path!r} does not export {abi.SYM_SET_NUM_THREADS}") from None
+        f.restype = ctypes.c_int32
+        f.argtypes = [ctypes.c_int32]
+        return int(f(int(n)))
+
+    def get_num_threads(self) -> int:
+        """Threads parallel loops of this module will use.
+
+        Example::
+
+            >>> mod.get_num_threads()      # doctest: +SKIP
+            2
+        """
+        try:
+            f = getattr(self._lib, abi.SYM_GET_NUM_THREADS)
+        except AttributeError:
+            return 1
+        f.restype = ctypes.c_int32
+        f.argtypes = []
+        return int(f())
+
+    def __repr__(self) -> str:
+        return f"<ingot.Module {os.path.basename(self.lib_path)} functions={self.function_names}>"
+
+
+def load_module(path: str | os.PathLike) -> Module:
+    """Load a library written by ``Module.export_library`` (works in a fresh process).
+
+    Example::
+
+        >>> mod = load_module("/tmp/model.so")     # doctest: +SKIP
+    """
+    return Module(path)
