@@ -52,10 +52,12 @@ __all__ = [
     "find_compiler",
 ]
 
+from ingot.ir.error import IngotError
+
 _MAX_MESSAGE_STDERR = 8000
 
 
-class ToolchainError(RuntimeError):
+class ToolchainError(IngotError, RuntimeError):
     """No usable C compiler (or it cannot be run).
 
     Example::
@@ -65,7 +67,7 @@ class ToolchainError(RuntimeError):
     """
 
 
-class CompileError(RuntimeError):
+class CompileError(IngotError, RuntimeError):
     """The C compiler rejected a source. Carries ``command``, ``stderr``, ``source_path``.
 
     Example::

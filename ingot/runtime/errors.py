@@ -11,8 +11,10 @@ Example::
     True
 """
 
+from ingot.ir.error import IngotError
 
-class IngotRuntimeError(RuntimeError):
+
+class IngotRuntimeError(IngotError, RuntimeError):
     """Base class of every error raised by ``ingot.runtime``.
 
     Example::
