@@ -1,0 +1,248 @@
+"""Relax-like text for graph IR (``mod.script()``, ``print(func)``): shapes and dtypes on every binding.
+
+Note: registered with `ingot.ir.printer.register_node_printer` when `ingot.graph` is imported. The
+module printer prints graph functions itself and every other function (``tir.PrimFunc``) through
+`ingot.ir.printer.node_to_str`, so TensorIR prints in TVMScript once `ingot.script` is loaded.
+The text is for reading (there is no graph-level parser yet).
+
+Example:
+    >>> from ingot import graph as G
+    >>> x = G.Var("x", G.TensorStructInfo((2, 3), "float32"))
+    >>> print(G.Function([x], G.SeqExpr([], x), attrs={"global_symbol": "f"}))
+    @R.function
+    def f(x: R.Tensor((2, 3), dtype="float32")) -> R.Tensor((2, 3), dtype="float32"):
+        return x
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ingot.ir import IRModule, PrimExpr, Var as PrimVar, collect_vars
+from ingot.ir.module import GlobalVar
+from ingot.ir.printer import expr_to_str as prim_to_str, node_to_str, register_node_printer
+
+from . import expr as E
+from . import struct_info as S
+
+
+def _dim_str(dim: Any) -> str:
+    return str(dim) if isinstance(dim, int) else prim_to_str(dim)
+
+
+def _tuple_str(items: list) -> str:
+    return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+
+
+def struct_info_to_str(sinfo: S.StructInfo) -> str:
+    """``R.Tensor((n, 784), dtype="float32")`` and friends.
+
+    Example:
+        >>> struct_info_to_str(S.TensorStructInfo((1, 2), "int8"))
+        'R.Tensor((1, 2), dtype="int8")'
+    """
+    if isinstance(sinfo, S.TensorStructInfo):
+        if sinfo.shape is not None:
+            return f'R.Tensor({_tuple_str([_dim_str(d) for d in sinfo.shape])}, dtype="{sinfo.dtype}")'
+        if sinfo.ndim >= 0:
+            return f'R.Tensor(dtype="{sinfo.dtype}", ndim={sinfo.ndim})'
+        return f'R.Tensor(dtype="{sinfo.dtype}")'
+    if isinstance(sinfo, S.TupleStructInfo):
+        return "R.Tuple(" + ", ".join(struct_info_to_str(f) for f in sinfo.fields) + ")"
+    if isinstance(sinfo, S.ShapeStructInfo):
+        if sinfo.values is not None:
+            return f"R.Shape([{', '.join(_dim_str(d) for d in sinfo.values)}])"
+        return f"R.Shape(ndim={sinfo.ndim})"
+    if isinstance(sinfo, S.PrimStructInfo):
+        return f'R.Prim("{sinfo.dtype}")'
+    if isinstance(sinfo, S.FuncStructInfo):
+        return "R.Callable((" + ", ".join(struct_info_to_str(p) for p in sinfo.params) + "), " + \
+            struct_info_to_str(sinfo.ret) + ")"
+    return "R.Object"
+
+
+class _FunctionPrinter:
+    """Prints one function, giving each variable a unique printed name."""
+
+    def __init__(self):
+        self.names: dict[int, str] = {}
+        self.used: set[str] = set()
+        self.constants: list[E.Constant] = []
+
+    def name_of(self, var: Any) -> str:
+        key = id(var)
+        if key not in self.names:
+            base = getattr(var, "name_hint", None) or getattr(var, "name", "v")
+            name, k = base, 1
+            while name in self.used:
+                name, k = f"{base}_{k}", k + 1
+            self.used.add(name)
+            self.names[key] = name
+        return self.names[key]
+
+    def prim(self, e: Any) -> str:
+        if isinstance(e, int):
+            return str(e)
+        return prim_to_str(e, self.name_of)
+
+    def sinfo(self, sinfo: S.StructInfo) -> str:
+        if isinstance(sinfo, S.TensorStructInfo) and sinfo.shape is not None:
+            return f'R.Tensor({_tuple_str([self.prim(d) for d in sinfo.shape])}, dtype="{sinfo.dtype}")'
+        if isinstance(sinfo, S.TupleStructInfo):
+            return "R.Tuple(" + ", ".join(self.sinfo(f) for f in sinfo.fields) + ")"
+        return struct_info_to_str(sinfo)
+
+    def attr(self, value: Any) -> str:
+        if isinstance(value, (PrimExpr,)):
+            return self.prim(value)
+        if isinstance(value, tuple):
+            return "[" + ", ".join(self.attr(v) for v in value) + "]"
+        if isinstance(value, str):
+            return f'"{value}"'
+        return repr(value)
+
+    def expr(self, e: Any) -> str:
+        if isinstance(e, E.Var):
+            return self.name_of(e)
+        if isinstance(e, GlobalVar):
+            return f"cls.{e.name_hint}"
+        if isinstance(e, E.Constant):
+            if e.data.size <= 4:
+                value = e.data.tolist()
+                return f'R.const({value!r}, "{e.data.dtype}")'
+            self.constants.append(e)
+            return f'metadata["relax.expr.Constant"][{len(self.constants) - 1}]'
+        if isinstance(e, E.Tuple):
+            return _tuple_str([self.expr(f) for f in e.fields])
+        if isinstance(e, E.TupleGetItem):
+            return f"{self.expr(e.tuple_value)}[{e.index}]"
+        if isinstance(e, E.ShapeExpr):
+            return f"R.shape([{', '.join(self.prim(v) for v in e.values)}])"
+        if isinstance(e, E.ExternFunc):
+            return f'R.ExternFunc("{e.global_symbol}")'
+        if isinstance(e, E.Call):
+            return self.call(e)
+        if isinstance(e, E.Function):
+            return "<function>"
+        return str(e)
+
+    def call(self, call: E.Call) -> str:
+        op = call.op
+        sinfo_args = ""
+        if call.sinfo_args:
+            items = [self.sinfo(s) for s in call.sinfo_args]
+            sinfo_args = items[0] if len(items) == 1 else "[" + ", ".join(items) + "]"
+        if isinstance(op, E.Op) and op.name == "call_tir":
+            callee, args = call.args[0], call.args[1]
+            return f"R.call_tir({self.expr(callee)}, {self.expr(args)}, out_sinfo={sinfo_args})"
+        if isinstance(op, E.ExternFunc):
+            args = "".join(", " + self.expr(a) for a in call.args)
+            return f'R.call_packed("{op.global_symbol}"{args}, sinfo_args=({sinfo_args},))'
+        head = f"R.{op.name}" if isinstance(op, E.Op) else self.expr(op)
+        parts = [self.expr(a) for a in call.args]
+        parts += [f"{k}={self.attr(v)}" for k, v in call.attrs.items()]
+        return f"{head}({', '.join(parts)})"
+
+    def function(self, func: E.Function, name: str, indent: str = "") -> str:
+        lines = []
+        params = ", ".join(f"{self.name_of(p)}: {self.sinfo(p.struct_info)}" for p in func.params)
+        decorator = "@R.function" + ("(private=True)" if func.attrs.get("Primitive") else "")
+        lines.append(indent + decorator)
+        lines.append(f"{indent}def {name}({params}) -> {self.sinfo(func.ret_struct_info)}:")
+        inner = indent + "    "
+        # Symbolic dimensions are declared up front, as TVMScript does (``n = T.int64()``).
+        sym = []
+        for p in func.params:
+            for v in collect_vars(p.struct_info):
+                if isinstance(v, PrimVar) and all(v is not s for s in sym):
+                    sym.append(v)
+        for v in sym:
+            lines.append(f"{inner}{self.name_of(v)} = T.{v.dtype}()")
+        attrs = {k: v for k, v in func.attrs.items() if k != "global_symbol"}
+        if attrs:
+            lines.append(f"{inner}R.func_attr({{{', '.join(f'{k!r}: {self.attr(v)}' for k, v in attrs.items())}}})"
+                         .replace("'", '"'))
+        for block in func.body.blocks:
+            if isinstance(block, E.DataflowBlock):
+                lines.append(f"{inner}with R.dataflow():")
+                outputs = []
+                for b in block.bindings:
+                    lines.append(self.binding(b, inner + "    "))
+                    if not isinstance(b.var, E.DataflowVar):
+                        outputs.append(self.name_of(b.var))
+                if outputs:
+                    lines.append(f"{inner}    R.output({', '.join(outputs)})")
+            else:
+                for b in block.bindings:
+                    lines.append(self.binding(b, inner))
+        lines.append(f"{inner}return {self.expr(func.body.body)}")
+        return "\n".join(lines)
+
+    def binding(self, b: E.VarBinding, indent: str) -> str:
+        if isinstance(b.value, E.Function):
+            name = self.name_of(b.var)
+            return _FunctionPrinter().function(b.value, name, indent)
+        value = self.expr(b.value)
+        return f"{indent}{self.name_of(b.var)}: {self.sinfo(b.var.struct_info)} = {value}"
+
+
+def function_to_str(func: E.Function, name: "str | None" = None) -> str:
+    """Text of a graph `Function` (named by ``name``, else its ``global_symbol``, else ``main``).
+
+    Example:
+        >>> from ingot import graph as G
+        >>> x = G.Var("x", G.TensorStructInfo((2,), "float32"))
+        >>> function_to_str(G.Function([x], G.SeqExpr([], x))).splitlines()[1]
+        'def main(x: R.Tensor((2,), dtype="float32")) -> R.Tensor((2,), dtype="float32"):'
+    """
+    return _FunctionPrinter().function(func, name or func.attrs.get("global_symbol", "main"))
+
+
+def expr_to_str(e: Any) -> str:
+    """Text of one graph expression (names as given).
+
+    Example:
+        >>> from ingot import graph as G
+        >>> x = G.Var("x", G.TensorStructInfo((2,), "float32"))
+        >>> expr_to_str(G.op.relu(x))
+        'R.relu(x)'
+    """
+    if isinstance(e, E.Function):
+        return function_to_str(e)
+    return _FunctionPrinter().expr(e)
+
+
+def module_to_str(mod: IRModule) -> str:
+    """``@I.ir_module class Module:`` with every function, graph and TensorIR.
+
+    Example:
+        >>> from ingot import graph as G
+        >>> x = G.Var("x", G.TensorStructInfo((2,), "float32"))
+        >>> "@I.ir_module" in module_to_str(IRModule({"main": G.Function([x], G.SeqExpr([], x))}))
+        True
+    """
+    lines = ["# from ingot.script import ir as I, tir as T, relax as R", "", "@I.ir_module", "class Module:"]
+    for name, func in mod.functions.items():
+        if isinstance(func, E.Function):
+            text = _FunctionPrinter().function(func, name, "    ")
+        else:
+            text = node_to_str(func)
+            if "def " not in text.splitlines()[0] and not text.startswith("@"):
+                text = f"# {name}\n{text}"
+            text = "\n".join("    " + line for line in text.splitlines())
+        lines.append(text)
+        lines.append("")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def _module_printer(mod: IRModule) -> str:
+    return module_to_str(mod)
+
+
+register_node_printer(E.Expr, expr_to_str)
+register_node_printer(E.VarBinding, lambda b: _FunctionPrinter().binding(b, ""))
+register_node_printer(S.StructInfo, struct_info_to_str)
+register_node_printer(IRModule, _module_printer)
+
+_ = np  # numpy is used by Constant printing through e.data

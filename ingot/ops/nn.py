@@ -1,0 +1,426 @@
+"""Neural-network operators: dense, conv2d (NCHW/NHWC, stride/padding/dilation/groups), padding,
+pooling, softmax, normalizations.
+
+Note: as in TVM's topi, each operator is a small chain of TE stages (padding, the main reduction,
+an epilogue). Default schedules inline the cheap stages into their consumers.
+
+Example:
+    >>> from ingot import te
+    >>> x = te.placeholder((1, 3, 8, 8), name="x")
+    >>> w = te.placeholder((4, 3, 3, 3), name="w")
+    >>> y = conv2d_nchw(x, w, strides=1, padding=1)
+    >>> [int(d) for d in y.shape]
+    [1, 4, 8, 8]
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from ingot import tir
+from ingot.ir import as_const_int, convert
+
+from ._util import compute, const_like, normalize_axis, prod
+
+
+def _pair(value: Any, name: str) -> tuple:
+    if isinstance(value, (list, tuple)):
+        if len(value) == 1:
+            return (value[0], value[0])
+        if len(value) != 2:
+            raise ValueError(f"{name} must be an int or a pair, got {value}")
+        return tuple(value)
+    return (value, value)
+
+
+def _padding4(padding: Any) -> tuple:
+    """(top, left, bottom, right) from an int, a (h, w) pair or a 4-tuple (TVM's convention)."""
+    if isinstance(padding, (list, tuple)):
+        if len(padding) == 4:
+            return tuple(padding)
+        if len(padding) == 2:
+            return (padding[0], padding[1], padding[0], padding[1])
+        if len(padding) == 1:
+            return (padding[0],) * 4
+        raise ValueError(f"padding must be an int, (h, w) or (top, left, bottom, right), got {padding}")
+    return (padding,) * 4
+
+
+def dense(x: Any, weight: Any, bias: Any = None, out_dtype: "str | None" = None) -> Any:
+    """``x @ weight.T (+ bias)``: ``x`` is ``(..., K)``, ``weight`` ``(N, K)``, ``bias`` ``(N,)``.
+
+    Example:
+        >>> from ingot import te
+        >>> y = dense(te.placeholder((2, 8), name="x"), te.placeholder((4, 8), name="w"))
+    """
+    from ingot import te
+
+    out_dtype = out_dtype or str(x.dtype)
+    K = x.shape[-1]
+    k = te.reduce_axis((0, K), name="k")
+    out_shape = tuple(x.shape[:-1]) + (weight.shape[0],)
+
+    def body(idx: tuple) -> Any:
+        lhs, rhs = x[idx[:-1] + (k,)], weight[idx[-1], k]
+        if str(lhs.dtype) != out_dtype:
+            lhs, rhs = lhs.astype(out_dtype), rhs.astype(out_dtype)
+        return te.sum(lhs * rhs, axis=k)
+
+    out = compute(out_shape, body, "T_dense", tag="dense")
+    if bias is None:
+        return out
+    return compute(out_shape, lambda idx: out[idx] + bias[idx[-1]], "T_add_bias", tag="broadcast")
+
+
+def pad(x: Any, pad_before: Sequence[Any], pad_after: Sequence[Any], pad_value: float = 0.0, name: str = "T_pad") -> Any:
+    """``x`` padded with ``pad_value`` (``pad_before[i]``/``pad_after[i]`` elements on axis i).
+
+    Example:
+        >>> from ingot import te
+        >>> y = pad(te.placeholder((2, 2), name="x"), (1, 0), (1, 0))
+    """
+    out_shape = tuple(convert(d) + b + a for d, b, a in zip(x.shape, pad_before, pad_after))
+
+    def body(idx: tuple) -> Any:
+        conds = []
+        src = []
+        for i, d, b, a in zip(idx, x.shape, pad_before, pad_after):
+            if as_const_int(convert(b)) == 0 and as_const_int(convert(a)) == 0:
+                src.append(i)  # an unpadded axis needs no bounds check
+                continue
+            conds.append(i >= b)
+            conds.append(i < convert(b) + d)
+            src.append(i - b)
+        if not conds:
+            return x[tuple(idx)]
+        return tir.if_then_else(tir.all(*conds), x[tuple(src)], const_like(pad_value, x.dtype))
+
+    return compute(out_shape, body, name, tag="injective,pad")
+
+
+def _out_size(size: Any, pad_total: Any, kernel: Any, stride: Any, dilation: Any) -> Any:
+    return (convert(size) + pad_total - ((convert(kernel) - 1) * dilation + 1)) // stride + 1
+
+
+def conv2d_nchw(
+    data: Any, kernel: Any, strides: Any = 1, padding: Any = 0, dilation: Any = 1, groups: int = 1,
+    out_dtype: "str | None" = None,
+) -> Any:
+    """2-D convolution, data ``(N, C, H, W)``, kernel ``(O, C/groups, KH, KW)``.
+
+    Example:
+        >>> from ingot import te
+        >>> y = conv2d_nchw(te.placeholder((1, 4, 8, 8), name="x"), te.placeholder((4, 1, 3, 3), name="w"),
+        ...                 padding=1, groups=4)
+    """
+    from ingot import te
+
+    out_dtype = out_dtype or str(data.dtype)
+    sh, sw = _pair(strides, "strides")
+    dh, dw = _pair(dilation, "dilation")
+    pt, pl, pb, pr = _padding4(padding)
+    N, C, H, W = data.shape
+    O, CG, KH, KW = kernel.shape
+    OH = _out_size(H, pt + pb, KH, sh, dh)
+    OW = _out_size(W, pl + pr, KW, sw, dw)
+    padded = data if all(as_const_int(convert(p)) == 0 for p in (pt, pl, pb, pr)) else \
+        pad(data, (0, 0, pt, pl), (0, 0, pb, pr), name="pad_temp")
+    rc = te.reduce_axis((0, CG), name="rc")
+    ry = te.reduce_axis((0, KH), name="ry")
+    rx = te.reduce_axis((0, KW), name="rx")
+    out_per_group = convert(O) // groups
+
+    def body(idx: tuple) -> Any:
+        n, o, y, x = idx
+        c = rc if groups == 1 else (o // out_per_group) * CG + rc
+        lhs = padded[n, c, y * sh + ry * dh, x * sw + rx * dw]
+        rhs = kernel[o, rc, ry, rx]
+        if str(lhs.dtype) != out_dtype:
+            lhs, rhs = lhs.astype(out_dtype), rhs.astype(out_dtype)
+        return te.sum(lhs * rhs, axis=[rc, ry, rx])
+
+    return compute((N, O, OH, OW), body, "conv2d_nchw", tag="conv2d_nchw")
+
+
+def conv2d_nhwc(
+    data: Any, kernel: Any, strides: Any = 1, padding: Any = 0, dilation: Any = 1, groups: int = 1,
+    out_dtype: "str | None" = None,
+) -> Any:
+    """2-D convolution, data ``(N, H, W, C)``, kernel ``(KH, KW, C/groups, O)`` (HWIO, as TVM's NHWC).
+
+    Example:
+        >>> from ingot import te
+        >>> y = conv2d_nhwc(te.placeholder((1, 8, 8, 3), name="x"), te.placeholder((3, 3, 3, 4), name="w"))
+    """
+    from ingot import te
+
+    out_dtype = out_dtype or str(data.dtype)
+    sh, sw = _pair(strides, "strides")
+    dh, dw = _pair(dilation, "dilation")
+    pt, pl, pb, pr = _padding4(padding)
+    N, H, W, C = data.shape
+    KH, KW, CG, O = kernel.shape
+    OH = _out_size(H, pt + pb, KH, sh, dh)
+    OW = _out_size(W, pl + pr, KW, sw, dw)
+    padded = data if all(as_const_int(convert(p)) == 0 for p in (pt, pl, pb, pr)) else \
+        pad(data, (0, pt, pl, 0), (0, pb, pr, 0), name="pad_temp")
+    rc = te.reduce_axis((0, CG), name="rc")
+    ry = te.reduce_axis((0, KH), name="ry")
+    rx = te.reduce_axis((0, KW), name="rx")
+    out_per_group = convert(O) // groups
+
+    def body(idx: tuple) -> Any:
+        n, y, x, o = idx
+        c = rc if groups == 1 else (o // out_per_group) * CG + rc
+        lhs = padded[n, y * sh + ry * dh, x * sw + rx * dw, c]
+        rhs = kernel[ry, rx, rc, o]
+        if str(lhs.dtype) != out_dtype:
+            lhs, rhs = lhs.astype(out_dtype), rhs.astype(out_dtype)
+        return te.sum(lhs * rhs, axis=[rc, ry, rx])
+
+    return compute((N, OH, OW, O), body, "conv2d_nhwc", tag="conv2d_nhwc")
+
+
+def pool2d(
+    data: Any, pool_type: str, pool_size: Any, strides: Any = 1, padding: Any = 0, dilation: Any = 1,
+    layout: str = "NCHW", count_include_pad: bool = False, ceil_mode: bool = False,
+) -> Any:
+    """Max or average pooling over the H and W axes of ``layout`` (``"NCHW"`` or ``"NHWC"``).
+
+    Example:
+        >>> from ingot import te
+        >>> y = pool2d(te.placeholder((1, 2, 8, 8), name="x"), "max", 2, strides=2)
+    """
+    from ingot import te
+
+    if pool_type not in ("max", "avg"):
+        raise ValueError(f"pool_type must be 'max' or 'avg', got {pool_type!r}")
+    if ceil_mode:
+        raise NotImplementedError("pool2d: ceil_mode=True is not supported yet; pad the input explicitly")
+    kh, kw = _pair(pool_size, "pool_size")
+    sh, sw = _pair(strides, "strides")
+    dh, dw = _pair(dilation, "dilation")
+    pt, pl, pb, pr = _padding4(padding)
+    h_axis, w_axis = layout.index("H"), layout.index("W")
+    H, W = data.shape[h_axis], data.shape[w_axis]
+    OH = _out_size(H, pt + pb, kh, sh, dh)
+    OW = _out_size(W, pl + pr, kw, sw, dw)
+    before = [0] * 4
+    after = [0] * 4
+    before[h_axis], before[w_axis], after[h_axis], after[w_axis] = pt, pl, pb, pr
+    has_pad = any(as_const_int(convert(p)) != 0 for p in (pt, pl, pb, pr))
+    pad_value = tir.min_value(str(data.dtype)).value if pool_type == "max" else 0.0
+    padded = pad(data, before, after, pad_value, name="pad_temp") if has_pad else data
+    ry = te.reduce_axis((0, kh), name="ry")
+    rx = te.reduce_axis((0, kw), name="rx")
+    out_shape = list(data.shape)
+    out_shape[h_axis], out_shape[w_axis] = OH, OW
+
+    def window(idx: tuple) -> tuple:
+        src = list(idx)
+        src[h_axis] = idx[h_axis] * sh + ry * dh
+        src[w_axis] = idx[w_axis] * sw + rx * dw
+        return tuple(src)
+
+    if pool_type == "max":
+        return compute(out_shape, lambda idx: te.max(padded[window(idx)], axis=[ry, rx]), "pool_max", tag="pool_max")
+    total = compute(out_shape, lambda idx: te.sum(padded[window(idx)], axis=[ry, rx]), "pool_sum", tag="pool_sum")
+    if count_include_pad or not has_pad:
+        return compute(out_shape, lambda idx: total[idx] / const_like(kh * kw, data.dtype), "pool_avg",
+                       tag="elemwise")
+
+    def avg(idx: tuple) -> Any:
+        # Count only the window positions that fall inside the unpadded input.
+        y0 = idx[h_axis] * sh - pt
+        x0 = idx[w_axis] * sw - pl
+        hs, he = tir.max(y0, 0), tir.min(y0 + (kh - 1) * dh + 1, H)
+        ws, we = tir.max(x0, 0), tir.min(x0 + (kw - 1) * dw + 1, W)
+        count = ((he - hs + dh - 1) // dh) * ((we - ws + dw - 1) // dw)
+        return total[idx] / tir.max(count, 1).astype(str(data.dtype))
+
+    return compute(out_shape, avg, "pool_avg", tag="elemwise")
+
+
+def adaptive_pool2d_global(data: Any, pool_type: str = "avg", layout: str = "NCHW") -> Any:
+    """Global pooling: H and W reduced to 1 (``keepdims``), average or max.
+
+    Example:
+        >>> from ingot import te
+        >>> y = adaptive_pool2d_global(te.placeholder((1, 2, 4, 4), name="x"))
+    """
+    from ingot import te
+
+    h_axis, w_axis = layout.index("H"), layout.index("W")
+    H, W = data.shape[h_axis], data.shape[w_axis]
+    ry = te.reduce_axis((0, H), name="ry")
+    rx = te.reduce_axis((0, W), name="rx")
+    out_shape = list(data.shape)
+    out_shape[h_axis] = out_shape[w_axis] = 1
+
+    def src(idx: tuple) -> tuple:
+        s = list(idx)
+        s[h_axis], s[w_axis] = ry, rx
+        return tuple(s)
+
+    if pool_type == "max":
+        return compute(out_shape, lambda idx: te.max(data[src(idx)], axis=[ry, rx]), "adaptive_pool_max")
+    total = compute(out_shape, lambda idx: te.sum(data[src(idx)], axis=[ry, rx]), "adaptive_pool_sum")
+    area = (convert(H) * W).astype(str(data.dtype))
+    return compute(out_shape, lambda idx: total[idx] / area, "adaptive_pool_avg", tag="elemwise")
+
+
+def global_avg_pool2d(data: Any, layout: str = "NCHW") -> Any:
+    """Average over H and W, keeping them as size-1 axes (TVM's ``global_avg_pool2d``)."""
+    return adaptive_pool2d_global(data, "avg", layout)
+
+
+def _reduce_along(x: Any, axis: int, kind: str, fbody: Any, name: str) -> Any:
+    """A keepdims reduction of ``fbody(index)`` along ``axis`` (index has ``k`` at ``axis``)."""
+    from ingot import te
+
+    k = te.reduce_axis((0, x.shape[axis]), name="k")
+    out_shape = list(x.shape)
+    out_shape[axis] = 1
+    reducer = {"max": te.max, "sum": te.sum}[kind]
+
+    def body(idx: tuple) -> Any:
+        src = list(idx)
+        src[axis] = k
+        return reducer(fbody(tuple(src)), axis=k)
+
+    return compute(out_shape, body, name)
+
+
+def _zero_axis(idx: tuple, axis: int) -> tuple:
+    out = list(idx)
+    out[axis] = convert(idx[axis]) * 0
+    return tuple(out)
+
+
+def softmax(x: Any, axis: int = -1) -> Any:
+    """``exp(x - max) / sum(exp(x - max))`` along ``axis`` (four stages, as topi).
+
+    Example:
+        >>> from ingot import te
+        >>> y = softmax(te.placeholder((2, 8), name="x"))
+    """
+    axis = normalize_axis(axis, len(x.shape))
+    mx = _reduce_along(x, axis, "max", lambda i: x[i], "T_softmax_maxelem")
+    ex = compute(x.shape, lambda i: tir.exp(x[i] - mx[_zero_axis(i, axis)]), "T_softmax_exp", tag="elemwise")
+    sm = _reduce_along(x, axis, "sum", lambda i: ex[i], "T_softmax_expsum")
+    return compute(x.shape, lambda i: ex[i] / sm[_zero_axis(i, axis)], "T_softmax_norm", tag="softmax")
+
+
+def log_softmax(x: Any, axis: int = -1) -> Any:
+    """``x - max - log(sum(exp(x - max)))`` along ``axis``.
+
+    Example:
+        >>> from ingot import te
+        >>> y = log_softmax(te.placeholder((2, 8), name="x"))
+    """
+    axis = normalize_axis(axis, len(x.shape))
+    mx = _reduce_along(x, axis, "max", lambda i: x[i], "T_softmax_maxelem")
+    sm = _reduce_along(x, axis, "sum", lambda i: tir.exp(x[i] - mx[_zero_axis(i, axis)]), "T_softmax_expsum")
+    return compute(x.shape, lambda i: x[i] - mx[_zero_axis(i, axis)] - tir.log(sm[_zero_axis(i, axis)]),
+                   "T_log_softmax", tag="log_softmax")
+
+
+def layer_norm(x: Any, gamma: Any, beta: Any, axes: Sequence[int] = (-1,), epsilon: float = 1e-5) -> Any:
+    """``(x - mean) / sqrt(var + eps) * gamma + beta`` over ``axes`` (gamma/beta have those axes' shape).
+
+    Example:
+        >>> from ingot import te
+        >>> y = layer_norm(te.placeholder((2, 8), name="x"), te.placeholder((8,), name="g"),
+        ...                te.placeholder((8,), name="b"))
+    """
+    from ingot import te
+
+    ndim = len(x.shape)
+    axes = sorted(normalize_axis(a, ndim) for a in axes)
+    raxes = [te.reduce_axis((0, x.shape[a]), name=f"k{j}") for j, a in enumerate(axes)]
+    red_shape = [1 if a in axes else d for a, d in enumerate(x.shape)]
+    count = prod([convert(x.shape[a]) for a in axes]).astype(str(x.dtype))
+
+    def src(idx: tuple) -> tuple:
+        s = list(idx)
+        for r, a in zip(raxes, axes):
+            s[a] = r
+        return tuple(s)
+
+    def kept(idx: tuple) -> tuple:
+        return tuple(convert(v) * 0 if a in axes else v for a, v in enumerate(idx))
+
+    # Two passes (mean, then mean of squared deviations) keep float32 variance accurate.
+    total = compute(red_shape, lambda i: te.sum(x[src(i)], axis=raxes), "T_layer_norm_sum")
+    mean = compute(red_shape, lambda i: total[i] / count, "T_layer_norm_mean", tag="elemwise")
+
+    def dev2(i: tuple) -> Any:
+        d = x[src(i)] - mean[i]
+        return te.sum(d * d, axis=raxes)
+
+    var = compute(red_shape, dev2, "T_layer_norm_var")
+    eps = const_like(epsilon, x.dtype)
+
+    def body(idx: tuple) -> Any:
+        gidx = tuple(idx[a] for a in axes)
+        return (x[idx] - mean[kept(idx)]) / tir.sqrt(var[kept(idx)] / count + eps) * gamma[gidx] + beta[gidx]
+
+    return compute(x.shape, body, "T_layer_norm", tag="layer_norm")
+
+
+def group_norm(x: Any, gamma: Any, beta: Any, num_groups: int, epsilon: float = 1e-5) -> Any:
+    """Group normalization of ``(N, C, ...)`` over channel groups and all spatial axes.
+
+    Example:
+        >>> from ingot import te
+        >>> y = group_norm(te.placeholder((1, 4, 2, 2), name="x"), te.placeholder((4,), name="g"),
+        ...                te.placeholder((4,), name="b"), num_groups=2)
+    """
+    from ingot import te
+
+    N, C = x.shape[0], x.shape[1]
+    spatial = list(x.shape[2:])
+    cpg = convert(C) // num_groups
+    rc = te.reduce_axis((0, cpg), name="rc")
+    rs = [te.reduce_axis((0, d), name=f"rs{j}") for j, d in enumerate(spatial)]
+    count = (cpg * prod(spatial)).astype(str(x.dtype))
+
+    def src(idx: tuple) -> tuple:
+        n, g = idx
+        return (n, g * cpg + rc) + tuple(rs)
+
+    total = compute((N, num_groups), lambda i: te.sum(x[src(i)], axis=[rc] + rs), "T_group_norm_sum")
+    mean = compute((N, num_groups), lambda i: total[i] / count, "T_group_norm_mean", tag="elemwise")
+
+    def dev2(i: tuple) -> Any:
+        d = x[src(i)] - mean[i]
+        return te.sum(d * d, axis=[rc] + rs)
+
+    var = compute((N, num_groups), dev2, "T_group_norm_var")
+    eps = const_like(epsilon, x.dtype)
+
+    def body(idx: tuple) -> Any:
+        n, c = idx[0], idx[1]
+        g = c // cpg
+        return (x[idx] - mean[n, g]) / tir.sqrt(var[n, g] / count + eps) * gamma[c] + beta[c]
+
+    return compute(x.shape, body, "T_group_norm", tag="group_norm")
+
+
+def batch_norm_inference(
+    x: Any, gamma: Any, beta: Any, moving_mean: Any, moving_var: Any, axis: int = 1, epsilon: float = 1e-5,
+) -> Any:
+    """Inference batch norm: ``(x - mean) / sqrt(var + eps) * gamma + beta`` per channel ``axis``.
+
+    Example:
+        >>> from ingot import te
+        >>> c = lambda n: te.placeholder((2,), name=n)
+        >>> y = batch_norm_inference(te.placeholder((1, 2, 4, 4), name="x"), c("g"), c("b"), c("m"), c("v"))
+    """
+    axis = normalize_axis(axis, len(x.shape))
+    eps = const_like(epsilon, x.dtype)
+
+    def body(idx: tuple) -> Any:
+        c = idx[axis]
+        return (x[idx] - moving_mean[c]) / tir.sqrt(moving_var[c] + eps) * gamma[c] + beta[c]
+
+    return compute(x.shape, body, "T_batch_norm", tag="broadcast")
