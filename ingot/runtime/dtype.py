@@ -56,7 +56,7 @@ class DTypeError(TypeError, ValueError):
     Example::
 
         >>> try:
-        ...     dtype_to_dlpack("float31")
+        ...     dtype_to_dlpack("floot32")
         ... except DTypeError as e:
         ...     print("unknown" in str(e))
         True

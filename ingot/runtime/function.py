@@ -42,7 +42,6 @@ _INT_RANGES = {
 }
 _c_char_from_buffer = ctypes.c_char.from_buffer
 _addressof = ctypes.addressof
-_MAX_SHAPE_CACHE = 512
 
 ParamSpec = namedtuple("ParamSpec", ["name", "kind", "dtype", "shape", "output"])
 ParamSpec.__doc__ = """One parameter of a compiled function, from the module metadata.
@@ -92,7 +91,6 @@ class Function:
         self._cfunc.restype = ctypes.c_int32
         self._cfunc.argtypes = None  # ctypes arrays pass as pointers, ints as int
         self._pool: list = []
-        self._shape_cache: dict = {}
         if params is None:
             self.params = None
             self._nparams = -1
@@ -150,24 +148,18 @@ class Function:
         tensors = [None] * max(n, 1)
         for spec in self._specs:
             if spec[0] == _K_TENSOR:
+                ndim = spec[5]
+                shape = (ctypes.c_int64 * max(ndim, 1))()  # owned by this slot
                 t = DLTensor()
                 t.device.device_type, t.device.device_id = abi.DL_CPU, 0
-                t.ndim = spec[5]
+                t.ndim = ndim
                 t.dtype.code, t.dtype.bits, t.dtype.lanes = dtype_to_dlpack(spec[3])
-                tensors[spec[1]] = (t, _addressof(t))
-        # (values, same memory as doubles, type codes, error buffer, per-param DLTensor,
-        #  objects kept alive during the call, last shape stored per DLTensor)
+                t.shape = _addressof(shape) if ndim else None
+                tensors[spec[1]] = (t, _addressof(t), shape)
+        # (values, same memory as doubles, type codes, error buffer, per-param
+        #  (DLTensor, its address, its shape array), objects kept alive during the call,
+        #  last shape written per DLTensor)
         return (vals, dbls, codes, err, tensors, [], [None] * max(n, 1))
-
-    def _shape_address(self, shape: tuple) -> int:
-        entry = self._shape_cache.get(shape)
-        if entry is None:
-            if len(self._shape_cache) > _MAX_SHAPE_CACHE:
-                self._shape_cache.clear()
-            arr = (ctypes.c_int64 * max(len(shape), 1))(*shape)
-            entry = (arr, _addressof(arr) if shape else None)
-            self._shape_cache[shape] = entry
-        return entry[1]
 
     # ------------------------------------------------------------ marshaling
     def _fail(self, param: str, message: str):
@@ -226,10 +218,10 @@ class Function:
                         self._fail(name, "is an output but the array is read-only")
                 if ptr % align:
                     self._misaligned(name, ptr, align, dtype)
-                t, taddr = tensors[i]
+                t, taddr, shape_buf = tensors[i]
                 t.data = ptr
                 if last_shapes[i] != shape:
-                    t.shape = self._shape_address(shape)
+                    shape_buf[:ndim] = shape
                     last_shapes[i] = shape
                 vals[i] = taddr
             elif kind == _K_INT:

@@ -188,7 +188,8 @@ def list_global_func_names() -> list[str]:
 
     Example::
 
-        >>> "doc.add_one" in list_global_func_names()
+        >>> _ = register_func("doc.listed", lambda: None, override=True)
+        >>> "doc.listed" in list_global_func_names()
         True
     """
     return sorted(_registry)

@@ -334,3 +334,12 @@ def test_module_without_metadata_calls_unchecked(cache_dir):
         m["twice"](np.ones(3, "float32"), 3)
     with pytest.raises(ArgumentError, match="twice: argument 'k' expects an int scalar, got float"):
         m["twice"](x, 3.0)
+
+
+def test_alternating_shapes_reuse_buffers(mod):
+    f = mod["axpy"]
+    for n in [3, 5, 3, 0, 8, 5, 1] * 3:
+        x = np.arange(n, dtype="float32")
+        out = np.full(n, -1, "float32")
+        f(x, x, 1.0, out)
+        np.testing.assert_array_equal(out, 2 * x)
