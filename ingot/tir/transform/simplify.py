@@ -1,0 +1,104 @@
+"""Simplify: canonicalize every expression with loop variables bound to their ranges.
+
+Note: schedules leave index chains such as ``(i0 * 16 + i1) // 16 * 16 + (i0 * 16 + i1) % 16``;
+knowing ``0 <= i1 < 16`` the analyzer (`ingot.arith`) turns them back into ``i0 * 16 + i1``, so
+indices reach code generation as clean affine forms. Besides expressions the pass
+
+* drops an ``if`` whose condition is provably true (keeps the then-branch) or false (keeps the else),
+* replaces a loop of extent 1 by its body with the loop variable set to the loop's minimum
+  (thread-bound loops are kept: they name a hardware axis),
+* removes a loop whose extent is provably <= 0.
+
+Example:
+    before:  for i0, i1 in T.grid(4, 16): B[(i0 * 16 + i1) // 16, (i0 * 16 + i1) % 16] = 0.0
+    after:   for i0, i1 in T.grid(4, 16): B[i0, i1] = 0.0
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ingot.ir.expr import IntImm, PrimExpr, Range, as_const_int
+from ingot.ir.functor import Mutator, substitute
+
+from ..function import PrimFunc
+from ..stmt import For, ForKind, IfThenElse, LetStmt, Stmt
+from ._arith import Analyzer
+from .base import no_op, prim_func_pass
+
+__all__ = ["Simplify", "simplify_stmt"]
+
+
+class _Simplifier(Mutator):
+    def __init__(self, analyzer: Analyzer) -> None:
+        self.analyzer = analyzer
+
+    # Expressions: simplify each maximal integer/bool expression once (the analyzer recurses into
+    # it); float expressions are walked so the indices of their loads are simplified.
+    def generic_visit(self, node: Any) -> Any:
+        if isinstance(node, PrimExpr) and (node.dtype.is_integer or node.dtype.is_bool):
+            return self.analyzer.simplify(node)
+        return super().generic_visit(node)
+
+    def visit_Var(self, node: Any) -> Any:
+        return node
+
+    def visit_For(self, node: For) -> Stmt:
+        lo = self.analyzer.simplify(node.min)
+        extent = self.analyzer.simplify(node.extent)
+        if node.kind != ForKind.THREAD_BINDING:
+            if as_const_int(extent) == 1:
+                return self.visit(substitute(node.body, {node.loop_var: lo}))
+            if self.analyzer.can_prove(extent <= 0):
+                return no_op()
+        self.analyzer.bind(node.loop_var, Range.from_min_extent(lo, extent))
+        body = self.visit(node.body)
+        return node.replace(min=lo, extent=extent, body=body)
+
+    def visit_IfThenElse(self, node: IfThenElse) -> Stmt:
+        cond = self.analyzer.simplify(node.condition)
+        if _const_bool(cond) is True or self.analyzer.can_prove(cond):
+            return self.visit(node.then_case)
+        if _const_bool(cond) is False or self.analyzer.can_prove(~cond):
+            return self.visit(node.else_case) if node.else_case is not None else no_op()
+        then_case = self.visit(node.then_case)
+        else_case = self.visit(node.else_case) if node.else_case is not None else None
+        return node.replace(condition=cond, then_case=then_case, else_case=else_case)
+
+    def visit_LetStmt(self, node: LetStmt) -> Stmt:
+        return node.replace(value=self.analyzer.simplify(node.value), body=self.visit(node.body))
+
+
+def _const_bool(e: PrimExpr) -> "bool | None":
+    if isinstance(e, IntImm):
+        return bool(e.value)
+    return None
+
+
+def simplify_stmt(stmt: Stmt, analyzer: "Analyzer | None" = None) -> Stmt:
+    """``stmt`` with every expression simplified under the enclosing loops' ranges.
+
+    Example:
+        >>> from ingot.ir import Var, decl_buffer
+        >>> from ingot.tir import For, ForKind, BufferStore
+        >>> B = decl_buffer((16,), "float32", "B"); i = Var("i")
+        >>> s = simplify_stmt(For(i, 0, 16, ForKind.SERIAL, BufferStore(B, 0.0, [i * 2 - i])))
+        >>> str(s.body.indices[0])
+        'i'
+    """
+    return _Simplifier(analyzer or Analyzer()).visit(stmt)
+
+
+def Simplify():  # noqa: N802
+    """The pass simplifying every PrimFunc (see module docstring).
+
+    Example:
+        >>> Simplify().info.name
+        'Simplify'
+    """
+
+    def transform(func: PrimFunc, mod, ctx) -> PrimFunc:
+        analyzer = Analyzer()
+        # Shape variables are non-negative: a symbolic extent is a size.
+        return func.with_body(simplify_stmt(func.body, analyzer))
+
+    return prim_func_pass(transform, opt_level=0, name="Simplify")

@@ -1,0 +1,180 @@
+"""VectorizeLoop: turn small vectorized loops into vector expressions (Ramp/Broadcast).
+
+Note: a loop ``for i in T.vectorized(8)`` whose body is straight-line stores becomes one vector
+statement per store: the loop variable becomes ``Ramp(min, 1, 8)``, a load whose index advances by
+1 with ``i`` becomes ``A[Ramp(base, 1, 8)]``, a loop-invariant value becomes ``Broadcast(v, 8)``,
+and arithmetic (``+ - * /``, ``min``/``max``, casts) is done lane-wise. The C code generator prints
+these as SIMD vector types.
+
+The rewrite must keep the loop's meaning, so it is only done when it is plainly safe; otherwise the
+loop stays ``VECTORIZED`` and code generation emits it with ``#pragma omp simd`` (the C compiler
+then decides). The loop stays a loop when
+
+* its extent is not a constant in 2..64,
+* its body holds anything but stores (an inner loop, an ``if``, a ``let``, an allocation),
+* a store's index does not advance by exactly 1 with ``i`` (a scatter or a reduction into one place),
+* a load's index advances by something other than 0 or 1 (a gather),
+* a load reads a buffer stored in the loop at a different index (lanes would see each other's writes),
+* a value uses ``i`` through an operation without a lane-wise form here (calls, selects, comparisons,
+  integer division).
+
+``PassContext(config={"tir.disable_vectorize": True})`` turns every vectorized loop serial.
+
+Example:
+    before:  for i in T.vectorized(8): B[i] = A[i] * 2.0 + C[0]
+    after:   B[T.Ramp(0, 1, 8)] = A[T.Ramp(0, 1, 8)] * T.Broadcast(2.0, 8) + T.Broadcast(C[0], 8)
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ingot.ir import expr as E
+from ingot.ir.expr import Broadcast, BufferLoad, PrimExpr, Ramp, Var, as_const_int
+from ingot.ir.functor import Mutator, collect_vars, substitute
+from ingot.ir.structural import structural_equal
+
+from ..function import PrimFunc
+from ..stmt import BufferStore, For, ForKind, SeqStmt, Stmt
+from ._arith import Analyzer
+from .base import current_config, prim_func_pass
+
+__all__ = ["VectorizeLoop", "vectorize_loop", "MAX_VECTOR_LANES"]
+
+MAX_VECTOR_LANES = 64
+_LANEWISE = (E.Add, E.Sub, E.Mul, E.Div, E.Min, E.Max)
+
+
+class _CannotVectorize(Exception):
+    """The loop body has a form this rewrite does not handle; keep the loop."""
+
+
+class _Vectorizer:
+    def __init__(self, loop: For, analyzer: Analyzer) -> None:
+        self.var = loop.loop_var
+        self.min = loop.min
+        self.lanes = as_const_int(loop.extent)
+        self.analyzer = analyzer
+
+    def _stride(self, index: PrimExpr) -> "tuple[PrimExpr, int]":
+        """(base, stride) of an index that is affine in the loop variable with a constant stride."""
+        base = self.analyzer.simplify(substitute(index, {self.var: self.min}))
+        step = self.analyzer.simplify(substitute(index, {self.var: self.var + 1}) - index)
+        stride = as_const_int(step)
+        if stride is None:
+            raise _CannotVectorize(f"index {index} does not advance by a constant")
+        return base, stride
+
+    def _uses_var(self, e: PrimExpr) -> bool:
+        return self.var in collect_vars(e)
+
+    def vec(self, e: PrimExpr) -> PrimExpr:
+        """The vector form of ``e`` (dtype with ``lanes`` lanes)."""
+        if not self._uses_var(e):
+            return Broadcast(e, self.lanes)
+        if e is self.var:
+            return Ramp(self.min, 1, self.lanes)
+        if isinstance(e, BufferLoad):
+            if len(e.indices) != 1:
+                raise _CannotVectorize("vectorize runs on flattened (1-D) buffers")
+            base, stride = self._stride(e.indices[0])
+            if stride == 0:
+                return Broadcast(BufferLoad(e.buffer, (base,)), self.lanes)
+            if stride != 1:
+                raise _CannotVectorize(f"load {e} is strided by {stride}")
+            return BufferLoad(e.buffer, (Ramp(base, 1, self.lanes),))
+        if isinstance(e, _LANEWISE) and not (e.dtype.is_integer and isinstance(e, E.Div)):
+            return type(e)(self.vec(e.a), self.vec(e.b))
+        if isinstance(e, E.Cast):
+            return E.Cast(e.dtype.with_lanes(self.lanes), self.vec(e.value))
+        raise _CannotVectorize(f"{type(e).__name__} `{e}` has no lane-wise form here")
+
+    def store(self, s: BufferStore, stored: list) -> Stmt:
+        if len(s.indices) != 1:
+            raise _CannotVectorize("vectorize runs on flattened (1-D) buffers")
+        base, stride = self._stride(s.indices[0])
+        if stride != 1:
+            raise _CannotVectorize(f"store to {s.buffer.name} is not contiguous (stride {stride})")
+        value = self.vec(s.value)
+        return BufferStore(s.buffer, value, (Ramp(base, 1, self.lanes),))
+
+
+def _loads(e: Any) -> list:
+    found: list = []
+
+    class _V(Mutator):
+        def visit_BufferLoad(self, node):
+            found.append(node)
+            return self.generic_visit(node)
+
+    _V().visit(e)
+    return found
+
+
+def _try_vectorize(loop: For, analyzer: Analyzer) -> "Stmt | None":
+    lanes = as_const_int(loop.extent)
+    if lanes is None or not 2 <= lanes <= MAX_VECTOR_LANES:
+        return None
+    stmts = list(loop.body.seq) if isinstance(loop.body, SeqStmt) else [loop.body]
+    if not all(isinstance(s, BufferStore) for s in stmts):
+        return None
+    # Lanes run each statement together: a load from a buffer stored in the loop must read the
+    # element its own lane stores (same index), or it would see another lane's write.
+    stored = [(s.buffer.data, s.indices) for s in stmts]
+    for s in stmts:
+        for load in _loads(s.value):
+            for data, indices in stored:
+                if load.buffer.data is data and not structural_equal(load.indices, indices):
+                    return None
+    vectorizer = _Vectorizer(loop, analyzer)
+    try:
+        return SeqStmt.flatten([vectorizer.store(s, stored) for s in stmts])
+    except _CannotVectorize:
+        return None
+
+
+class _LoopVectorizer(Mutator):
+    def __init__(self, disabled: bool) -> None:
+        self.disabled = disabled
+        self.analyzer = Analyzer()
+
+    def visit_For(self, node: For) -> Stmt:
+        self.analyzer.bind(node.loop_var, E.Range.from_min_extent(node.min, node.extent))
+        node = self.generic_visit(node)
+        if node.kind != ForKind.VECTORIZED:
+            return node
+        if self.disabled:
+            return node.replace(kind=ForKind.SERIAL)
+        vectorized = _try_vectorize(node, self.analyzer)
+        return node if vectorized is None else vectorized
+
+    def generic_visit(self, node: Any) -> Any:
+        return super().generic_visit(node) if isinstance(node, Stmt) else node
+
+
+def vectorize_loop(stmt: Stmt, disabled: bool = False) -> Stmt:
+    """``stmt`` with its small vectorized loops rewritten into vector statements where safe.
+
+    Example:
+        >>> from ingot.ir import Var, decl_buffer
+        >>> A = decl_buffer((8,), "float32", "A"); i = Var("i")
+        >>> s = vectorize_loop(For(i, 0, 8, ForKind.VECTORIZED, BufferStore(A, A[i] * 2.0, [i])))
+        >>> str(s.value.dtype)
+        'float32x8'
+    """
+    return _LoopVectorizer(disabled).visit(stmt)
+
+
+def VectorizeLoop():  # noqa: N802
+    """The pass vectorizing loops in every PrimFunc (see module docstring).
+
+    Example:
+        >>> VectorizeLoop().info.name
+        'VectorizeLoop'
+    """
+
+    def transform(func: PrimFunc, mod, ctx) -> PrimFunc:
+        disabled = bool(current_config("tir.disable_vectorize", False))
+        return func.with_body(vectorize_loop(func.body, disabled))
+
+    return prim_func_pass(transform, opt_level=0, name="VectorizeLoop")
+
