@@ -1,0 +1,36 @@
+"""`ingot.codegen`: source generation for lowered TensorIR and the build of runtime modules.
+
+* `ingot.codegen.c` — the C backend (CPU): `generate_c(mod, target) -> CSource`;
+* `ingot.codegen.build` — `build_module(lowered_mod, target) -> ingot.runtime.Module`;
+* `ingot.codegen.sanitize` — safe C identifiers; `ingot.codegen.prelude` — the C ABI prelude;
+* `ingot.codegen.toolchain` — the system C compiler and the content-hashed kernel cache.
+
+Submodules load on first use (``import ingot.codegen`` does not start a compiler).
+
+Example:
+    >>> import ingot.codegen
+    >>> callable(ingot.codegen.build_module)
+    True
+"""
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_LAZY = {
+    "build_module": ("ingot.codegen.build", "build_module"),
+    "generate_source": ("ingot.codegen.build", "generate_source"),
+    "generate_c": ("ingot.codegen.c", "generate_c"),
+    "CodegenError": ("ingot.codegen.c.printer", "CodegenError"),
+    "CompileError": ("ingot.codegen.toolchain", "CompileError"),
+    "ToolchainError": ("ingot.codegen.toolchain", "ToolchainError"),
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        module, attr = _LAZY[name]
+        value = getattr(importlib.import_module(module), attr)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'ingot.codegen' has no attribute {name!r}")

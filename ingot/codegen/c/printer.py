@@ -1,0 +1,597 @@
+"""Printing lowered TensorIR as C11 (GCC/clang dialect): expressions and statements.
+
+Note: `CPrinter` has one small method per node kind (``expr_Add`` ..., ``stmt_For`` ...), found by
+walking the node class's MRO, and writes statements into an indented `CodeWriter`. Operator and
+intrinsic text lives in tables (`_BINARY`, `ingot.codegen.c.intrinsics.INTRINSICS`).
+
+Conventions of the emitted C:
+
+* every expression is fully parenthesized; each variable and buffer pointer is a sanitized,
+  unique identifier (`ingot.codegen.sanitize.NameTable`); names never appear in comments;
+* arithmetic on narrow types is rounded after each operation (``(int8_t)(a + b)``,
+  ``(_Float16)(a * b)``, ``ingot_bf16_round(a + b)``) so C's integer promotion and excess
+  precision do not change results;
+* vector values (lanes > 1) are GCC vector types; ``+ - * /`` and casts use the native vector
+  operations, contiguous loads/stores go through an unaligned ``may_alias`` vector type, and
+  everything else (min/max, select, calls, strided access) is applied lane by lane inside a
+  statement expression, which GCC turns back into SIMD code at -O3;
+* run-time failures (a workspace that cannot be allocated, a failed assertion) cannot ``return``
+  from inside an OpenMP region, so they set ``ingot_fail`` to a message number, skip the guarded
+  body, and the kernel reports the message once all loops are done.
+
+Example:
+    >>> from ingot.ir import Var, decl_buffer
+    >>> from ingot.tir import For, ForKind, BufferStore
+    >>> from ingot.codegen.sanitize import NameTable
+    >>> from ingot.codegen.c.types import CHelpers
+    >>> A = decl_buffer((8,), "float32", "A")
+    >>> i = Var("i")
+    >>> p = CPrinter(CHelpers(), NameTable(), "main")
+    >>> _ = p.bind_buffer(A)
+    >>> p.print_stmt(For(i, 0, 8, ForKind.SERIAL, BufferStore(A, A[i] * 2.0, [i])))
+    >>> print(p.writer.text(), end="")
+    for (int32_t i = 0; i < 8; ++i) {
+      A[i] = (A[i] * 2.0f);
+    }
+"""
+from __future__ import annotations
+
+import math
+from typing import Any, Callable, Sequence
+
+from ingot.codegen.prelude import c_string_literal
+from ingot.codegen.sanitize import NameTable
+from ingot.ir.buffer import Buffer
+from ingot.ir.dtype import DataType
+from ingot.ir.expr import (
+    EQ, GE, GT, LE, LT, NE, Add, And, Broadcast, BufferLoad, Call, Cast, CmpOp, Div, FloatImm, FloorDiv,
+    FloorMod, IntImm, Let, Max, Min, Mod, Mul, Not, Or, PrimExpr, Ramp, Select, SizeVar, StringImm, Sub,
+    Var, as_const_int,
+)
+from ingot.tir.stmt import (
+    Allocate, AssertStmt, Block, BlockRealize, BufferStore, Evaluate, For, ForKind, IfThenElse, LetStmt,
+    SeqStmt, Stmt,
+)
+
+from .intrinsics import intrinsic_text
+from .types import CHelpers, elem_value_type, storage_type, value_type
+
+__all__ = ["CPrinter", "CodeWriter", "CodegenError"]
+
+#: Constant-size allocations up to this many bytes live on the stack; larger ones use the heap.
+STACK_LIMIT_BYTES = 64 * 1024
+
+
+class CodegenError(ValueError):
+    """The IR cannot be printed as C (not lowered, unknown variable, unsupported construct)."""
+
+
+class CodeWriter:
+    """Lines of C with indentation.
+
+    Example:
+        >>> w = CodeWriter()
+        >>> w.line("{"); w.indent += 1; w.line("x = 1;"); w.indent -= 1; w.line("}")
+        >>> w.text()
+        '{\\n  x = 1;\\n}\\n'
+    """
+
+    def __init__(self, indent: int = 0) -> None:
+        self.lines: list[str] = []
+        self.indent = indent
+
+    def line(self, text: str) -> None:
+        self.lines.append("  " * self.indent + text if text else "")
+
+    def text(self) -> str:
+        return "".join(line + "\n" for line in self.lines)
+
+
+def _resolve_method(cache: dict, owner: type, cls: type, prefix: str) -> "Callable | None":
+    if cls not in cache:
+        cache[cls] = next(
+            (getattr(owner, prefix + k.__name__) for k in cls.__mro__ if hasattr(owner, prefix + k.__name__)),
+            None,
+        )
+    return cache[cls]
+
+
+_CMP = {EQ: "==", NE: "!=", LT: "<", LE: "<=", GT: ">", GE: ">="}
+
+
+class CPrinter:
+    """Prints the statements and expressions of one lowered PrimFunc body as C.
+
+    ``names`` is the function's identifier table; ``bind_buffer``/``bind_var`` give parameters
+    their C names before printing. ``failures`` collects the run-time failure messages (see the
+    module note); ``in_parallel`` tracks OpenMP nesting.
+    """
+
+    _expr_cache: dict = {}
+    _stmt_cache: dict = {}
+
+    def __init__(self, helpers: CHelpers, names: NameTable, func_name: str) -> None:
+        self.helpers = helpers
+        self.names = names
+        self.func_name = func_name
+        self.writer = CodeWriter()
+        self.failures: list[str] = []
+        self.in_parallel = 0
+        self.in_simd = 0
+        self._pointer_dtype: dict[int, tuple[Var, DataType]] = {}  # id(data var) -> storage dtype
+        self._nonneg: set[int] = set()
+        self._keep: list[Any] = []  # keeps keys of id()-maps alive
+        self._tmp = 0
+
+    # ------------------------------------------------------------------ naming and context
+    def bind_buffer(self, buffer: Buffer) -> str:
+        """Name the data pointer of ``buffer`` (a parameter or an allocation); returns it."""
+        self._pointer_dtype[id(buffer.data)] = (buffer.data, buffer.dtype)
+        return self.names.get(buffer.name, buffer.data)
+
+    def bind_var(self, var: Var, nonneg: bool = False) -> str:
+        """Name the scalar ``var``; ``nonneg`` records that it is never negative (shape sizes)."""
+        if nonneg:
+            self._mark_nonneg(var)
+        return self.names.get(var.name, var)
+
+    def _mark_nonneg(self, var: Var) -> None:
+        self._keep.append(var)
+        self._nonneg.add(id(var))
+
+    def fresh(self, prefix: str = "t") -> str:
+        """A new temporary identifier (in the reserved ``ingot_`` namespace)."""
+        self._tmp += 1
+        return f"ingot_{prefix}{self._tmp}"
+
+    def value_type(self, dtype: "str | DataType") -> str:
+        return value_type(dtype, self.helpers)
+
+    def wrap_narrow(self, dtype: DataType, text: str) -> str:
+        """Round the result of an operation to ``dtype`` when C would compute it wider."""
+        dtype = DataType(dtype)
+        if dtype.lanes > 1:
+            return text
+        if dtype.code == "bfloat":
+            return f"{self.helpers.require('ingot_bf16_round')}({text})"
+        if (dtype.is_integer and dtype.bits < 32) or (dtype.code == "float" and dtype.bits == 16):
+            return f"(({elem_value_type(dtype)}){text})"
+        return text
+
+    def _fail(self, message: str) -> str:
+        """Register a run-time failure message; returns the C statement that raises it."""
+        self.failures.append(message)
+        code = len(self.failures)
+        if self.in_parallel and not self.in_simd:
+            return f"{{\n#pragma omp atomic write\n  ingot_fail = {code};\n}}"
+        return f"ingot_fail = {code};"
+
+    # ------------------------------------------------------------------ expressions
+    def expr(self, node: PrimExpr) -> str:
+        """C text of ``node``."""
+        method = _resolve_method(CPrinter._expr_cache, type(self), type(node), "expr_")
+        if method is None:
+            raise CodegenError(f"{self.func_name}: the C backend cannot print {type(node).__name__} `{node}`")
+        return method(self, node)
+
+    def expr_IntImm(self, node: IntImm) -> str:
+        v, dtype = node.value, node.dtype
+        if dtype.lanes > 1:
+            raise CodegenError(f"vector IntImm `{node}`: use Broadcast")
+        if dtype.is_bool:
+            return "1" if v else "0"
+        if dtype.is_uint:
+            return f"UINT64_C({v})" if dtype.bits == 64 else (f"{v}U" if dtype.bits == 32 else f"((uint{dtype.bits}_t){v})")
+        if dtype.bits == 64:
+            return "INT64_MIN" if v == -(2**63) else f"INT64_C({v})"
+        if dtype.bits == 32:
+            if v == -(2**31):
+                return "(-2147483647 - 1)"
+            return f"({v})" if v < 0 else str(v)
+        return f"((int{dtype.bits}_t){v})"
+
+    def expr_FloatImm(self, node: FloatImm) -> str:
+        v, dtype = node.value, node.dtype
+        if math.isnan(v):
+            text = "NAN"
+        elif math.isinf(v):
+            text = "INFINITY" if v > 0 else "(-INFINITY)"
+        else:
+            text = repr(float(v))
+            if "e" not in text and "." not in text:
+                text += ".0"
+        if dtype.bits == 64:
+            return text if not text.startswith("-") else f"({text})"
+        if text[0].isdigit() or text.startswith("-"):
+            text += "f"
+        if dtype.code == "float" and dtype.bits == 16:
+            return f"((_Float16){text})"
+        return f"({text})" if text.startswith("-") else text
+
+    def expr_StringImm(self, node: StringImm) -> str:
+        return c_string_literal(node.value)
+
+    def expr_Var(self, node: Var) -> str:
+        name = self.names.lookup(node)
+        if name is None:
+            raise CodegenError(
+                f"{self.func_name}: variable {node.name!r} ({node.dtype}) is used but never defined; "
+                "a lowered function may only use its parameters, the symbolic dimensions of its "
+                "parameter buffers, loop variables and LetStmt variables"
+            )
+        return name
+
+    def expr_Cast(self, node: Cast) -> str:
+        src, dst = node.value.dtype, node.dtype
+        if dst.lanes > 1:
+            plain = lambda t: t.code in ("int", "uint", "float") and not (t.code == "float" and t.bits == 16)
+            if plain(src) and plain(dst):
+                return f"__builtin_convertvector({self.expr(node.value)}, {self.value_type(dst)})"
+            return self._lanewise(dst, [node.value], lambda a: self._cast_text(src, dst, a[0]))
+        return self._cast_text(src, dst, self.expr(node.value))
+
+    def _cast_text(self, src: DataType, dst: DataType, text: str) -> str:
+        src, dst = src.element_of(), dst.element_of()
+        if dst.is_bool:
+            return f"(({text}) != 0)"
+        target = elem_value_type(dst)
+        if src.is_bool:
+            return self.wrap_narrow(dst, f"(({target})(({text}) != 0))")
+        if dst.code == "bfloat":
+            return f"{self.helpers.require('ingot_bf16_round')}((float)({text}))"
+        return f"(({target})({text}))"
+
+    # -- arithmetic --------------------------------------------------------------------------
+    def expr_BinaryOp(self, node) -> str:
+        dtype = node.dtype
+        if dtype.lanes > 1:
+            native = type(node) in (Add, Sub, Mul, Div) or (type(node) is Mod and not dtype.is_float)
+            if native and dtype.code != "bfloat":
+                return f"({self.expr(node.a)} {_BINARY_SYMBOL[type(node)]} {self.expr(node.b)})"
+            return self._lanewise(dtype, [node.a, node.b], lambda a: self._binary_text(node, a[0], a[1]))
+        return self._binary_text(node, self.expr(node.a), self.expr(node.b))
+
+    def _binary_text(self, node, a: str, b: str) -> str:
+        return _BINARY[type(node)](self, node, node.dtype.element_of(), a, b)
+
+    def is_nonneg(self, e: PrimExpr) -> bool:
+        """Whether ``e`` is provably >= 0 (constants, sizes, loop variables from >= 0, and
+        sums/products/quotients of such); lets FloorDiv/FloorMod use plain ``/`` and ``%``."""
+        if isinstance(e, IntImm):
+            return e.value >= 0
+        if isinstance(e, Var):
+            return isinstance(e, SizeVar) or id(e) in self._nonneg
+        if isinstance(e, (Add, Mul, Min, Max, FloorDiv, Div)):
+            return self.is_nonneg(e.a) and self.is_nonneg(e.b)
+        if isinstance(e, (FloorMod, Mod)):
+            return (isinstance(e, FloorMod) and _positive_const(e.b)) or (self.is_nonneg(e.a) and self.is_nonneg(e.b))
+        if isinstance(e, Cast):
+            return e.value.dtype.is_integer and e.dtype.bits >= e.value.dtype.bits and self.is_nonneg(e.value)
+        if isinstance(e, Ramp):
+            return self.is_nonneg(e.base) and self.is_nonneg(e.stride)
+        if isinstance(e, Broadcast):
+            return self.is_nonneg(e.value)
+        return e.dtype.is_uint
+
+    def expr_CmpOp(self, node: CmpOp) -> str:
+        op = _CMP[type(node)]
+        if node.dtype.lanes > 1:
+            mask = f"({self.expr(node.a)} {op} {self.expr(node.b)})"
+            return f"__builtin_convertvector({mask}, {self.value_type(node.dtype)})"
+        return f"({self.expr(node.a)} {op} {self.expr(node.b)})"
+
+    def expr_And(self, node: And) -> str:
+        return self._logic(node, lambda a: f"(({a[0]}) && ({a[1]}))", "&&")
+
+    def expr_Or(self, node: Or) -> str:
+        return self._logic(node, lambda a: f"(({a[0]}) || ({a[1]}))", "||")
+
+    def _logic(self, node, fmt, op: str) -> str:
+        if node.dtype.lanes > 1:
+            return self._lanewise(node.dtype, [node.a, node.b], fmt)
+        return f"({self.expr(node.a)} {op} {self.expr(node.b)})"
+
+    def expr_Not(self, node: Not) -> str:
+        if node.dtype.lanes > 1:
+            return self._lanewise(node.dtype, [node.a], lambda a: f"(!({a[0]}))")
+        return f"(!{self.expr(node.a)})"
+
+    def expr_Select(self, node: Select) -> str:
+        if node.dtype.lanes > 1:
+            ops = [node.condition, node.true_value, node.false_value]
+            return self._lanewise(node.dtype, ops, lambda a: f"(({a[0]}) ? ({a[1]}) : ({a[2]}))")
+        return f"({self.expr(node.condition)} ? {self.expr(node.true_value)} : {self.expr(node.false_value)})"
+
+    def expr_Let(self, node: Let) -> str:
+        value = self.expr(node.value)
+        name = self.bind_var(node.var, nonneg=self.is_nonneg(node.value))
+        return f"({{ {self.value_type(node.var.dtype)} {name} = {value}; {self.expr(node.body)}; }})"
+
+    def expr_Call(self, node: Call) -> str:
+        if node.dtype.lanes > 1 and node.op not in ("call_extern", "call_pure_extern"):
+            scalar = node.replace(dtype=node.dtype.element_of())
+            return self._lanewise(node.dtype, list(node.args), lambda a: intrinsic_text(self, scalar, a))
+        args = [c_string_literal(a.value) if isinstance(a, StringImm) else self.expr(a) for a in node.args]
+        return intrinsic_text(self, node, args)
+
+    def expr_Ramp(self, node: Ramp) -> str:
+        t = self.fresh("ramp")
+        et = elem_value_type(node.base.dtype)
+        return (f"({{ {et} {t}_b = {self.expr(node.base)}, {t}_s = {self.expr(node.stride)}; "
+                f"{self.value_type(node.dtype)} {t}; for (int32_t {t}_l = 0; {t}_l < {node.lanes}; ++{t}_l) "
+                f"{t}[{t}_l] = ({et})({t}_b + {t}_l * {t}_s); {t}; }})")
+
+    def expr_Broadcast(self, node: Broadcast) -> str:
+        return self._lanewise(node.dtype, [node.value], lambda a: a[0])
+
+    def _lanewise(self, dtype: DataType, operands: Sequence[PrimExpr], fmt: Callable[[list[str]], str]) -> str:
+        """Apply the scalar formula ``fmt`` to each lane: a statement expression with a loop."""
+        t = self.fresh("v")
+        decls, lanes_text = [], []
+        for k, op in enumerate(operands):
+            decls.append(f"{self.value_type(op.dtype)} {t}_{k} = {self.expr(op)};")
+            lanes_text.append(f"{t}_{k}[{t}_l]" if op.dtype.lanes > 1 else f"{t}_{k}")
+        return (f"({{ {' '.join(decls)} {self.value_type(dtype)} {t}; "
+                f"for (int32_t {t}_l = 0; {t}_l < {dtype.lanes}; ++{t}_l) {t}[{t}_l] = {fmt(lanes_text)}; {t}; }})")
+
+    # -- memory ------------------------------------------------------------------------------
+    def _pointer(self, buffer: Buffer) -> str:
+        """C expression of ``buffer``'s element pointer (cast when its dtype differs from the
+        storage the pointer was declared with)."""
+        entry = self._pointer_dtype.get(id(buffer.data))
+        name = self.names.lookup(buffer.data)
+        if entry is None or name is None:
+            raise CodegenError(
+                f"{self.func_name}: buffer {buffer.name!r} is accessed but its storage is neither a "
+                "parameter nor allocated (a lowered function needs an Allocate for every local buffer)"
+            )
+        if buffer.dtype.lanes > 1:
+            raise NotImplementedError(f"buffer {buffer.name!r} has vector element dtype {buffer.dtype}; "
+                                      "declare scalar buffers and access them with Ramp indices")
+        if storage_type(entry[1]) != storage_type(buffer.dtype):
+            return f"(({storage_type(buffer.dtype)}*){name})"
+        return name
+
+    def flat_index(self, buffer: Buffer, indices: Sequence[PrimExpr]) -> PrimExpr:
+        """The element offset of ``buffer[indices]`` (row-major or explicit strides, plus
+        ``elem_offset``); a vector index in the last dimension stays a `Ramp`."""
+        if len(indices) == 1 and as_const_int(buffer.elem_offset) == 0 and not buffer.strides:
+            return indices[0]
+        strides = buffer.compact_strides()
+        base: PrimExpr = buffer.elem_offset
+        ramp = None
+        for k, (idx, stride) in enumerate(zip(indices, strides)):
+            if isinstance(idx, Ramp) and k == len(indices) - 1 and ramp is None:
+                ramp = idx
+                base = base + idx.base * stride
+                ramp_stride = idx.stride * stride
+            else:
+                base = base + idx * stride
+        if ramp is not None and base.dtype.lanes == 1:
+            return Ramp(base, ramp_stride, ramp.lanes)
+        return base
+
+    def _load_conv(self, dtype: DataType, text: str) -> str:
+        if dtype.code == "bfloat":
+            return f"{self.helpers.require('ingot_bf16_to_f32')}({text})"
+        if dtype.is_bool:
+            return f"((int32_t){text})"
+        return text
+
+    def _store_conv(self, dtype: DataType, text: str) -> str:
+        if dtype.code == "bfloat":
+            return f"{self.helpers.require('ingot_f32_to_bf16')}({text})"
+        if dtype.is_bool:
+            return f"((int8_t)(({text}) != 0))"
+        return text
+
+    def _contiguous(self, index: PrimExpr, dtype: DataType) -> bool:
+        return (isinstance(index, Ramp) and as_const_int(index.stride) == 1
+                and dtype.code != "bfloat" and not dtype.is_bool)
+
+    def expr_BufferLoad(self, node: BufferLoad) -> str:
+        ptr = self._pointer(node.buffer)
+        index = self.flat_index(node.buffer, node.indices)
+        elem = node.buffer.dtype
+        if node.dtype.lanes == 1:
+            return self._load_conv(elem, f"{ptr}[{self.expr(index)}]")
+        if self._contiguous(index, elem):
+            utype = self.helpers.vector_type(elem.with_lanes(node.dtype.lanes), unaligned=True)
+            return f"(*(const {utype}*)({ptr} + {self.expr(index.base)}))"
+        return self._lanewise(node.dtype, [index], lambda a: self._load_conv(elem, f"{ptr}[{a[0]}]"))
+
+    # ------------------------------------------------------------------ statements
+    def print_stmt(self, node: Stmt) -> None:
+        """Write the C of ``node`` into ``self.writer``."""
+        method = _resolve_method(CPrinter._stmt_cache, type(self), type(node), "stmt_")
+        if method is None:
+            raise CodegenError(f"{self.func_name}: the C backend cannot print statement {type(node).__name__}")
+        method(self, node)
+
+    def _block(self, body: Stmt) -> None:
+        self.writer.indent += 1
+        self.print_stmt(body)
+        self.writer.indent -= 1
+
+    def stmt_SeqStmt(self, node: SeqStmt) -> None:
+        for s in node.seq:
+            self.print_stmt(s)
+
+    def stmt_Evaluate(self, node: Evaluate) -> None:
+        if isinstance(node.value, (IntImm, FloatImm)):
+            return  # Evaluate(0) is a no-op placeholder
+        self.writer.line(f"(void)({self.expr(node.value)});")
+
+    def stmt_BufferStore(self, node: BufferStore) -> None:
+        ptr = self._pointer(node.buffer)
+        index = self.flat_index(node.buffer, node.indices)
+        elem = node.buffer.dtype
+        lanes = node.value.dtype.lanes
+        if index.dtype.lanes == 1 and lanes == 1:
+            self.writer.line(f"{ptr}[{self.expr(index)}] = {self._store_conv(elem, self.expr(node.value))};")
+            return
+        if self._contiguous(index, elem) and lanes == index.dtype.lanes:
+            utype = self.helpers.vector_type(elem.with_lanes(lanes), unaligned=True)
+            self.writer.line(f"*({utype}*)({ptr} + {self.expr(index.base)}) = {self.expr(node.value)};")
+            return
+        # Scatter: lane by lane (strided or indirect indices, bf16/bool conversion).
+        t = self.fresh("st")
+        n = index.dtype.lanes
+        value = f"{t}_v[{t}_l]" if lanes > 1 else f"{t}_v"
+        self.writer.line(f"{{ {self.value_type(node.value.dtype)} {t}_v = {self.expr(node.value)};")
+        self.writer.line(f"  {self.value_type(index.dtype)} {t}_i = {self.expr(index)};")
+        self.writer.line(f"  for (int32_t {t}_l = 0; {t}_l < {n}; ++{t}_l) "
+                         f"{ptr}[{t}_i[{t}_l]] = {self._store_conv(elem, value)}; }}")
+
+    def stmt_LetStmt(self, node: LetStmt) -> None:
+        value = self.expr(node.value)
+        name = self.bind_var(node.var, nonneg=self.is_nonneg(node.value))
+        self.writer.line("{")
+        self.writer.indent += 1
+        self.writer.line(f"{self.value_type(node.var.dtype)} {name} = {value};")
+        self.print_stmt(node.body)
+        self.writer.indent -= 1
+        self.writer.line("}")
+
+    def stmt_IfThenElse(self, node: IfThenElse) -> None:
+        self.writer.line(f"if ({self.expr(node.condition)}) {{")
+        self._block(node.then_case)
+        if node.else_case is not None:
+            self.writer.line("} else {")
+            self._block(node.else_case)
+        self.writer.line("}")
+
+    def stmt_AssertStmt(self, node: AssertStmt) -> None:
+        raise_text = self._fail(f"{self.func_name}: assertion failed: {node.message}")
+        self.writer.line(f"if (!({self.expr(node.condition)})) {raise_text} else {{")
+        self._block(node.body)
+        self.writer.line("}")
+
+    def stmt_For(self, node: For) -> None:
+        if node.kind == ForKind.THREAD_BINDING:
+            raise CodegenError(
+                f"{self.func_name}: loop {node.loop_var.name!r} is bound to {node.thread_binding!r}, "
+                "which a CPU target cannot run; build for target 'cuda' or remove the binding"
+            )
+        lo = self.expr(node.min)
+        ext = self.expr(node.extent)
+        nonneg = self.is_nonneg(node.min)
+        name = self.bind_var(node.loop_var, nonneg=nonneg)
+        end = ext if as_const_int(node.min) == 0 else f"({lo} + {ext})"
+        parallel = node.kind == ForKind.PARALLEL and self.in_parallel == 0 and self.in_simd == 0
+        if parallel:
+            self.writer.line("#pragma omp parallel for schedule(static)")
+        elif node.kind == ForKind.VECTORIZED and self.in_simd == 0:
+            self.writer.line("#pragma omp simd")
+        elif node.kind == ForKind.UNROLLED:
+            extent = as_const_int(node.extent)
+            factor = extent if extent is not None and 0 < extent <= 1024 else 8
+            self.writer.line(f"#pragma GCC unroll {factor}")
+        # Nested parallel loops run serially inside the outer team (no nested parallelism).
+        self.writer.line(f"for ({self.value_type(node.loop_var.dtype)} {name} = {lo}; {name} < {end}; ++{name}) {{")
+        self.in_parallel += int(parallel)
+        simd = node.kind == ForKind.VECTORIZED
+        self.in_simd += int(simd)
+        self._block(node.body)
+        self.in_simd -= int(simd)
+        self.in_parallel -= int(parallel)
+        self.writer.line("}")
+
+    def stmt_Allocate(self, node: Allocate) -> None:
+        buffer = node.buffer
+        name = self.bind_buffer(buffer)
+        elem = storage_type(buffer.dtype)
+        count: PrimExpr = IntImm("int64", 1)
+        for dim in buffer.shape:
+            count = count * (dim if dim.dtype == DataType("int64") else Cast("int64", dim))
+        nbytes = as_const_int(count)
+        if nbytes is not None and nbytes * max(buffer.dtype.bits, 8) // 8 <= STACK_LIMIT_BYTES:
+            self.writer.line("{")
+            self.writer.line(f"  {elem} {name}[{max(nbytes, 1)}] __attribute__((aligned(64)));")
+            self._block(node.body)
+            self.writer.line("}")
+            return
+        size = f"(size_t)({self.expr(count)}) * sizeof({elem})"
+        self.writer.line("{")
+        self.writer.indent += 1
+        self.writer.line(f"{elem}* {name} = ({elem}*)ingot_alloc_workspace({size});")
+        fail = self._fail(f"{self.func_name}: cannot allocate the workspace of buffer {buffer.name!r} "
+                          f"({buffer.dtype}, shape {[str(d) for d in buffer.shape]}): out of memory")
+        self.writer.line(f"if ({name} == NULL) {fail} else {{")
+        self._block(node.body)
+        self.writer.line(f"  ingot_free_workspace({name});")
+        self.writer.line("}")
+        self.writer.indent -= 1
+        self.writer.line("}")
+
+    def stmt_Block(self, node: Block) -> None:
+        raise CodegenError(
+            f"{self.func_name}: found block {node.name_hint!r}; the C backend prints lowered functions "
+            "only (no Block/BlockRealize). Run ingot.lower(mod) first, or use ingot.build, which lowers"
+        )
+
+    def stmt_BlockRealize(self, node: BlockRealize) -> None:
+        self.stmt_Block(node.block)
+
+
+def _positive_const(e: PrimExpr) -> bool:
+    v = as_const_int(e)
+    return v is not None and v > 0
+
+
+# ----------------------------------------------------------------------------------------------
+# Binary operator table: class -> (printer, node, lane dtype, a, b) -> C text
+# ----------------------------------------------------------------------------------------------
+
+_BINARY_SYMBOL = {Add: "+", Sub: "-", Mul: "*", Div: "/", Mod: "%"}
+
+
+def _arith(symbol: str):
+    def emit(p: CPrinter, node, dtype: DataType, a: str, b: str) -> str:
+        return p.wrap_narrow(dtype, f"({a} {symbol} {b})")
+
+    return emit
+
+
+def _libm_call(p: CPrinter, base: str, dtype: DataType, args: Sequence[str]) -> str:
+    if dtype.code == "float" and dtype.bits == 16:
+        return f"((_Float16){base}f({', '.join(f'(float)({x})' for x in args)}))"
+    return f"{base}{'' if dtype.bits == 64 else 'f'}({', '.join(args)})"
+
+
+def _mod(p: CPrinter, node, dtype: DataType, a: str, b: str) -> str:
+    if dtype.is_float:
+        return p.wrap_narrow(dtype, _libm_call(p, "fmod", dtype, [a, b]))
+    return p.wrap_narrow(dtype, f"({a} % {b})")
+
+
+def _floor_op(kind: str):
+    def emit(p: CPrinter, node, dtype: DataType, a: str, b: str) -> str:
+        if dtype.is_float:
+            if kind == "floordiv":
+                return p.wrap_narrow(dtype, _libm_call(p, "floor", dtype, [f"{a} / {b}"]))
+            # x - floor(x / y) * y, through a helper so that a and b are evaluated once.
+            ct = elem_value_type(dtype)
+            fn = p.helpers.require("floormod_float", ct if ct != "_Float16" else "float")
+            return p.wrap_narrow(dtype, f"{fn}({a}, {b})")
+        symbol = "/" if kind == "floordiv" else "%"
+        if dtype.is_uint or (p.is_nonneg(node.a) and p.is_nonneg(node.b)):
+            return p.wrap_narrow(dtype, f"({a} {symbol} {b})")
+        wide = "int64_t" if dtype.bits == 64 else "int32_t"
+        fn = p.helpers.require(kind, wide)
+        return p.wrap_narrow(dtype, f"{fn}({a}, {b})")
+
+    return emit
+
+
+def _minmax(kind: str):
+    def emit(p: CPrinter, node, dtype: DataType, a: str, b: str) -> str:
+        return f"{p.helpers.require(kind, str(dtype), elem_value_type(dtype))}({a}, {b})"
+
+    return emit
+
+
+_BINARY: dict[type, Callable[..., str]] = {
+    Add: _arith("+"), Sub: _arith("-"), Mul: _arith("*"), Div: _arith("/"), Mod: _mod,
+    FloorDiv: _floor_op("floordiv"), FloorMod: _floor_op("floormod"), Min: _minmax("min"), Max: _minmax("max"),
+}
