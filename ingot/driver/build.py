@@ -1,0 +1,121 @@
+"""`ingot.build`: tensor program → compiled, loaded module (TVM's ``tvm.build``).
+
+Note: ``build`` accepts a `PrimFunc` or an `IRModule` of PrimFuncs, scheduled (with blocks) or
+already lowered. Functions that still contain blocks are lowered with
+`ingot.driver.lower.lower` under the target; the lowered module is then printed as C, compiled
+once (content-hashed cache) and loaded (`ingot.codegen.build.build_module`).
+
+Example:
+    >>> import numpy as np, ingot
+    >>> from ingot import te
+    >>> A = te.placeholder((8,), name="A")
+    >>> B = te.compute((8,), lambda i: A[i] * 2.0, name="B")
+    >>> lib = ingot.build(te.create_prim_func([A, B]), target="llvm")      # doctest: +SKIP
+    >>> a = np.arange(8, dtype="float32"); b = np.empty_like(a)             # doctest: +SKIP
+    >>> lib["main"](a, b)                                                   # doctest: +SKIP
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ingot.ir.functor import Visitor
+from ingot.ir.module import IRModule
+from ingot.target import Target, as_target
+from ingot.tir.function import PrimFunc
+from ingot.tir.stmt import Block, BlockRealize
+
+__all__ = ["build", "lower", "is_lowered"]
+
+
+class _HasBlocks(Visitor):
+    def __init__(self) -> None:
+        self.found = False
+
+    def visit_Block(self, node: Block) -> None:
+        self.found = True
+
+    def visit_BlockRealize(self, node: BlockRealize) -> None:
+        self.found = True
+
+    def generic_visit(self, node) -> None:
+        if not self.found:
+            super().generic_visit(node)
+
+
+def is_lowered(mod: "IRModule | PrimFunc") -> bool:
+    """Whether no PrimFunc of ``mod`` contains a Block/BlockRealize (ready for code generation).
+
+    Example:
+        >>> from ingot.tir import Evaluate
+        >>> is_lowered(PrimFunc([], Evaluate(0)))
+        True
+    """
+    funcs = [mod] if isinstance(mod, PrimFunc) else [f for _, f in mod.items() if isinstance(f, PrimFunc)]
+    for func in funcs:
+        v = _HasBlocks()
+        v.visit(func.body)
+        if v.found:
+            return False
+    return True
+
+
+def _as_module(mod_or_func: Any, name: str) -> IRModule:
+    if isinstance(mod_or_func, PrimFunc):
+        func = mod_or_func
+        if "global_symbol" not in func.attrs:
+            func = func.with_attr("global_symbol", name)
+        return IRModule({name: func})
+    if isinstance(mod_or_func, IRModule):
+        return mod_or_func
+    raise TypeError(
+        f"ingot.build expects a tir.PrimFunc or an IRModule of PrimFuncs, got {type(mod_or_func).__name__}; "
+        "for a TE computation call te.create_prim_func([inputs..., outputs...]) first"
+    )
+
+
+def lower(mod_or_func: Any, name: str = "main") -> IRModule:
+    """Lower a scheduled PrimFunc/IRModule to loops (TVM's ``tvm.lower``); a module that is
+    already lowered is returned as is.
+
+    Example:
+        >>> lowered = lower(prim_func)       # doctest: +SKIP
+        >>> is_lowered(lowered)              # doctest: +SKIP
+        True
+    """
+    mod = _as_module(mod_or_func, name)
+    if is_lowered(mod):
+        return mod
+    try:
+        from ingot.driver.lower import lower as lower_pipeline
+    except ImportError as err:  # the lowering pipeline is a separate layer
+        raise NotImplementedError(
+            "this module still contains blocks and the lowering pipeline (ingot.driver.lower) is not "
+            f"available ({err}); pass an already lowered module to ingot.build"
+        ) from err
+    return lower_pipeline(mod)
+
+
+def build(mod_or_func: Any, target: "str | Target | dict | None" = "llvm", name: str = "main", *,
+          cache_dir: Any = None):
+    """Compile a tensor program for ``target`` and load it; returns an `ingot.runtime.Module`.
+
+    ``mod_or_func``: a `PrimFunc` (exported as ``name`` unless it has a ``global_symbol``) or an
+    `IRModule` of PrimFuncs, scheduled or lowered. ``target``: a TVM-style string such as
+    ``"llvm -mcpu=znver5 -num-cores=2"``, a `Target`, or ``None`` for `Target.current()`.
+
+    Example:
+        >>> lib = ingot.build(func, "llvm -num-cores=2")    # doctest: +SKIP
+        >>> lib["main"](a, b, c)                            # doctest: +SKIP
+        >>> print(lib.get_source()[:40])                     # doctest: +SKIP
+    """
+    from ingot.codegen.build import build_module
+
+    target = as_target(target)
+    if target.is_cuda:
+        raise NotImplementedError(
+            "ingot.build for target 'cuda' is not implemented yet (no CUDA backend in ingot.codegen); "
+            "build for 'llvm' to run on the CPU"
+        )
+    with target:
+        lowered = lower(mod_or_func, name)
+    return build_module(lowered, target, cache_dir=cache_dir)
