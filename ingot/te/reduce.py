@@ -56,7 +56,7 @@ class CommReducer(Node):
         >>> k = te.reduce_axis((0, 4), "k")
         >>> c = te.sum(te.placeholder((4,), name="A")[k], axis=k).combiner
         >>> [str(v) for v in c((te.const(1.0),), (te.const(2.0),))], str(c.identity_element[0])
-        (['3.0'], '0.0')
+        (['1.0 + 2.0'], '0.0')
     """
 
     __slots__ = ("lhs", "rhs", "result", "identity_element", "name")
