@@ -118,7 +118,8 @@ class _Flattener(Mutator):
             "(ingot.tir.transform.ConvertBlocksToLoops) before flattening"
         )
 
-    visit_BlockRealize = visit_Block  # type: ignore[assignment]
+    def visit_BlockRealize(self, node: BlockRealize) -> Any:
+        return self.visit_Block(node.block)
 
 
 def flatten_buffer(func: PrimFunc) -> PrimFunc:
