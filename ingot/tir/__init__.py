@@ -26,3 +26,14 @@ from .stmt import (
     Allocate, AssertStmt, Block, BlockRealize, BufferStore, Evaluate, For, ForKind, IfThenElse, LetStmt,
     SeqStmt, Stmt, stmt_children,
 )
+
+
+def __getattr__(name: str):
+    # Schedule names load lazily: ingot.tir.schedule imports ingot.tir's statements itself.
+    if name in ("Schedule", "ScheduleError", "Trace", "BlockRV", "LoopRV", "ExprRV", "Instruction",
+                "InstructionKind", "schedule"):
+        import importlib
+
+        module = importlib.import_module("ingot.tir.schedule")
+        return module if name == "schedule" else getattr(module, name)
+    raise AttributeError(f"module 'ingot.tir' has no attribute {name!r}")
