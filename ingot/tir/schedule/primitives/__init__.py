@@ -1,0 +1,8 @@
+"""Schedule primitives, one module each: legality checks, transformation, instruction kind.
+
+To add a primitive, see docs/schedule.md ("How to add a primitive").
+"""
+from . import (  # noqa: F401  (importing registers the instruction kinds)
+    add_unit_loop, annotate, cache, fuse, get_block, loop_kind, reorder, sampling, set_scope, split,
+    storage_align,
+)

@@ -1,0 +1,303 @@
+"""`Schedule`: TVM's ``tir.Schedule`` — transform a TensorIR function step by step, recording a trace.
+
+Note: the schedule holds a `ScheduleState` (the current IRModule and stable srefs to its loops
+and blocks), a symbol table from random variables (`BlockRV`, `LoopRV`, `ExprRV`) to srefs or
+integer values, a seeded random state, and the `Trace` of every primitive applied. Each
+primitive lives in its own module under ``primitives/`` (legality check, transformation,
+instruction kind together); the methods below are those functions, so go-to-definition on
+``sch.split`` lands in ``primitives/split.py``.
+
+Example:
+    >>> # sch = Schedule(mod, seed=0)
+    >>> # b = sch.get_block("C"); i, j, k = sch.get_loops(b)
+    >>> # j0, j1 = sch.split(j, factors=[None, 4]); sch.reorder(i, j0, k, j1)
+    >>> # print(sch.mod.script()); print(sch.trace)
+"""
+from __future__ import annotations
+
+from typing import Any, Optional, Sequence, Union
+
+import numpy as np
+
+from ingot.ir.expr import IntImm, PrimExpr, as_const_int
+from ingot.ir.module import IRModule
+from ingot.tir.function import PrimFunc
+from ingot.tir.stmt import Block, For
+
+from . import primitives as P
+from .error import RENDER_LEVELS, ScheduleError
+from .instruction import RV_TYPES, BlockRV, ExprRV, Instruction, InstructionKind, LoopRV
+from .state import INLINE_MARK, ROOT_MARK, ScheduleState, StmtSRef
+from .trace import Trace
+
+RV = Union[BlockRV, LoopRV, ExprRV]
+
+
+class Schedule:
+    """A schedule over an IRModule (or a single PrimFunc, named ``"main"``).
+
+    ``seed``: the random state's seed (-1 or None: from the OS). ``debug_mask``: ``"all"`` (or a
+    nonzero int) re-verifies the sref tree after every primitive. ``error_render_level``:
+    ``"detail"`` | ``"fast"`` | ``"none"`` (how much a `ScheduleError` prints).
+
+    Example:
+        >>> # sch = Schedule(MyModule, seed=42)
+        >>> # sch.mod is the current IRModule; sch.trace the recorded instructions
+    """
+
+    def __init__(
+        self,
+        mod: "IRModule | PrimFunc",
+        *,
+        seed: "int | None" = None,
+        debug_mask: "str | int" = 0,
+        error_render_level: str = "detail",
+        enable_check: bool = True,
+    ):
+        if isinstance(mod, PrimFunc):
+            mod = IRModule({"main": mod})
+        if not isinstance(mod, IRModule):
+            raise TypeError(f"Schedule takes an IRModule or a PrimFunc, got {type(mod).__name__}")
+        if error_render_level not in RENDER_LEVELS:
+            raise ValueError(f"error_render_level must be one of {RENDER_LEVELS}, got {error_render_level!r}")
+        for name, func in mod.items():
+            if isinstance(func, PrimFunc) and not _has_root_block(func):
+                raise ScheduleError(
+                    f"function {name!r} has no root block",
+                    "a schedulable PrimFunc's body is a BlockRealize of a block named 'root' (see docs/schedule.md); "
+                    "build it with te.create_prim_func or TVMScript, not from lowered IR",
+                )
+        self.state = ScheduleState(mod)
+        self._symbols: dict[int, tuple[Any, Any]] = {}
+        self._trace = Trace()
+        self.error_render_level = error_render_level
+        self.debug_mask = debug_mask
+        self.enable_check = enable_check
+        self._rng = np.random.Generator(np.random.PCG64(None if seed in (None, -1) else int(seed)))
+        self._func_working_on: Optional[str] = "main" if "main" in mod else (
+            self.state.func_names()[0] if len(self.state.func_names()) == 1 else None)
+
+    # -- module, trace, copies -----------------------------------------------------------------
+    @property
+    def mod(self) -> IRModule:
+        """The current IRModule."""
+        return self.state.mod
+
+    @property
+    def trace(self) -> Trace:
+        """The instructions applied so far (a copy; replay it with `Trace.apply_to_schedule`)."""
+        return self._trace.copy()
+
+    @property
+    def func_working_on(self) -> Optional[str]:
+        return self._func_working_on
+
+    def work_on(self, func_name: str) -> None:
+        """Make ``func_name`` the default function for `get_block`.
+
+        Example:
+            >>> # sch.work_on("fused_add"); sch.get_block("T_add")
+        """
+        if func_name not in self.state.func_names():
+            raise ValueError(f"work_on: the module has no PrimFunc {func_name!r}; it has {self.state.func_names()}")
+        self._func_working_on = func_name
+
+    def copy(self) -> "Schedule":
+        """An independent schedule over the same IR (handles stay valid in the copy; the copy's
+        random state is forked, so it explores a different but reproducible stream).
+
+        Example:
+            >>> # sch2 = sch.copy(); sch2.split(sch2_loop, [None, 4])  # sch unchanged
+        """
+        new = Schedule.__new__(Schedule)
+        new.state, mapping = self.state.copy()
+        new._symbols = {
+            key: (rv, mapping.get(id(value), value) if isinstance(value, StmtSRef) else value)
+            for key, (rv, value) in self._symbols.items()
+        }
+        new._trace = self._trace.copy()
+        new.error_render_level = self.error_render_level
+        new.debug_mask = self.debug_mask
+        new.enable_check = self.enable_check
+        new._rng = np.random.Generator(np.random.PCG64(self.fork_seed()))
+        new._func_working_on = self._func_working_on
+        return new
+
+    # -- random state ---------------------------------------------------------------------------
+    def seed(self, seed: int) -> None:
+        """Reseed the random state.
+
+        Example:
+            >>> # sch.seed(7)
+        """
+        self._rng = np.random.Generator(np.random.PCG64(int(seed)))
+
+    def fork_seed(self) -> int:
+        """A new seed drawn from this schedule's random state (for an independent stream).
+
+        Example:
+            >>> # Schedule(mod, seed=sch.fork_seed())
+        """
+        return int(self._rng.integers(0, 2**63 - 1))
+
+    @property
+    def rng(self) -> np.random.Generator:
+        return self._rng
+
+    # -- random variables -------------------------------------------------------------------------
+    def get(self, rv: Any) -> Any:
+        """The IR behind a handle: a `For` for a LoopRV, a `Block` for a BlockRV, an int for an
+        ExprRV (``"root"``/``"inline"`` for the compute-location markers).
+
+        Example:
+            >>> # sch.get(sch.get_loops(b)[0]).extent
+        """
+        if not isinstance(rv, RV_TYPES):
+            raise TypeError(f"sch.get expects a BlockRV, LoopRV or ExprRV, got {type(rv).__name__}")
+        value = self._lookup(rv)
+        if isinstance(value, StmtSRef):
+            if value is ROOT_MARK or value is INLINE_MARK:
+                return value.func_name
+            self._check_valid(rv, value)
+            return value.stmt
+        return value
+
+    def get_sref(self, rv: Any) -> StmtSRef:
+        """The stable reference behind a LoopRV/BlockRV (internal to primitives and the tuner)."""
+        value = self._lookup(rv)
+        if not isinstance(value, StmtSRef):
+            raise TypeError(f"{rv!r} is not a loop or block handle")
+        return value
+
+    def remove_rv(self, rv: Any) -> None:
+        """Forget a handle (it can no longer be used).
+
+        Example:
+            >>> # sch.remove_rv(b0)
+        """
+        self._symbols.pop(id(rv), None)
+
+    def _lookup(self, rv: Any) -> Any:
+        try:
+            return self._symbols[id(rv)][1]
+        except KeyError:
+            raise ScheduleError(
+                f"{rv!r} does not belong to this schedule",
+                "random variables are only valid on the schedule that created them (or its copies); "
+                "replay the trace on the other schedule to get its handles",
+            ) from None
+
+    def _check_valid(self, rv: Any, sref: StmtSRef) -> None:
+        if sref.stmt is None:
+            what = "loop" if isinstance(rv, LoopRV) else "block"
+            raise ScheduleError(
+                f"the {what} behind {rv!r} no longer exists",
+                f"a primitive (split, fuse, ...) replaced it; use the handles that primitive returned",
+            )
+
+    def _new_rv(self, cls: type, value: Any) -> Any:
+        rv = cls()
+        self._symbols[id(rv)] = (rv, value)
+        return rv
+
+    def _loop(self, rv: Any, primitive: str, arg: str = "loop") -> StmtSRef:
+        if not isinstance(rv, LoopRV):
+            raise TypeError(f"{primitive}: argument {arg!r} must be a LoopRV, got {type(rv).__name__}: {rv!r}")
+        sref = self._lookup(rv)
+        if sref is ROOT_MARK or sref is INLINE_MARK:
+            raise ScheduleError(f"{primitive}: {arg} is the compute-location marker {sref.func_name!r}, not a loop")
+        self._check_valid(rv, sref)
+        return sref
+
+    def _block(self, rv: Any, primitive: str, arg: str = "block") -> StmtSRef:
+        if isinstance(rv, str):
+            rv = self.get_block(rv)
+        if not isinstance(rv, BlockRV):
+            raise TypeError(f"{primitive}: argument {arg!r} must be a BlockRV, got {type(rv).__name__}: {rv!r}")
+        sref = self._lookup(rv)
+        self._check_valid(rv, sref)
+        return sref
+
+    def _block_or_loop(self, rv: Any, primitive: str) -> StmtSRef:
+        if isinstance(rv, LoopRV):
+            return self._loop(rv, primitive, "block_or_loop")
+        return self._block(rv, primitive, "block_or_loop")
+
+    def _int(self, value: Any, primitive: str, arg: str) -> Any:
+        """An int (or symbolic expression) from an int, IntImm, PrimExpr or ExprRV."""
+        if isinstance(value, ExprRV):
+            value = self._lookup(value)
+        if isinstance(value, (bool, np.bool_)):
+            raise TypeError(f"{primitive}: {arg} must be an integer, got {value!r}")
+        if isinstance(value, (int, np.integer)):
+            return int(value)
+        if isinstance(value, PrimExpr):
+            c = as_const_int(value)
+            return c if c is not None else value
+        raise TypeError(f"{primitive}: {arg} must be an int or ExprRV, got {type(value).__name__}: {value!r}")
+
+    # -- recording and errors ---------------------------------------------------------------------
+    def _record(self, kind: InstructionKind, inputs: Sequence[Any], attrs: Sequence[Any], outputs: Sequence[Any],
+                decision: Any = None) -> None:
+        self._trace.append(Instruction(kind, inputs, attrs, outputs), decision)
+        if self.debug_mask:
+            self._verify()
+
+    def _raise(self, summary: str, detail: str, func_name: "str | None" = None, nodes: Sequence[Any] = ()) -> None:
+        func = self.mod[func_name] if func_name is not None and func_name in self.mod else None
+        raise ScheduleError(summary, detail, func, nodes, self.error_render_level)
+
+    def _verify(self) -> None:
+        """Check that every live sref points at a node of the current function (debug_mask)."""
+        fresh = ScheduleState(self.mod)
+        for name in self.state.func_names():
+            mine = self.state.blocks(name)
+            theirs = fresh.blocks(name)
+            if set(mine) != set(theirs) or any(mine[k].stmt is not theirs[k].stmt for k in mine):
+                raise AssertionError(f"schedule state out of sync with function {name!r} (internal error)")
+
+    def enter_postproc(self) -> None:
+        """Mark the start of post-processing in the trace (dropped by ``remove_postproc``).
+
+        Example:
+            >>> # sch.enter_postproc()
+        """
+        self._record(_ENTER_POSTPROC, [], [], [])
+
+    def show(self) -> None:
+        """Print the current module and trace."""
+        print(self.mod.script())
+        print(self.trace)
+
+    # -- primitives (each defined in its own module under primitives/) ------------------------------
+    get_block = P.get_block.get_block
+    get_loops = P.get_block.get_loops
+    get_child_blocks = P.get_block.get_child_blocks
+    get_producers = P.get_block.get_producers
+    get_consumers = P.get_block.get_consumers
+    split = P.split.split
+    fuse = P.fuse.fuse
+    reorder = P.reorder.reorder
+    parallel = P.loop_kind.parallel
+    vectorize = P.loop_kind.vectorize
+    unroll = P.loop_kind.unroll
+    bind = P.loop_kind.bind
+    annotate = P.annotate.annotate
+    unannotate = P.annotate.unannotate
+    cache_read = P.cache.cache_read
+    cache_write = P.cache.cache_write
+    set_scope = P.set_scope.set_scope
+    storage_align = P.storage_align.storage_align
+    add_unit_loop = P.add_unit_loop.add_unit_loop
+    sample_perfect_tile = P.sampling.sample_perfect_tile
+    sample_categorical = P.sampling.sample_categorical
+    sample_compute_location = P.sampling.sample_compute_location
+
+
+_ENTER_POSTPROC = InstructionKind("enter_postproc")
+
+
+def _has_root_block(func: PrimFunc) -> bool:
+    from ingot.tir.stmt import BlockRealize
+
+    return isinstance(func.body, BlockRealize) and not func.body.block.iter_vars
