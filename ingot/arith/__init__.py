@@ -14,9 +14,16 @@ Example:
 from .analyzer import Analyzer
 from .canonical import SumForm, expr_key
 from .const_int_bound import ConstIntBound
+from .index_map import IndexMap
 from .int_set import IntSet, neg_inf, pos_inf, relax_region, union_region
+from .iter_map import (
+    IterMapResult, IterMark, IterSplitExpr, IterSumExpr, detect_iter_map, iter_map_simplify,
+    normalize_iter_map_to_expr,
+)
+from .iter_map_ops import inverse_affine_map, subspace_divide
 
 __all__ = [
-    "Analyzer", "ConstIntBound", "IntSet", "SumForm", "expr_key", "neg_inf", "pos_inf",
-    "relax_region", "union_region",
+    "Analyzer", "ConstIntBound", "IndexMap", "IntSet", "IterMapResult", "IterMark", "IterSplitExpr",
+    "IterSumExpr", "SumForm", "detect_iter_map", "expr_key", "inverse_affine_map", "iter_map_simplify",
+    "neg_inf", "normalize_iter_map_to_expr", "pos_inf", "relax_region", "subspace_divide", "union_region",
 ]
