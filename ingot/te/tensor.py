@@ -211,6 +211,19 @@ class TensorSlice:
         )
 
 
+def _partial_use(self: TensorSlice, *args: Any) -> Any:
+    return self.asobject()
+
+
+# Arithmetic on a partly indexed tensor (A[i] + 1 for a 2-D A) reports the missing indices.
+for _op in ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow"):
+    setattr(TensorSlice, f"__{_op}__", _partial_use)
+    setattr(TensorSlice, f"__r{_op}__", _partial_use)
+for _op in ("lt", "le", "gt", "ge", "neg"):
+    setattr(TensorSlice, f"__{_op}__", _partial_use)
+TensorSlice.astype = _partial_use  # type: ignore[attr-defined]
+
+
 def _as_index(index: Any, name: str, pos: int) -> PrimExpr:
     if isinstance(index, slice):
         raise TypeError(f"te.Tensor {name!r}: index {pos} is a slice; tensor expressions take scalar indices")

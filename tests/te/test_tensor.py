@@ -23,6 +23,8 @@ def test_indexing_forms():
         A[1, 2, 3]
     with pytest.raises(TypeError, match="indices must be scalar integers"):
         A[1, te.const(0.5)]
+    with pytest.raises(TypeError, match="'A' has 2 dimensions but is indexed with 1"):
+        A[1] + 1.0
 
 
 def test_compute_axes_named_after_lambda_args():
