@@ -1,0 +1,12 @@
+"""Tuning databases: workloads keyed by structural hash, records of measured candidates.
+
+Example:
+    >>> from ingot.tune.database import MemoryDatabase, SQLiteDatabase, TuningRecord
+"""
+from .base import Database, ImportReport, canonical_target
+from .memory import MemoryDatabase
+from .record import SCHEMA_VERSION, ArgInfo, TuningRecord, Workload, as_module, workload_hash
+from .sqlite import SQLiteDatabase
+
+__all__ = ["Database", "ImportReport", "MemoryDatabase", "SQLiteDatabase", "TuningRecord", "Workload",
+           "ArgInfo", "SCHEMA_VERSION", "workload_hash", "as_module", "canonical_target"]

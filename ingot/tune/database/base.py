@@ -1,0 +1,278 @@
+"""`Database`: the abstract store of workloads and tuning records (TVM's ``ms.Database``).
+
+Note: concrete stores implement five small methods (``_put_workload``, ``_get_workload_hashes``,
+``_put_records``, ``_records_of``, ``_all_records``); everything users call — ``query_best``,
+``get_top_k``, JSON-lines import/export, ``merge`` — is written once here on top of them.
+Targets are compared by their canonical string (``str(Target(...))``).
+
+Example:
+    >>> from ingot.tune.database import MemoryDatabase
+    >>> db = MemoryDatabase()
+    >>> len(db)
+    0
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Optional
+
+from .record import SCHEMA_VERSION, TuningRecord, Workload, as_module, workload_hash
+
+logger = logging.getLogger("ingot.tune")
+
+
+def canonical_target(target: Any) -> "str | None":
+    """The canonical string of a target (``None`` stays ``None``: any target).
+
+    Example:
+        >>> canonical_target("llvm  -num-cores=2")
+        'llvm -num-cores=2'
+    """
+    if target is None:
+        return None
+    from ingot.target import Target
+
+    return str(Target(target))
+
+
+@dataclass
+class ImportReport:
+    """What `Database.import_jsonl` / `merge` did: counts, and the workload hashes of records
+    that match no workload (reported, never silently dropped: they are kept out of the store).
+
+    Example:
+        >>> ImportReport(workloads=1, records=3).orphan_records
+        0
+    """
+
+    workloads: int = 0
+    records: int = 0
+    duplicates_replaced: int = 0
+    duplicates_skipped: int = 0
+    orphans: dict = field(default_factory=dict)   # workload hash -> number of records
+
+    @property
+    def orphan_records(self) -> int:
+        return sum(self.orphans.values())
+
+
+class Database:
+    """Base class of tuning databases.
+
+    Example:
+        >>> # db.commit_workload(mod); db.commit_tuning_record(rec); db.query_best(mod, "llvm")
+    """
+
+    # -- the five methods a store implements ---------------------------------------------------------
+    def _put_workload(self, shash: str, name: str, mod_text: str) -> None:
+        raise NotImplementedError
+
+    def _get_workload_hashes(self) -> "set[str]":
+        raise NotImplementedError
+
+    def _put_records(self, records: "list[TuningRecord]", replace: "list[TuningRecord]" = ()) -> None:
+        raise NotImplementedError
+
+    def _records_of(self, shash: str, target: "str | None") -> "list[TuningRecord]":
+        raise NotImplementedError
+
+    def _all_records(self) -> "list[TuningRecord]":
+        raise NotImplementedError
+
+    # -- workloads -----------------------------------------------------------------------------------
+    def commit_workload(self, mod: Any) -> Workload:
+        """Register a workload (idempotent); returns it with its structural hash.
+
+        Example:
+            >>> # wl = db.commit_workload(mod); db.has_workload(mod)  -> True
+        """
+        wl = Workload.create(mod)
+        if wl.shash not in self._get_workload_hashes():
+            self._put_workload(wl.shash, _mod_name(wl.mod), _mod_text(wl.mod))
+        return wl
+
+    def has_workload(self, mod: Any) -> bool:
+        """Whether ``mod`` (IRModule/PrimFunc, or a workload hash string) is registered.
+
+        Example:
+            >>> from ingot.tune.database import MemoryDatabase
+            >>> MemoryDatabase().has_workload("deadbeef")
+            False
+        """
+        shash = mod if isinstance(mod, str) else workload_hash(mod)
+        return shash in self._get_workload_hashes()
+
+    # -- records -------------------------------------------------------------------------------------
+    def commit_tuning_record(self, record: TuningRecord) -> None:
+        """Store one record; its workload must have been committed (else ``ValueError``).
+
+        Example:
+            >>> # db.commit_tuning_record(TuningRecord(trace_json, wl.shash, [1e-4], "llvm"))
+        """
+        self.commit_tuning_records([record])
+
+    def commit_tuning_records(self, records: Iterable[TuningRecord]) -> None:
+        """Store many records in one transaction (see `commit_tuning_record`)."""
+        records = list(records)
+        known = self._get_workload_hashes()
+        for r in records:
+            if not isinstance(r, TuningRecord):
+                raise TypeError(f"commit_tuning_record expects a TuningRecord, got {type(r).__name__}")
+            if r.workload_hash not in known:
+                raise ValueError(
+                    f"tuning record for workload {r.workload_hash[:16]}... which is not in the database; "
+                    "call db.commit_workload(mod) first"
+                )
+        if records:
+            self._put_records(records)
+
+    def get_all_tuning_records(self) -> "list[TuningRecord]":
+        """Every record, in insertion order."""
+        return self._all_records()
+
+    def get_records(self, mod_or_hash: Any, target: Any = None) -> "list[TuningRecord]":
+        """All records (valid and failed) of a workload, optionally of one target."""
+        shash = mod_or_hash if isinstance(mod_or_hash, str) else workload_hash(mod_or_hash)
+        return self._records_of(shash, canonical_target(target))
+
+    def get_top_k(self, workload: Any, top_k: int, target: Any = None) -> "list[TuningRecord]":
+        """The ``top_k`` fastest valid records of a workload (a `Workload`, module or hash).
+
+        Example:
+            >>> # best3 = db.get_top_k(wl, 3)
+        """
+        shash = workload.shash if isinstance(workload, Workload) else (
+            workload if isinstance(workload, str) else workload_hash(workload))
+        if top_k <= 0:
+            return []
+        valid = [r for r in self._records_of(shash, canonical_target(target)) if r.is_valid]
+        valid.sort(key=lambda r: (r.mean_sec, r.timestamp))
+        return valid[:top_k]
+
+    def query_best(self, mod: Any, target: Any = None) -> "TuningRecord | None":
+        """The fastest valid record of ``mod`` on ``target`` (``None`` target: any), or None.
+
+        Example:
+            >>> # rec = db.query_best(mod, "llvm -num-cores=2"); rec.mean_sec
+        """
+        top = self.get_top_k(mod, 1, target)
+        return top[0] if top else None
+
+    def query_schedule(self, mod: Any, target: Any = None):
+        """The best record replayed on ``mod`` as a `Schedule` (or None when there is none)."""
+        from ingot.tir.schedule import Schedule
+
+        rec = self.query_best(mod, target)
+        if rec is None:
+            return None
+        sch = Schedule(as_module(mod))
+        rec.trace.apply_to_schedule(sch, remove_postproc=False)
+        return sch
+
+    def __len__(self) -> int:
+        return len(self._all_records())
+
+    # -- JSON lines ----------------------------------------------------------------------------------
+    def export_jsonl(self, path: "str | os.PathLike") -> int:
+        """Write workloads then records as JSON lines; returns the number of records.
+
+        Example:
+            >>> # db.export_jsonl("records.jsonl")
+        """
+        records = self._all_records()
+        tmp = f"{os.fspath(path)}.tmp{os.getpid()}"
+        with open(tmp, "w") as f:
+            for shash, name, text in self._workload_rows():
+                f.write(json.dumps({"type": "workload", "schema_version": SCHEMA_VERSION,
+                                    "workload_hash": shash, "name": name, "mod": text}) + "\n")
+            for r in records:
+                f.write(json.dumps({"type": "record", **r.as_json()}) + "\n")
+        os.replace(tmp, path)
+        return len(records)
+
+    def import_jsonl(self, path: "str | os.PathLike") -> ImportReport:
+        """Read records written by `export_jsonl` (or by another Ingot) and merge them in,
+        keeping the faster of duplicates; records that match no workload are reported.
+
+        Example:
+            >>> # report = db.import_jsonl("records.jsonl"); report.orphans
+        """
+        workloads: list[tuple] = []
+        records: list[TuningRecord] = []
+        with open(path) as f:
+            for lineno, line in enumerate(f, 1):
+                line = line.strip()
+                if not line:
+                    continue
+                try:
+                    data = json.loads(line)
+                except json.JSONDecodeError as err:
+                    raise ValueError(f"{os.fspath(path)}:{lineno}: not valid JSON ({err})") from None
+                if data.get("type") == "workload":
+                    workloads.append((data["workload_hash"], data.get("name", ""), data.get("mod", "")))
+                else:
+                    records.append(TuningRecord.from_json(data))
+        return self._merge_rows(workloads, records)
+
+    def merge(self, other: "Database") -> ImportReport:
+        """Copy ``other``'s workloads and records into this database, keeping the best of
+        duplicate (workload, target, trace) entries.
+
+        Example:
+            >>> # report = db.merge(SQLiteDatabase("other_run/database.db"))
+        """
+        return self._merge_rows(list(other._workload_rows()), other._all_records())
+
+    def _workload_rows(self) -> "list[tuple[str, str, str]]":
+        return [(h, "", "") for h in sorted(self._get_workload_hashes())]
+
+    def _merge_rows(self, workloads: list, records: "list[TuningRecord]") -> ImportReport:
+        report = ImportReport()
+        known = self._get_workload_hashes()
+        for shash, name, text in workloads:
+            if shash not in known:
+                self._put_workload(shash, name, text)
+                known.add(shash)
+                report.workloads += 1
+        existing = {r.dedup_key(): r for r in self._all_records()}
+        new: list[TuningRecord] = []
+        replace: list[TuningRecord] = []
+        for r in records:
+            if r.workload_hash not in known:
+                report.orphans[r.workload_hash] = report.orphans.get(r.workload_hash, 0) + 1
+                continue
+            old = existing.get(r.dedup_key())
+            if old is None:
+                new.append(r)
+                existing[r.dedup_key()] = r
+            elif r.mean_sec < old.mean_sec:
+                replace.append(r)
+                existing[r.dedup_key()] = r
+                report.duplicates_replaced += 1
+            else:
+                report.duplicates_skipped += 1
+        if new or replace:
+            self._put_records(new, replace)
+        report.records = len(new)
+        if report.orphans:
+            logger.warning(
+                "%d tuning record(s) match no workload in the database and were not imported "
+                "(workload hashes: %s); import the file that defines those workloads, or commit them first",
+                report.orphan_records, ", ".join(h[:16] for h in report.orphans))
+        return report
+
+
+def _mod_name(mod: Any) -> str:
+    names = [name for name, _ in mod.items()]
+    return ",".join(str(n) for n in names)
+
+
+def _mod_text(mod: Any) -> str:
+    # The text is for humans reading the database; lookups use the hash only.
+    try:
+        return mod.script()
+    except Exception:  # the TVMScript printer may not cover every node yet
+        return ""

@@ -1,0 +1,194 @@
+"""`SQLiteDatabase`: the default tuning database, one SQLite file in the work directory.
+
+Note (concurrency): two tuners may write the same file at once (two processes tuning different
+operators of one model, or a resumed run beside a running one). SQLite in WAL mode lets readers
+run beside one writer; every write is one ``BEGIN IMMEDIATE`` transaction (the write lock is
+taken up front, so two writers never deadlock on a lock upgrade) and the busy timeout makes a
+writer wait for the other instead of failing. A connection is opened per process (and reopened
+after ``fork``), because SQLite connections must not cross processes.
+
+Schema (version 1, also in docs/tuning.md)::
+
+    meta(key TEXT PRIMARY KEY, value TEXT)                -- schema_version
+    workloads(shash TEXT PRIMARY KEY, name TEXT, mod_text TEXT, created REAL)
+    records(id INTEGER PRIMARY KEY AUTOINCREMENT, workload_hash TEXT, target TEXT,
+            trace_json TEXT, run_secs TEXT, mean_sec REAL, error_msg TEXT, args_info TEXT,
+            candidate_hash TEXT, timestamp REAL, schema_version INTEGER)
+
+Example:
+    >>> import tempfile, os
+    >>> db = SQLiteDatabase(os.path.join(tempfile.mkdtemp(), "db.sqlite"))
+    >>> len(db)
+    0
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import sqlite3
+import threading
+import time
+
+from .base import Database
+from .record import SCHEMA_VERSION, ArgInfo, TuningRecord
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);
+CREATE TABLE IF NOT EXISTS workloads(shash TEXT PRIMARY KEY, name TEXT, mod_text TEXT, created REAL);
+CREATE TABLE IF NOT EXISTS records(
+    id INTEGER PRIMARY KEY AUTOINCREMENT, workload_hash TEXT NOT NULL, target TEXT NOT NULL,
+    trace_json TEXT NOT NULL, run_secs TEXT, mean_sec REAL, error_msg TEXT, args_info TEXT,
+    candidate_hash TEXT, timestamp REAL, schema_version INTEGER);
+CREATE INDEX IF NOT EXISTS records_by_workload ON records(workload_hash, target, mean_sec);
+"""
+_COLUMNS = ("workload_hash, target, trace_json, run_secs, mean_sec, error_msg, args_info, "
+            "candidate_hash, timestamp, schema_version")
+
+
+class SQLiteDatabase(Database):
+    """A tuning database in one SQLite file (WAL mode, transactional, multi-process safe).
+
+    ``busy_timeout_s``: how long a writer waits for another process's transaction.
+
+    Example:
+        >>> # db = SQLiteDatabase("tune_tmp/database.db"); db.query_best(mod, "llvm")
+    """
+
+    def __init__(self, path: "str | os.PathLike", busy_timeout_s: float = 60.0) -> None:
+        self.path = os.path.abspath(os.fspath(path))
+        os.makedirs(os.path.dirname(self.path) or ".", exist_ok=True)
+        self.busy_timeout_s = float(busy_timeout_s)
+        self._local = threading.local()
+        with self._tx() as con:
+            row = con.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+            if row is None:
+                con.execute("INSERT INTO meta VALUES('schema_version', ?)", (str(SCHEMA_VERSION),))
+            elif int(row[0]) > SCHEMA_VERSION:
+                raise ValueError(
+                    f"tuning database {self.path!r} has schema version {row[0]}; this Ingot reads up to "
+                    f"{SCHEMA_VERSION}. Upgrade Ingot, or export it to JSON lines with the newer version"
+                )
+
+    # -- connection ----------------------------------------------------------------------------------
+    def _connect(self) -> sqlite3.Connection:
+        con = getattr(self._local, "con", None)
+        if con is not None and self._local.pid == os.getpid():
+            return con
+        con = sqlite3.connect(self.path, timeout=self.busy_timeout_s, isolation_level=None)
+        con.execute(f"PRAGMA busy_timeout={int(self.busy_timeout_s * 1000)}")
+        con.execute("PRAGMA journal_mode=WAL")
+        con.execute("PRAGMA synchronous=NORMAL")
+        con.executescript(_SCHEMA)
+        self._local.con, self._local.pid = con, os.getpid()
+        return con
+
+    class _Tx:
+        def __init__(self, con):
+            self.con = con
+
+        def __enter__(self):
+            # Retry BEGIN itself: under heavy contention sqlite can report "locked" right away.
+            for attempt in range(200):
+                try:
+                    self.con.execute("BEGIN IMMEDIATE")
+                    return self.con
+                except sqlite3.OperationalError as err:
+                    if "locked" not in str(err) and "busy" not in str(err):
+                        raise
+                    time.sleep(0.01 * (1 + attempt % 10))
+            raise sqlite3.OperationalError("database is locked (gave up after retries)")
+
+        def __exit__(self, exc_type, exc, tb):
+            self.con.execute("COMMIT" if exc_type is None else "ROLLBACK")
+            return False
+
+    def _tx(self) -> "_Tx":
+        return self._Tx(self._connect())
+
+    def close(self) -> None:
+        """Close this thread's connection (reopened on next use)."""
+        con = getattr(self._local, "con", None)
+        if con is not None:
+            con.close()
+            self._local.con = None
+
+    # -- store methods -------------------------------------------------------------------------------
+    def _put_workload(self, shash, name, mod_text) -> None:
+        with self._tx() as con:
+            con.execute("INSERT OR IGNORE INTO workloads VALUES(?, ?, ?, ?)", (shash, name, mod_text, time.time()))
+
+    def _get_workload_hashes(self):
+        return {row[0] for row in self._connect().execute("SELECT shash FROM workloads")}
+
+    def _workload_rows(self):
+        return list(self._connect().execute("SELECT shash, name, mod_text FROM workloads ORDER BY created"))
+
+    def _put_records(self, records, replace=()) -> None:
+        with self._tx() as con:
+            for r in replace:
+                con.execute("DELETE FROM records WHERE workload_hash=? AND target=? AND trace_json=?",
+                            (r.workload_hash, r.target, _trace_text(r)))
+            con.executemany(f"INSERT INTO records({_COLUMNS}) VALUES(?,?,?,?,?,?,?,?,?,?)",
+                            [_row(r) for r in list(records) + list(replace)])
+
+    def _records_of(self, shash, target):
+        if target is None:
+            rows = self._connect().execute(
+                f"SELECT {_COLUMNS} FROM records WHERE workload_hash=? ORDER BY id", (shash,))
+        else:
+            rows = self._connect().execute(
+                f"SELECT {_COLUMNS} FROM records WHERE workload_hash=? AND target=? ORDER BY id", (shash, target))
+        return [_record(row) for row in rows]
+
+    def _all_records(self):
+        return [_record(row) for row in self._connect().execute(f"SELECT {_COLUMNS} FROM records ORDER BY id")]
+
+    def get_top_k(self, workload, top_k, target=None):
+        # Let SQLite sort (index on mean_sec) instead of loading every record.
+        from .base import canonical_target
+        from .record import Workload, workload_hash
+
+        shash = workload.shash if isinstance(workload, Workload) else (
+            workload if isinstance(workload, str) else workload_hash(workload))
+        if top_k <= 0:
+            return []
+        target = canonical_target(target)
+        sql = f"SELECT {_COLUMNS} FROM records WHERE workload_hash=? AND mean_sec IS NOT NULL"
+        params: list = [shash]
+        if target is not None:
+            sql += " AND target=?"
+            params.append(target)
+        sql += " ORDER BY mean_sec, timestamp LIMIT ?"
+        params.append(int(top_k))
+        return [_record(row) for row in self._connect().execute(sql, params)]
+
+    def __len__(self) -> int:
+        return int(self._connect().execute("SELECT COUNT(*) FROM records").fetchone()[0])
+
+    def __repr__(self) -> str:
+        return f"SQLiteDatabase({self.path!r})"
+
+
+def _trace_text(r: TuningRecord) -> str:
+    return json.dumps(r.trace_json, sort_keys=True)
+
+
+def _row(r: TuningRecord) -> tuple:
+    mean = r.mean_sec
+    return (
+        r.workload_hash, r.target, _trace_text(r),
+        json.dumps(r.run_secs) if r.run_secs is not None else None,
+        mean if math.isfinite(mean) else None, r.error_msg,
+        json.dumps([a.as_json() for a in r.args_info]), r.candidate_hash, r.timestamp, r.schema_version,
+    )
+
+
+def _record(row: tuple) -> TuningRecord:
+    (shash, target, trace_json, run_secs, _mean, error_msg, args_info, chash, ts, version) = row
+    return TuningRecord(
+        trace_json=json.loads(trace_json), workload_hash=shash,
+        run_secs=json.loads(run_secs) if run_secs is not None else None, target=target,
+        args_info=tuple(ArgInfo.from_json(a) for a in json.loads(args_info or "[]")),
+        timestamp=ts, schema_version=version, error_msg=error_msg, candidate_hash=chash,
+    )
