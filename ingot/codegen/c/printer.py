@@ -46,7 +46,7 @@ from ingot.ir.dtype import DataType
 from ingot.ir.expr import (
     EQ, GE, GT, LE, LT, NE, Add, And, Broadcast, BufferLoad, Call, Cast, CmpOp, Div, FloatImm, FloorDiv,
     FloorMod, IntImm, Let, Max, Min, Mod, Mul, Not, Or, PrimExpr, Ramp, Select, SizeVar, StringImm, Sub,
-    Var, as_const_int,
+    Var, as_const_int, cast,
 )
 from ingot.tir.stmt import (
     Allocate, AssertStmt, Block, BlockRealize, BufferStore, Evaluate, For, ForKind, IfThenElse, LetStmt,
@@ -158,13 +158,19 @@ class CPrinter:
             return f"(({elem_value_type(dtype)}){text})"
         return text
 
-    def _fail(self, message: str) -> str:
-        """Register a run-time failure message; returns the C statement that raises it."""
+    def _guard(self, failed: str, message: str, body: Stmt, cleanup: "str | None" = None) -> None:
+        """``if (failed) <record message> else { body; cleanup }`` (see the module note)."""
         self.failures.append(message)
         code = len(self.failures)
+        self.writer.line(f"if ({failed}) {{")
         if self.in_parallel and not self.in_simd:
-            return f"{{\n#pragma omp atomic write\n  ingot_fail = {code};\n}}"
-        return f"ingot_fail = {code};"
+            self.writer.line("#pragma omp atomic write")
+        self.writer.line(f"  ingot_fail = {code};")
+        self.writer.line("} else {")
+        self._block(body)
+        if cleanup:
+            self.writer.line(f"  {cleanup}")
+        self.writer.line("}")
 
     # ------------------------------------------------------------------ expressions
     def expr(self, node: PrimExpr) -> str:
@@ -462,10 +468,8 @@ class CPrinter:
         self.writer.line("}")
 
     def stmt_AssertStmt(self, node: AssertStmt) -> None:
-        raise_text = self._fail(f"{self.func_name}: assertion failed: {node.message}")
-        self.writer.line(f"if (!({self.expr(node.condition)})) {raise_text} else {{")
-        self._block(node.body)
-        self.writer.line("}")
+        self._guard(f"!({self.expr(node.condition)})", f"{self.func_name}: assertion failed: {node.message}",
+                    node.body)
 
     def stmt_For(self, node: For) -> None:
         if node.kind == ForKind.THREAD_BINDING:
@@ -503,7 +507,7 @@ class CPrinter:
         elem = storage_type(buffer.dtype)
         count: PrimExpr = IntImm("int64", 1)
         for dim in buffer.shape:
-            count = count * (dim if dim.dtype == DataType("int64") else Cast("int64", dim))
+            count = count * cast(dim, "int64")
         nbytes = as_const_int(count)
         if nbytes is not None and nbytes * max(buffer.dtype.bits, 8) // 8 <= STACK_LIMIT_BYTES:
             self.writer.line("{")
@@ -515,12 +519,10 @@ class CPrinter:
         self.writer.line("{")
         self.writer.indent += 1
         self.writer.line(f"{elem}* {name} = ({elem}*)ingot_alloc_workspace({size});")
-        fail = self._fail(f"{self.func_name}: cannot allocate the workspace of buffer {buffer.name!r} "
-                          f"({buffer.dtype}, shape {[str(d) for d in buffer.shape]}): out of memory")
-        self.writer.line(f"if ({name} == NULL) {fail} else {{")
-        self._block(node.body)
-        self.writer.line(f"  ingot_free_workspace({name});")
-        self.writer.line("}")
+        shape = ", ".join(str(d) for d in buffer.shape)
+        self._guard(f"{name} == NULL", f"{self.func_name}: cannot allocate the workspace of buffer "
+                    f"{buffer.name!r} ({buffer.dtype}[{shape}]): out of memory", node.body,
+                    cleanup=f"ingot_free_workspace({name});")
         self.writer.indent -= 1
         self.writer.line("}")
 
