@@ -141,7 +141,7 @@ class _FunctionPrinter:
             return f'R.call_packed("{op.global_symbol}"{args}, sinfo_args=({sinfo_args},))'
         head = f"R.{op.name}" if isinstance(op, E.Op) else self.expr(op)
         parts = [self.expr(a) for a in call.args]
-        parts += [f"{k}={self.attr(v)}" for k, v in call.attrs.items()]
+        parts += [f"{k}={self.attr(v)}" for k, v in call.attrs.items() if v is not None]
         return f"{head}({', '.join(parts)})"
 
     def function(self, func: E.Function, name: str, indent: str = "") -> str:
@@ -245,4 +245,3 @@ register_node_printer(E.VarBinding, lambda b: _FunctionPrinter().binding(b, ""))
 register_node_printer(S.StructInfo, struct_info_to_str)
 register_node_printer(IRModule, _module_printer)
 
-_ = np  # numpy is used by Constant printing through e.data

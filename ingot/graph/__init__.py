@@ -1,0 +1,41 @@
+"""`ingot.graph`: the graph IR (TVM Relax): struct info, expressions, op registry, builder, passes,
+and the Python executor.
+
+Example:
+    >>> from ingot import graph as G
+    >>> bb = G.BlockBuilder()
+    >>> x = G.Var("x", G.TensorStructInfo((1, 784), "float32"))
+    >>> w = G.Var("w", G.TensorStructInfo((128, 784), "float32"))
+    >>> with bb.function("main", [x, w]):
+    ...     with bb.dataflow():
+    ...         lv0 = bb.emit(G.op.linear(x, w))
+    ...         gv = bb.emit_output(G.op.relu(lv0))
+    ...     bb.emit_func_output(gv)
+    >>> "R.linear(x, w)" in bb.get().script()
+    True
+"""
+from ingot.ir.module import GlobalVar, IRModule
+
+from . import op, op_registry
+from . import printer as _printer  # noqa: F401 - registers the text printers
+from .block_builder import BlockBuilder
+from .expr import (
+    BindingBlock, Call, Constant, DataflowBlock, DataflowVar, Expr, ExternFunc, Function, Op, SeqExpr, ShapeExpr,
+    Tuple, TupleGetItem, Var, VarBinding, const,
+)
+from .op_registry import OpPattern, register_op
+from .struct_info import (
+    FuncStructInfo, ObjectStructInfo, PrimStructInfo, ShapeStructInfo, StructInfo, TensorStructInfo,
+    TupleStructInfo,
+)
+
+
+def __getattr__(name: str):
+    # Passes and the executor import heavier layers; load them on first use.
+    import importlib
+
+    if name == "transform":
+        return importlib.import_module("ingot.graph.transform")
+    if name in ("build", "Executable", "Executor", "VirtualMachine"):
+        return getattr(importlib.import_module("ingot.graph.executor"), name)
+    raise AttributeError(f"module 'ingot.graph' has no attribute {name!r}")

@@ -1,0 +1,29 @@
+"""`ingot.graph.op`: builders of graph operator calls (``G.op.linear(x, w, b)``, ``G.op.relu(x)``...).
+
+Importing this package registers every operator (one module per family) in
+`ingot.graph.op_registry`.
+
+Example:
+    >>> from ingot import graph as G
+    >>> x = G.Var("x", G.TensorStructInfo((1, 784), "float32"))
+    >>> w = G.Var("w", G.TensorStructInfo((128, 784), "float32"))
+    >>> str(G.op.relu(G.op.linear(x, w)).struct_info)
+    'R.Tensor((1, 128), dtype="float32")'
+"""
+from .base import call_dps_packed, call_packed, call_tir
+from .binary import (
+    add, divide, equal, floor_divide, greater, greater_equal, less, less_equal, maximum, minimum, multiply,
+    not_equal, power, subtract, where,
+)
+from .linalg import dense, linear, matmul
+from .manip import (
+    concat, expand_dims, flatten, permute_dims, reshape, squeeze, strided_slice, take, transpose,
+)
+from .nn import (
+    avg_pool2d, batch_norm, conv2d, global_avg_pool2d, group_norm, layer_norm, log_softmax, max_pool2d, softmax,
+)
+from .reduce import max, mean, min, prod, sum  # noqa: A004 - numpy/TVM names
+from .unary import (
+    abs, astype, cast, ceil, clip, cos, erf, exp, floor, gelu, gelu_tanh, hard_swish, leaky_relu, log, negative,
+    relu, round, rsqrt, sigmoid, silu, sin, sqrt, tanh,
+)
