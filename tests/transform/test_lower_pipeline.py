@@ -123,3 +123,26 @@ def test_lower_under_instruments_and_disable_vectorize():
 def test_lower_rejects_other_inputs():
     with pytest.raises(TypeError, match="IRModule, a PrimFunc"):
         lower(42)
+
+
+def test_lower_symbolic_shape_intermediate():
+    te = pytest.importorskip("ingot.te")
+    from ingot import tir
+
+    n = tir.SizeVar("n")
+    A = te.placeholder((n, 8), name="A")
+    B = te.compute((n, 8), lambda i, j: A[i, j] * 2.0, name="B")
+    C = te.compute((n, 8), lambda i, j: B[i, j] + 1.0, name="C")
+    func = lower(te.create_prim_func([A, C]))["main"]
+    (alloc,) = _nodes(func, Allocate)
+    assert as_const(alloc.buffer.shape[0]) is None  # stays n * 8, not a type-range bound
+    a = np.random.default_rng(2).random((5, 8), dtype=np.float32)
+    c = np.zeros((5, 8), dtype=np.float32)
+    run_prim_func(func, a, c)
+    np.testing.assert_allclose(c, a * 2 + 1, rtol=1e-6)
+
+
+def as_const(e):
+    from ingot.ir import as_const_int
+
+    return as_const_int(e)

@@ -16,9 +16,10 @@ outer tile loops. The pass works per `Allocate`:
 * Step 2 (region). At the chosen point, bound every access's indices with the loops between the
   point and the access relaxed over their ranges; the union per dimension is ``[lo, hi]``
   (``lo`` may use the outer loop variables).
-* Step 3 (shrink). A dimension whose extent ``hi - lo + 1`` has a constant upper bound smaller
-  than the buffer's becomes that size, and its accesses are shifted by ``-lo``; other dimensions
-  keep their size. The result is a fresh buffer of the same dtype and scope.
+* Step 3 (shrink). A dimension whose extent ``hi - lo + 1`` is a constant (or, for a constant
+  dimension, has a constant upper bound) smaller than the buffer's becomes that size, and its
+  accesses are shifted by ``-lo``; other dimensions keep their size (a symbolic dimension is
+  never replaced by a bound derived from the value range of its type). The result is a fresh buffer of the same dtype and scope.
 
 Parameter buffers are never allocated, so they are untouched. ``tir.disable_compact_buffer``
 turns the pass off.
@@ -211,8 +212,11 @@ class _Compactor(Mutator):
         shape, offsets = [], []
         for (lo, hi), dim in zip(region, buffer.shape):
             extent = self.analyzer.simplify(hi - lo + 1)
-            bound = const_upper_bound(self.analyzer, extent)
             full = as_const_int(dim)
+            bound = as_const_int(extent)
+            if bound is None and full is not None:
+                # e.g. min(4, n - i0 * 4) at a boundary tile: its constant bound is the tile size.
+                bound = const_upper_bound(self.analyzer, extent)
             if bound is None or bound <= 0 or (full is not None and bound >= full):
                 shape.append(dim)
                 offsets.append(None)
