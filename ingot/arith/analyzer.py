@@ -153,6 +153,23 @@ class Analyzer:
             hi = hi if hi >= POS_INF else hi // c
             linear = SumForm.atom(atom)
         self._add_fact(linear, ConstIntBound(lo, hi))
+        # Step 3. bound each variable of a sum by the fact and the bounds of the other terms:
+        # i*4 + k <= 9 with k >= 0 gives i <= 2.
+        if len(linear.terms) > 1:
+            for key, (coeff, atoms) in list(linear.terms.items()):
+                if len(atoms) != 1 or not isinstance(atoms[0], Var):
+                    continue
+                rest = linear.copy()
+                del rest.terms[key]
+                rb = self._bounds.bound(rest.to_expr())
+                v_lo = NEG_INF if lo <= NEG_INF or rb.max_value >= POS_INF else lo - rb.max_value
+                v_hi = POS_INF if hi >= POS_INF or rb.min_value <= NEG_INF else hi - rb.min_value
+                if coeff < 0:
+                    v_lo, v_hi = (NEG_INF if v_hi >= POS_INF else -v_hi), (POS_INF if v_lo <= NEG_INF else -v_lo)
+                c = abs(coeff)
+                v_lo = v_lo if v_lo <= NEG_INF else -((-v_lo) // c)
+                v_hi = v_hi if v_hi >= POS_INF else v_hi // c
+                self._add_fact(SumForm.atom(atoms[0]), ConstIntBound(v_lo, v_hi))
 
     def _add_fact(self, linear: SumForm, bound: ConstIntBound) -> None:
         key = _terms_key(linear)
