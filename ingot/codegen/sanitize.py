@@ -52,7 +52,7 @@ def sanitize_identifier(name: Any, default: str = "v") -> str:
 
     Example:
         >>> sanitize_identifier("main); /*"), sanitize_identifier("3x"), sanitize_identifier("for")
-        ('main_', 'v3x', 'for_')
+        ('main', 'v3x', 'for_')
     """
     text = re.sub(r"[^A-Za-z0-9_]+", "_", str(name)).strip("_")
     if not text:
