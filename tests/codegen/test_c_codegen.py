@@ -394,3 +394,30 @@ def test_hostile_names_compile_and_run():
     code = re.sub(r'"(\\.|[^"\\])*"', '""', body)
     assert "system(" not in code and "/*" not in code and "#include" not in code and "rm -rf" not in code
     assert 'x\\"; system(\\"rm -rf /' in body  # the name survives only as an escaped literal
+
+
+def test_vector_lanewise_ops_casts_and_asserts():
+    A = decl_buffer((16,), "float32", "A")
+    I = decl_buffer((16,), "int32", "I")
+    M = decl_buffer((16,), "bool", "M")
+    io = Var("io")
+    r = Ramp(io * 8, 1, 8)
+    x = A[r]
+    body = SeqStmt([
+        BufferStore(I, Cast("int32x8", x * Broadcast(tir.const(10.0, "float32"), 8)) // Broadcast(IntImm("int32", 3), 8), [r]),
+        BufferStore(M, x > Broadcast(tir.const(0.5, "float32"), 8), [r]),
+        BufferStore(A, tir.exp(x), [r]),
+    ])
+    n = Var("n")
+    f = PrimFunc([A, I, M, n], tir.AssertStmt(n > 0, "n must be positive", loop(io, 2, body)))
+    lib = build_module(f, "llvm")
+    a = np.linspace(-1, 1, 16).astype("float32")
+    i, m, a0 = np.zeros(16, "int32"), np.zeros(16, "bool"), a.copy()
+    lib["main"](a, i, m, 1)
+    np.testing.assert_array_equal(i, (a0 * 10).astype("int32") // 3)
+    np.testing.assert_array_equal(m, a0 > 0.5)
+    np.testing.assert_allclose(a, np.exp(a0), rtol=1e-6)
+    from ingot.runtime.errors import KernelError
+
+    with pytest.raises(KernelError, match="main: assertion failed: n must be positive"):
+        lib["main"](a, i, m, 0)
