@@ -33,13 +33,16 @@ _SUBMODULES = {
 # Top-level names → (module, attribute). Resolved lazily on first access.
 _LAZY_ATTRS = {
     "build": ("ingot.driver.build", "build"),
-    "lower": ("ingot.driver.build", "lower"),
+    "lower": ("ingot.driver.lower", "lower"),
     "cpu": ("ingot.runtime", "cpu"),
     "cuda": ("ingot.runtime", "cuda"),
     "device": ("ingot.runtime", "device"),
+    "Device": ("ingot.runtime", "Device"),
+    "NDArray": ("ingot.runtime", "NDArray"),
     "nd": ("ingot.runtime.ndarray", None),
     "register_func": ("ingot.runtime", "register_func"),
     "get_global_func": ("ingot.runtime", "get_global_func"),
+    "list_global_func_names": ("ingot.runtime", "list_global_func_names"),
     "transform": ("ingot.ir.transform", None),
     "load": ("ingot.driver.model", "load"),
     "compile": ("ingot.driver.model", "compile"),

@@ -28,12 +28,18 @@ from .stmt import (
 )
 
 
-def __getattr__(name: str):
-    # Schedule names load lazily: ingot.tir.schedule imports ingot.tir's statements itself.
-    if name in ("Schedule", "ScheduleError", "Trace", "BlockRV", "LoopRV", "ExprRV", "Instruction",
-                "InstructionKind", "schedule"):
-        import importlib
+def __getattr__(name):
+    # Subpackages load on first use: they import ingot.arith and this package's own statements,
+    # so importing them here eagerly would be circular.
+    import importlib
 
-        module = importlib.import_module("ingot.tir.schedule")
-        return module if name == "schedule" else getattr(module, name)
+    if name in ("transform", "schedule", "analysis"):
+        module = importlib.import_module(f"ingot.tir.{name}")
+        globals()[name] = module
+        return module
+    if name in ("Schedule", "ScheduleError", "Trace", "BlockRV", "LoopRV", "ExprRV", "Instruction",
+                "InstructionKind"):
+        value = getattr(importlib.import_module("ingot.tir.schedule"), name)
+        globals()[name] = value
+        return value
     raise AttributeError(f"module 'ingot.tir' has no attribute {name!r}")
