@@ -172,6 +172,8 @@ class ScheduleState:
             >>> # state.replace("main", loop, loop.replace(kind="parallel"))
         """
         func = self.mod[func_name]
+        if new is old:  # e.g. parallel on a loop that is already parallel
+            return func
         body = _replace_stmt(func.body, old, new)
         if body is func.body:
             raise AssertionError(f"internal error: statement to replace not found in {func_name!r}")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ingot.ir.node import freeze
 from ingot.tir.stmt import Block
 
 from ..instruction import ExprRV, InstructionKind
@@ -41,6 +42,7 @@ def annotate(sch: Any, block_or_loop: Any, ann_key: str, ann_val: Any) -> None:
             f"annotate: value of {ann_key!r} must be a str, int, float, bool, list or ExprRV, "
             f"got {type(value).__name__}: {value!r}")
     node = sref.stmt
+    value = freeze(value)  # lists become tuples: IR stays immutable
     sch.state.replace(sref.func_name, node, node.replace(annotations=node.annotations.set(ann_key, value)))
     recorded = list(ann_val) if isinstance(ann_val, tuple) else ann_val
     sch._record(ANNOTATE, [block_or_loop, ann_key, recorded], [], [])

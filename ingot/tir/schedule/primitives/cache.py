@@ -98,7 +98,7 @@ def _check_args(sch: Any, primitive: str, sref: Any, regions: Sequence[BufferReg
         raise ValueError(f"{primitive}: unknown storage scope {scope!r}; use one of {STORAGE_SCOPES}")
     if not isinstance(index, int) or not 0 <= index < len(regions):
         sch._raise(f"{primitive}: block {sref.stmt.name_hint!r} {what} {len(regions)} buffer(s); index {index!r} "
-                   "is out of range", f"its {what.split()[0]} buffers are {[r.buffer.name for r in regions]}",
+                   "is out of range", f"the buffers it {what.split()[0][:-1]}s are {[r.buffer.name for r in regions]}",
                    sref.func_name, [sref.stmt])
     return regions[index].buffer
 

@@ -2,7 +2,7 @@
 or to align rows for vector loads).
 
 Note: this is an annotation, consumed by lowering. The block that writes the buffer gets the
-annotation ``"buffer_dim_align"``: a list of ``[buffer_index, axis, factor, offset]`` entries.
+annotation ``"buffer_dim_align"``: a tuple of ``(buffer_index, axis, factor, offset)`` entries.
 When lowering flattens the buffer it must choose the stride of dimension ``axis`` (in
 elements) as the smallest ``s >= compact stride`` with ``s % factor == offset`` — the same
 contract as TVM's ``storage_align``. Only buffers the function allocates can be aligned.
@@ -10,7 +10,7 @@ contract as TVM's ``storage_align``. Only buffers the function allocates can be 
 Example (before/after)::
 
     with T.block("B"):      sch.storage_align(b, 0, axis=0, factor=32, offset=1)  →
-    with T.block("B"): T.block_attr({"buffer_dim_align": [[0, 0, 32, 1]]})
+    with T.block("B"): T.block_attr({"buffer_dim_align": ((0, 0, 32, 1),)})
 """
 from __future__ import annotations
 
@@ -48,8 +48,8 @@ def storage_align(sch: Any, block: BlockRV, buffer_index: int, axis: int, factor
     if not isinstance(factor, int) or factor <= 0 or not isinstance(offset, int) or not 0 <= offset < factor:
         sch._raise(f"storage_align: factor {factor!r} / offset {offset!r} are invalid",
                    "factor must be a positive int and 0 <= offset < factor", sref.func_name, [node])
-    entries = [list(e) for e in node.annotations.get(ANNOTATION_KEY, ())
-               if not (e[0] == buffer_index and e[1] == axis)]
-    entries.append([buffer_index, axis, factor, offset])
+    # IR is immutable: the annotation is a tuple of 4-tuples.
+    entries = tuple(tuple(e) for e in node.annotations.get(ANNOTATION_KEY, ())
+                    if not (e[0] == buffer_index and e[1] == axis)) + ((buffer_index, axis, factor, offset),)
     sch.state.replace(sref.func_name, node, node.replace(annotations=node.annotations.set(ANNOTATION_KEY, entries)))
     sch._record(STORAGE_ALIGN, [block, buffer_index, axis, factor, offset], [], [])
