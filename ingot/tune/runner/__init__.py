@@ -1,0 +1,9 @@
+"""Runners: measure built candidates (timing + correctness) in a separate process.
+
+Example:
+    >>> from ingot.tune.runner import LocalRunner, RunnerConfig, RunnerInput
+"""
+from .base import Runner, RunnerConfig, RunnerInput, RunnerResult
+from .local import LocalRunner
+
+__all__ = ["Runner", "RunnerConfig", "RunnerInput", "RunnerResult", "LocalRunner"]

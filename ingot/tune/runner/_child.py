@@ -1,0 +1,105 @@
+"""The measuring child process of `LocalRunner` (runs one candidate at a time).
+
+Note: this module runs in the child; it only imports the runtime and numpy, so the child starts
+quickly. Random inputs and the reference outputs are made once per workload and kept; each
+candidate runs on fresh copies of the inputs, and every argument (outputs and inputs, which a
+correct kernel leaves alone) is compared with the reference's.
+
+Example:
+    >>> # started by LocalRunner; messages are ("run", RunnerInput, RunnerConfig) tuples
+"""
+from __future__ import annotations
+
+import hashlib
+import traceback
+
+import numpy as np
+
+
+def _random_args(args_info, key: str) -> "list[np.ndarray]":
+    seed = int(hashlib.sha256(key.encode()).hexdigest()[:8], 16)
+    rng = np.random.default_rng(seed)
+    arrays = []
+    for info in args_info:
+        dtype, shape = (info.dtype, info.shape) if hasattr(info, "dtype") else (info[0], info[1])
+        if any(not isinstance(d, int) for d in shape):
+            raise ValueError(f"runner: argument shape {shape} is symbolic; measure a static-shape workload")
+        np_dtype = np.dtype(dtype)
+        if np_dtype.kind == "f":
+            a = rng.uniform(-1.0, 1.0, size=shape).astype(np_dtype)
+        elif np_dtype.kind == "b":
+            a = rng.integers(0, 2, size=shape).astype(np_dtype)
+        else:
+            a = rng.integers(0, 8, size=shape).astype(np_dtype)
+        arrays.append(np.ascontiguousarray(a))
+    return arrays
+
+
+def _load(path: str, func_name: str, num_threads: int):
+    from ingot.runtime.module import Module
+
+    lib = Module(path)
+    if num_threads:
+        lib.set_num_threads(num_threads)
+    return lib, lib[func_name]
+
+
+def _compare(got, want, cfg) -> "str | None":
+    for index, (g, w) in enumerate(zip(got, want)):
+        if g.dtype.kind == "f":
+            scale = float(np.max(np.abs(w))) if w.size else 0.0
+            if not np.allclose(g, w, rtol=cfg.rtol, atol=cfg.atol * max(scale, 1.0), equal_nan=True):
+                err = float(np.max(np.abs(g.astype("float64") - w)))
+                return f"WrongResult: argument {index} differs from the unscheduled function's (max abs error {err:.3g})"
+        elif not np.array_equal(g, w):
+            return f"WrongResult: argument {index} differs from the unscheduled function's"
+    return None
+
+
+def main(conn) -> None:
+    """Serve measurement requests on ``conn`` until ``None`` arrives."""
+    import ingot.runtime  # noqa: F401  (import once, before the first request)
+
+    references: dict = {}
+    conn.send(("ready", None))
+    while True:
+        msg = conn.recv()
+        if msg is None:
+            return
+        _, inp, cfg = msg
+        try:
+            conn.send(("ok", _measure(inp, cfg, references)))
+        except _WrongResult as err:
+            conn.send(("error", str(err)))
+        except Exception as err:
+            conn.send(("error", f"RunnerError: {type(err).__name__}: {err}\n{traceback.format_exc(limit=3)[-800:]}"))
+
+
+def _measure(inp, cfg, references: dict) -> list:
+    from ingot.runtime.device import cpu
+
+    key = (inp.workload_key, inp.reference_path, inp.func_name)
+    if key not in references:
+        base = _random_args(inp.args_info, inp.workload_key or inp.artifact_path)
+        expected = None
+        if inp.reference_path is not None and cfg.check_correctness:
+            expected = [a.copy() for a in base]
+            _, ref = _load(inp.reference_path, inp.func_name, inp.num_threads)
+            ref(*expected)
+        references.clear()  # one workload at a time: keep memory flat
+        references[key] = (base, expected)
+    base, expected = references[key]
+    lib, fn = _load(inp.artifact_path, inp.func_name, inp.num_threads)
+    args = [a.copy() for a in base]
+    fn(*args)
+    if expected is not None:
+        problem = _compare(args, expected, cfg)
+        if problem is not None:
+            raise _WrongResult(problem)
+    timer = lib.time_evaluator(inp.func_name, cpu(0), number=cfg.number, repeat=cfg.repeat,
+                               min_repeat_ms=cfg.min_repeat_ms)
+    return [float(s) for s in timer(*args).results]
+
+
+class _WrongResult(Exception):
+    pass
