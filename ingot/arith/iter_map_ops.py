@@ -56,12 +56,15 @@ def _components(mark: IterMark) -> "list[IterSplitExpr] | None":
 
 def _digits_expr(digits: Sequence[IterSplitExpr], dtype) -> PrimExpr:
     """``sum(digit_k * prod(extent below k))`` over ``digits`` (lowest first)."""
-    result: PrimExpr = IntImm(dtype, 0)
+    terms = []
     scale = 1
     for digit in digits:
         term = _split_to_expr(digit.with_scale(1))
-        result = result + (term * scale if scale != 1 else term)
+        terms.append(term * scale if scale != 1 else term)
         scale *= digit.extent
+    result: PrimExpr = IntImm(dtype, 0)
+    for term in reversed(terms):  # highest digit first: reads as ``a * 8 + b``
+        result = result + term
     return result
 
 
