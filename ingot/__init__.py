@@ -40,6 +40,8 @@ _LAZY_ATTRS = {
     "Device": ("ingot.runtime", "Device"),
     "NDArray": ("ingot.runtime", "NDArray"),
     "nd": ("ingot.runtime.ndarray", None),
+    "target": ("ingot.target", None),
+    "Target": ("ingot.target", "Target"),
     "register_func": ("ingot.runtime", "register_func"),
     "get_global_func": ("ingot.runtime", "get_global_func"),
     "list_global_func_names": ("ingot.runtime", "list_global_func_names"),
