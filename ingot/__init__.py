@@ -69,3 +69,7 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list[str]:
     return sorted(set(globals()) | set(_LAZY_ATTRS) | _SUBMODULES)
+
+# TVMScript registers the printer of statements, functions and modules (ingot.ir cannot import
+# it: imports only go down), so `print(func)` and `mod.script()` show TVMScript.
+from . import script  # noqa: E402,F401  (after the lazy table: script imports ingot.tir)
