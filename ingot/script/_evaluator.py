@@ -29,6 +29,7 @@ from ingot.ir.expr import (
     Add, And, EqualOp, FloatImm, IntImm, Let, Not, Or, PrimExpr, Range, Select, Var, convert,
 )
 from ingot.ir.structural import structural_equal
+from ingot.tir.analysis.access_regions import _const_diff, _linear
 
 from . import tir as T
 from .error import ParseError, Source
@@ -63,6 +64,12 @@ def extent_of(start: Any, stop: Any) -> Any:
         return stop
     if isinstance(stop, Add) and isinstance(start, (int, PrimExpr)) and structural_equal(stop.a, convert(start)):
         return stop.b
+    if isinstance(stop, PrimExpr) or isinstance(start, PrimExpr):
+        # `T.serial(n - 4, n)`: a constant difference of two linear forms is the extent 4.
+        a, b = _linear(convert(stop)), _linear(convert(start))
+        diff = _const_diff(a, b) if a is not None and b is not None else None
+        if diff is not None:
+            return IntImm(convert(stop).dtype, diff)
     return stop - start
 
 
