@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from ingot.ir import IterVar, Range, Var, assert_structural_equal, decl_buffer, structural_equal
-from ingot.tir import Block, BlockRealize, BufferStore, For, ForKind, PrimFunc, SeqStmt
+from ingot.tir import Block, BlockRealize, BufferStore, For, ForKind, PrimFunc
 from ingot.tir.schedule import Schedule, ScheduleError, Trace
 
 from ._interp import run

@@ -19,10 +19,9 @@ from typing import Any, Optional, Sequence, Union
 
 import numpy as np
 
-from ingot.ir.expr import IntImm, PrimExpr, as_const_int
+from ingot.ir.expr import PrimExpr, as_const_int
 from ingot.ir.module import IRModule
 from ingot.tir.function import PrimFunc
-from ingot.tir.stmt import Block, For
 
 from . import primitives as P
 from .error import RENDER_LEVELS, ScheduleError

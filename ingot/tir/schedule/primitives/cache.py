@@ -55,7 +55,6 @@ def replace_buffer(stmt: Any, old: Buffer, new: Buffer) -> Any:
 
 def _copy_nest(src: Buffer, dst: Buffer, name: str) -> For:
     """Loops ``ax0, ax1, …`` over ``src``'s shape around a block ``name``: dst[v] = src[v]."""
-    dtype = src.shape[0].dtype if src.shape else "int32"
     loop_vars = [Var(f"ax{d}", s.dtype) for d, s in enumerate(src.shape)]
     iter_vars = [IterVar(Range.from_min_extent(IntImm(s.dtype, 0), s), Var(f"v{d}", s.dtype), "S")
                  for d, s in enumerate(src.shape)]
@@ -70,7 +69,6 @@ def _copy_nest(src: Buffer, dst: Buffer, name: str) -> For:
     stmt: Stmt = BlockRealize(loop_vars, True, block)
     for var, extent in reversed(list(zip(loop_vars, src.shape))):
         stmt = For(var, 0, extent, ForKind.SERIAL, stmt)
-    del dtype
     return stmt
 
 
