@@ -228,7 +228,7 @@ def module_to_str(mod: IRModule) -> str:
             text = _FunctionPrinter().function(func, name, "    ")
         else:
             text = node_to_str(func)
-            if "def " not in text.splitlines()[0] and not text.startswith("@"):
+            if "def " not in text:
                 text = f"# {name}\n{text}"
             text = "\n".join("    " + line for line in text.splitlines())
         lines.append(text)
