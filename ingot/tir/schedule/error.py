@@ -73,9 +73,9 @@ def render_outline(func: Any, marked: Iterable[Any] = ()) -> str:
     """A TVMScript-like outline of a PrimFunc's loops and blocks, marking ``marked`` nodes.
 
     Example:
-        >>> # print(render_outline(func, [loop]))  # doctest: +SKIP
-        >>> # for i in T.serial(128):
-        >>> # ^^^^^^^^^^^^^^^^^^^^^^^
+        >>> # print(render_outline(func, [loop])) prints, among other lines:
+        >>> #     for i in T.serial(128):
+        >>> #     ^^^^^^^^^^^^^^^^^^^^^^^
     """
     from ingot.tir.stmt import (
         Allocate, Block, BlockRealize, BufferStore, Evaluate, For, IfThenElse, LetStmt, SeqStmt,

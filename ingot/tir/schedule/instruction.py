@@ -12,7 +12,7 @@ positionally. Inputs are random variables, ints, floats, None or strings; attrib
 JSON values.
 
 Example:
-    >>> kind = InstructionKind("unroll", inputs=("loop",))
+    >>> kind = InstructionKind("unroll", inputs=("loop",), register=False)
     >>> kind.as_python(["l1"], [], None, [])
     'sch.unroll(loop=l1)'
 """

@@ -97,8 +97,7 @@ class ScheduleState:
     """The module being scheduled and the srefs of its PrimFuncs.
 
     Example:
-        >>> # st = ScheduleState(IRModule({"main": func})); st.mod["main"] is func
-        True
+        >>> # st = ScheduleState(IRModule({"main": func})); st.mod["main"] is func  -> True
     """
 
     def __init__(self, mod: IRModule):
