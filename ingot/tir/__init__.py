@@ -42,4 +42,8 @@ def __getattr__(name):
         value = getattr(importlib.import_module("ingot.tir.schedule"), name)
         globals()[name] = value
         return value
+    if name == "IndexMap":
+        from ingot.arith import IndexMap
+
+        return IndexMap
     raise AttributeError(f"module 'ingot.tir' has no attribute {name!r}")
