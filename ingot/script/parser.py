@@ -28,7 +28,7 @@ import importlib
 from typing import Any, Callable, Optional
 
 from ingot.ir.buffer import Buffer as IRBuffer, BufferRegion, MatchBufferRegion
-from ingot.ir.expr import IntImm, IterVar, PrimExpr, Range, Var, cast, convert
+from ingot.ir.expr import IntImm, IterVar, PrimExpr, Range, SizeVar, Var, cast, convert
 from ingot.ir.module import IRModule
 from ingot.tir.analysis import infer_block_access_regions
 from ingot.tir.function import PrimFunc
@@ -106,8 +106,8 @@ class FunctionParser(Evaluator):
         """The `PrimFunc` of a function definition."""
         # Step 1. symbolic variables declared at the top (`n = T.int32()`) are visible in annotations.
         for stmt in fdef.body:
-            for name, dtype in self._var_decls(stmt):
-                self.define(name, Var(name, dtype))
+            for name, var in self._var_decls(stmt):
+                self.define(name, var)
                 self.prescanned.add(name)
         # Step 2. parameters.
         params: list[Any] = []
@@ -152,33 +152,35 @@ class FunctionParser(Evaluator):
         self.define(arg.arg, value)
         return value
 
-    def _var_decl_dtype(self, node: ast.AST) -> Optional[str]:
-        """The dtype when ``node`` is ``T.int32()`` / ``T.var("int32")`` (a symbolic variable)."""
+    def _var_decl_dtype(self, node: ast.AST) -> Optional[tuple[str, bool]]:
+        """(dtype, is_size_var) when ``node`` is ``T.int32()`` / ``T.var("int32")`` (a symbolic variable)."""
         if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
             return None
         try:
             func = self.eval(node.func)
         except ParseError:
             return None
+        size = any(kw.arg == "is_size_var" and isinstance(kw.value, ast.Constant) and kw.value.value
+                   for kw in node.keywords)
         if isinstance(func, T._DTypeConstructor) and not node.args:
-            return func.dtype
+            return func.dtype, size
         if func is T.var and node.args:
             dtype = self.eval(node.args[0])
-            return getattr(dtype, "dtype", dtype)
+            return getattr(dtype, "dtype", dtype), size
         return None
 
-    def _var_decls(self, stmt: ast.stmt) -> list[tuple[str, str]]:
+    def _var_decls(self, stmt: ast.stmt) -> list[tuple[str, Var]]:
         if not isinstance(stmt, ast.Assign) or len(stmt.targets) != 1:
             return []
         target, value = stmt.targets[0], stmt.value
+        pairs = []
         if isinstance(target, ast.Name):
-            dtype = self._var_decl_dtype(value)
-            return [(target.id, dtype)] if dtype else []
-        if isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple) and len(target.elts) == len(value.elts):
+            pairs = [(target, self._var_decl_dtype(value))]
+        elif isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple) and len(target.elts) == len(value.elts):
             pairs = [(t, self._var_decl_dtype(v)) for t, v in zip(target.elts, value.elts)]
-            if all(isinstance(t, ast.Name) and d for t, d in pairs):
-                return [(t.id, d) for t, d in pairs]
-        return []
+        if not pairs or not all(isinstance(t, ast.Name) and d for t, d in pairs):
+            return []
+        return [(t.id, (SizeVar if size else Var)(t.id, dtype)) for t, (dtype, size) in pairs]
 
     # -- statements ------------------------------------------------------------------------------
     def parse_stmts(self, stmts: list[ast.stmt]) -> Stmt:
@@ -375,9 +377,9 @@ class FunctionParser(Evaluator):
             return self._store(target, self.eval(node.value), node)
         decls = self._var_decls(node)
         if decls:
-            for name, dtype in decls:
+            for name, var in decls:
                 if name not in self.prescanned or len(self.scopes) > 1 and name not in self.scopes[-1]:
-                    self.define(name, Var(name, dtype))
+                    self.define(name, var)
             return None
         value = self.eval(node.value)
         if isinstance(target, ast.Name):

@@ -40,7 +40,7 @@ from typing import Any, Optional
 
 from ingot.ir.buffer import Buffer, BufferRegion
 from ingot.ir.expr import (
-    Add, FloatImm, IntImm, IterVar, Let, PrimExpr, Range, Var, is_const_int,
+    Add, FloatImm, IntImm, IterVar, Let, PrimExpr, Range, SizeVar, Var, is_const_int,
 )
 from ingot.ir.functor import Visitor
 from ingot.ir.module import IRModule
@@ -374,7 +374,10 @@ class _Printer:
         if func.attrs:
             self.emit(f"T.func_attr({self.value(dict(func.attrs))})")
         for v, vname in zip(free, free_names):
-            self.emit(f'{vname} = T.var("handle")' if v.dtype.is_handle else f"{vname} = T.{v.dtype}()")
+            if v.dtype.is_handle:
+                self.emit(f'{vname} = T.var("handle")')
+            else:
+                self.emit(f"{vname} = T.{v.dtype}({'is_size_var=True' if isinstance(v, SizeVar) else ''})")
         for p in matched:
             self.emit(f"{self.name_of(p)} = T.match_buffer({handle_of[id(p)]}, {self.buffer_args(p)})")
         for p in func.params:

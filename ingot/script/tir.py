@@ -153,7 +153,9 @@ class _DTypeConstructor:
 
     def __call__(self, value: Any = None, *, is_size_var: bool = False) -> Any:
         if value is None:
-            return _Var("v", self.dtype)
+            from ingot.ir.expr import SizeVar
+
+            return SizeVar("v", self.dtype) if is_size_var else _Var("v", self.dtype)
         if isinstance(value, str):
             return _const(float(value), self.dtype)
         if isinstance(value, PrimExpr):

@@ -404,3 +404,23 @@ def test_old_buffer_subscript_syntax():
 
     assert f.params[0].shape[0].value == 4
     roundtrip(f)
+
+
+def test_size_vars_from_te_style_shapes_round_trip():
+    n = ir.SizeVar("n")
+    A = decl_buffer((n, 4), "float32", "A")
+    i, j = Var("i"), Var("j")
+    f = PrimFunc([A], For(i, 0, n, ForKind.SERIAL, For(j, 0, 4, ForKind.SERIAL, BufferStore(A, 0.0, [i, j]))))
+    text = roundtrip(f)
+    assert "n = T.int32(is_size_var=True)" in text
+    assert isinstance(from_source(text).params[0].shape[0], ir.SizeVar)
+
+
+def test_te_created_function_round_trips():
+    te = pytest.importorskip("ingot.te")
+    A = te.placeholder((32, 32), name="A")
+    B = te.placeholder((32, 32), name="B")
+    k = te.reduce_axis((0, 32), name="k")
+    C = te.compute((32, 32), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
+    D = te.compute((32, 32), lambda i, j: te.max(C[i, j], 0.0), name="D")
+    roundtrip(te.create_prim_func([A, B, D]))
