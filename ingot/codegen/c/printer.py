@@ -328,7 +328,13 @@ class CPrinter:
                 f"{t}[{t}_l] = ({et})({t}_b + {t}_l * {t}_s); {t}; }})")
 
     def expr_Broadcast(self, node: Broadcast) -> str:
-        return self._lanewise(node.dtype, [node.value], lambda a: a[0])
+        # A brace initializer with the scalar in every lane is what GCC recognizes as a splat
+        # (one vbroadcastss); the lane loop of `_lanewise` is vectorized at the preferred width
+        # and round-trips through the stack, which spills GEMM micro-kernels.
+        t = self.fresh("bc")
+        lanes = ", ".join([t] * node.dtype.lanes)
+        return (f"({{ {self.value_type(node.value.dtype)} {t} = {self.expr(node.value)}; "
+                f"({self.value_type(node.dtype)}){{{lanes}}}; }})")
 
     def _lanewise(self, dtype: DataType, operands: Sequence[PrimExpr], fmt: Callable[[list[str]], str]) -> str:
         """Apply the scalar formula ``fmt`` to each lane: a statement expression with a loop."""
