@@ -46,6 +46,7 @@ _LAZY_ATTRS = {
     "get_global_func": ("ingot.runtime", "get_global_func"),
     "list_global_func_names": ("ingot.runtime", "list_global_func_names"),
     "transform": ("ingot.ir.transform", None),
+    "Schedule": ("ingot.tir.schedule", "Schedule"),
     "load": ("ingot.driver.model", "load"),
     "compile": ("ingot.driver.model", "compile"),
     "run": ("ingot.driver.model", "run"),
