@@ -155,3 +155,15 @@ def test_standalone_nodes_print_tvmscript():
     assert str(loop) == "for i in range(4):\n    W[i, 1] = W[i, 0]"
     assert repr(A) == 'W = T.Buffer((4, 4), "float16")'
     assert str(A[0:2, i]) == "W[0:2, i]"
+
+
+def test_output_of_ingot_lower_round_trips():
+    te = __import__("pytest").importorskip("ingot.te")
+    lower = getattr(__import__("pytest").importorskip("ingot.driver.build"), "lower", None)
+    if lower is None:
+        __import__("pytest").skip("ingot.lower not available yet")
+    A = te.placeholder((16, 16), name="A")
+    k = te.reduce_axis((0, 16), name="k")
+    B = te.compute((16,), lambda i: te.sum(A[i, k], axis=k), name="B")
+    C = te.compute((16,), lambda i: B[i] * 2.0, name="C")
+    roundtrip(lower(te.create_prim_func([A, C])))
