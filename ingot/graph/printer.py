@@ -222,7 +222,8 @@ def module_to_str(mod: IRModule) -> str:
         >>> "@I.ir_module" in module_to_str(IRModule({"main": G.Function([x], G.SeqExpr([], x))}))
         True
     """
-    lines = ["# from ingot.script import ir as I, tir as T, relax as R", "", "@I.ir_module", "class Module:"]
+    lines = ["# from ingot.script import ir as I", "# from ingot.script import relax as R",
+             "# from ingot.script import tir as T", "", "@I.ir_module", "class Module:"]
     for name, func in mod.functions.items():
         if isinstance(func, E.Function):
             text = _FunctionPrinter().function(func, name, "    ")
@@ -237,6 +238,11 @@ def module_to_str(mod: IRModule) -> str:
 
 
 def _module_printer(mod: IRModule) -> str:
+    # A module of TensorIR functions only prints exactly as TVMScript (and parses back).
+    if not any(isinstance(func, E.Function) for func in mod.functions.values()):
+        from ingot.script.printer import script
+
+        return script(mod)
     return module_to_str(mod)
 
 
