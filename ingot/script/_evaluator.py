@@ -26,7 +26,7 @@ from typing import Any
 
 from ingot.ir.buffer import Buffer, BufferRegion
 from ingot.ir.expr import (
-    Add, And, EqualOp, FloatImm, IntImm, Let, Not, Or, PrimExpr, Range, Select, Var, convert,
+    Add, And, EqualOp, IntImm, Let, Not, Or, PrimExpr, Range, Select, Var, convert,
 )
 from ingot.ir.structural import structural_equal
 from ingot.tir.analysis.access_regions import _const_diff, _linear
@@ -312,4 +312,4 @@ def _describe(err: Exception) -> str:
     return f"{type(err).__name__}: {text}"
 
 
-__all__ = ["Evaluator", "extent_of", "is_ir", "FloatImm"]
+__all__ = ["Evaluator", "extent_of", "is_ir"]

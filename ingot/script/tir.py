@@ -20,13 +20,11 @@ Example:
 """
 from __future__ import annotations
 
-import builtins as _b
 import re as _re
 import sys as _sys
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
-from ingot.ir.dtype import DataType
 from ingot.ir.expr import (
     Broadcast as _Broadcast, Call as _Call, Let as _LetExpr, PrimExpr, Ramp as _Ramp, Select as _Select,
     Var as _Var, cast as _cast, const as _const, convert as _convert, max_value, min_value,

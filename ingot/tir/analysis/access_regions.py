@@ -28,11 +28,11 @@ Example:
 """
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Optional
 
 from ingot.ir.buffer import Buffer, BufferRegion
 from ingot.ir.expr import (
-    Add, BufferLoad, FloorDiv, FloorMod, IntImm, Mul, PrimExpr, Range, Sub, Var, convert,
+    Add, BufferLoad, FloorDiv, FloorMod, IntImm, Mul, PrimExpr, Range, Sub, Var,
 )
 from ingot.ir.functor import Visitor, collect_vars, substitute
 
