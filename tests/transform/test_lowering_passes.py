@@ -156,6 +156,18 @@ def test_vectorize_loop_before_after():
     assert serial.body.body.kind == ForKind.SERIAL
 
 
+def test_vectorize_hoists_a_loop_invariant_guard():
+    # the predicate of a non-divisible split on an outer loop must not block vectorization
+    A = decl_buffer((64,), "float32", "A")
+    B = decl_buffer((64,), "float32", "B")
+    o, i = Var("o"), Var("i")
+    body = _serial(o, 8, _serial(i, 8, IfThenElse(o < 5, BufferStore(B, A[o * 8 + i], [o * 8 + i])),
+                                 ForKind.VECTORIZED))
+    out = _apply(tt.VectorizeLoop(), PrimFunc([A, B], body))
+    expected = _serial(o, 8, IfThenElse(o < 5, BufferStore(B, A[Ramp(o * 8, 1, 8)], [Ramp(o * 8, 1, 8)])))
+    assert_structural_equal(out.body, expected)
+
+
 @pytest.mark.parametrize("case", ["strided_store", "inner_if", "reduction", "too_long", "call"])
 def test_vectorize_falls_back_to_vectorized_loop(case):
     from ingot.tir import exp

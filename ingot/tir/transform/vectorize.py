@@ -11,7 +11,8 @@ loop stays ``VECTORIZED`` and code generation emits it with ``#pragma omp simd``
 then decides). The loop stays a loop when
 
 * its extent is not a constant in 2..64,
-* its body holds anything but stores (an inner loop, an ``if``, a ``let``, an allocation),
+* its body holds anything but stores (an inner loop, an ``if``, a ``let``, an allocation) —
+  except a body that is one ``if`` whose condition does not use ``i``, which is hoisted out,
 * a store's index does not advance by exactly 1 with ``i`` (a scatter or a reduction into one place),
 * a load's index advances by something other than 0 or 1 (a gather),
 * a load reads a buffer stored in the loop at a different index (lanes would see each other's writes),
@@ -34,7 +35,7 @@ from ingot.ir.functor import Mutator, collect_vars, substitute
 from ingot.ir.structural import structural_equal
 
 from ..function import PrimFunc
-from ..stmt import BufferStore, For, ForKind, SeqStmt, Stmt
+from ..stmt import BufferStore, For, ForKind, IfThenElse, SeqStmt, Stmt
 from ._arith import Analyzer
 from .base import current_config, prim_func_pass
 
@@ -144,6 +145,13 @@ class _LoopVectorizer(Mutator):
             return node
         if self.disabled:
             return node.replace(kind=ForKind.SERIAL)
+        # A loop-invariant guard (the predicate of a non-divisible split on an outer loop) is
+        # the same for every lane: hoist it so the stores inside can still become vector code.
+        body = node.body
+        if (isinstance(body, IfThenElse) and body.else_case is None
+                and node.loop_var not in collect_vars(body.condition)):
+            inner = _try_vectorize(node.replace(body=body.then_case), self.analyzer)
+            return node if inner is None else IfThenElse(body.condition, inner)
         vectorized = _try_vectorize(node, self.analyzer)
         return node if vectorized is None else vectorized
 
