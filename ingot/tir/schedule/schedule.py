@@ -291,6 +291,11 @@ class Schedule:
     sample_perfect_tile = P.sampling.sample_perfect_tile
     sample_categorical = P.sampling.sample_categorical
     sample_compute_location = P.sampling.sample_compute_location
+    compute_at = P.compute_at.compute_at
+    reverse_compute_at = P.compute_at.reverse_compute_at
+    compute_inline = P.compute_inline.compute_inline
+    reverse_compute_inline = P.compute_inline.reverse_compute_inline
+    decompose_reduction = P.decompose_reduction.decompose_reduction
 
 
 _ENTER_POSTPROC = InstructionKind("enter_postproc")

@@ -6,3 +6,5 @@ from . import (  # noqa: F401  (importing registers the instruction kinds)
     add_unit_loop, annotate, cache, fuse, get_block, loop_kind, reorder, sampling, set_scope, split,
     storage_align,
 )
+from . import compute_at, compute_inline, decompose_reduction  # noqa: F401  (hard primitives)
+
