@@ -161,10 +161,13 @@ def test_vectorize_hoists_a_loop_invariant_guard():
     A = decl_buffer((64,), "float32", "A")
     B = decl_buffer((64,), "float32", "B")
     o, i = Var("o"), Var("i")
-    body = _serial(o, 8, _serial(i, 8, IfThenElse(o < 5, BufferStore(B, A[o * 8 + i], [o * 8 + i])),
-                                 ForKind.VECTORIZED))
+    guarded = SeqStmt([IfThenElse(o < 5, BufferStore(B, A[o * 8 + i], [o * 8 + i])),
+                       BufferStore(A, A[o * 8 + i] + 1.0, [o * 8 + i])])
+    body = _serial(o, 8, _serial(i, 8, guarded, ForKind.VECTORIZED))
     out = _apply(tt.VectorizeLoop(), PrimFunc([A, B], body))
-    expected = _serial(o, 8, IfThenElse(o < 5, BufferStore(B, A[Ramp(o * 8, 1, 8)], [Ramp(o * 8, 1, 8)])))
+    r = Ramp(o * 8, 1, 8)
+    expected = _serial(o, 8, SeqStmt([IfThenElse(o < 5, BufferStore(B, A[r], [r])),
+                                      BufferStore(A, A[r] + Broadcast(1.0, 8), [r])]))
     assert_structural_equal(out.body, expected)
 
 

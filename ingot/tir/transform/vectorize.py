@@ -12,7 +12,8 @@ then decides). The loop stays a loop when
 
 * its extent is not a constant in 2..64,
 * its body holds anything but stores (an inner loop, an ``if``, a ``let``, an allocation) —
-  except a body that is one ``if`` whose condition does not use ``i``, which is hoisted out,
+  except ``if`` statements around single stores whose condition does not use ``i`` (kept
+  around the vector store),
 * a store's index does not advance by exactly 1 with ``i`` (a scatter or a reduction into one place),
 * a load's index advances by something other than 0 or 1 (a gather),
 * a load reads a buffer stored in the loop at a different index (lanes would see each other's writes),
@@ -116,6 +117,15 @@ def _try_vectorize(loop: For, analyzer: Analyzer) -> "Stmt | None":
     if lanes is None or not 2 <= lanes <= MAX_VECTOR_LANES:
         return None
     stmts = list(loop.body.seq) if isinstance(loop.body, SeqStmt) else [loop.body]
+    # A loop-invariant guard (a reduction's init condition, the predicate of a non-divisible
+    # split on an outer loop) is the same for every lane: keep it around the vector store.
+    guards = []
+    for k, s in enumerate(stmts):
+        cond = None
+        if (isinstance(s, IfThenElse) and s.else_case is None and isinstance(s.then_case, BufferStore)
+                and loop.loop_var not in collect_vars(s.condition)):
+            cond, stmts[k] = s.condition, s.then_case
+        guards.append(cond)
     if not all(isinstance(s, BufferStore) for s in stmts):
         return None
     # Lanes run each statement together: a load from a buffer stored in the loop must read the
@@ -128,9 +138,10 @@ def _try_vectorize(loop: For, analyzer: Analyzer) -> "Stmt | None":
                     return None
     vectorizer = _Vectorizer(loop, analyzer)
     try:
-        return SeqStmt.flatten([vectorizer.store(s, stored) for s in stmts])
+        out = [vectorizer.store(s, stored) for s in stmts]
     except _CannotVectorize:
         return None
+    return SeqStmt.flatten([st if g is None else IfThenElse(g, st) for st, g in zip(out, guards)])
 
 
 class _LoopVectorizer(Mutator):
@@ -145,13 +156,6 @@ class _LoopVectorizer(Mutator):
             return node
         if self.disabled:
             return node.replace(kind=ForKind.SERIAL)
-        # A loop-invariant guard (the predicate of a non-divisible split on an outer loop) is
-        # the same for every lane: hoist it so the stores inside can still become vector code.
-        body = node.body
-        if (isinstance(body, IfThenElse) and body.else_case is None
-                and node.loop_var not in collect_vars(body.condition)):
-            inner = _try_vectorize(node.replace(body=body.then_case), self.analyzer)
-            return node if inner is None else IfThenElse(body.condition, inner)
         vectorized = _try_vectorize(node, self.analyzer)
         return node if vectorized is None else vectorized
 
