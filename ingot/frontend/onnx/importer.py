@@ -1,0 +1,488 @@
+"""The ONNX importer: an ONNX ``ModelProto`` → an `IRModule` with a graph function ``main``.
+
+Note: the importer walks the nodes in topological order (ONNX guarantees it) and keeps, for each
+tensor name, either a graph expression (a function parameter or a bound variable) or a *static*
+value: a numpy array known at import time. Initializers, ``Constant`` nodes and everything computed
+from them only are static, so shape subgraphs (``Shape → Gather → Concat → Reshape``) fold away
+while importing. ``Shape`` of a tensor with symbolic dims gives a numpy *object* array whose entries
+are ints or `ingot.ir.PrimExpr` dims; the shape ops (Gather, Concat, Slice, Unsqueeze, arithmetic)
+evaluate on those arrays too, so a reshape to ``(batch, seq, 12, 64)`` stays symbolic instead of
+failing. A node whose inputs are all static is evaluated with the operator's numpy reference
+(`FoldConstant.try_fold`); only nodes that touch model inputs become bindings.
+
+Identifiers from the model (tensor and node names) are data: they are used only as ``name_hint``
+of the input variables and in error messages (quoted with ``repr``), never spliced into code.
+
+Example:
+    >>> import onnx
+    >>> from onnx import helper, TensorProto
+    >>> node = helper.make_node("Relu", ["x"], ["y"])
+    >>> graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+    ...                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])])
+    >>> mod, params = from_onnx(helper.make_model(graph))
+    >>> print(mod["main"].ret_struct_info)
+    R.Tensor((2, 3), dtype="float32")
+"""
+from __future__ import annotations
+
+import collections
+import os
+from typing import Any, Callable, Mapping, Sequence
+
+import numpy as np
+
+from ingot import graph as G
+from ingot.ir import IRModule
+from ingot.ir import Var as DimVar
+from ingot.ir.error import IngotError
+
+from ..errors import ConversionError, ModelLoadError, ShapeDictError, UnsupportedOpsError
+
+# op type → sorted list of (since_version, converter). Filled by the ops_* modules via `register`.
+_CONVERTERS: dict[str, list[tuple[int, Callable]]] = collections.defaultdict(list)
+
+
+def register(op_type: str, since: int = 1) -> Callable[[Callable], Callable]:
+    """Register ``fn(ctx, node) -> value | list[value]`` as the converter of ``op_type`` for opsets
+    ``>= since`` (the newest registration not newer than the model's opset is used).
+
+    Example:
+        >>> @register("MyIdentityDemo")
+        ... def _identity(ctx, node):
+        ...     return node.input(0)
+    """
+
+    def wrap(fn: Callable) -> Callable:
+        entries = _CONVERTERS[op_type]
+        entries.append((since, fn))
+        entries.sort(key=lambda e: e[0])
+        return fn
+
+    return wrap
+
+
+def get_converter(op_type: str, opset: int) -> "Callable | None":
+    """The converter of ``op_type`` at ``opset``, or None.
+
+    Example:
+        >>> get_converter("Relu", 17) is not None
+        True
+    """
+    _load_converters()
+    found = None
+    for since, fn in _CONVERTERS.get(op_type, ()):
+        if since <= opset:
+            found = fn
+    return found
+
+
+def supported_ops() -> list[str]:
+    """The ONNX op types the importer converts (default domain), sorted.
+
+    Example:
+        >>> "Conv" in supported_ops()
+        True
+    """
+    _load_converters()
+    return sorted(k for k in _CONVERTERS if not k.startswith("MyIdentityDemo"))
+
+
+def _load_converters() -> None:
+    from . import ops_math, ops_nn, ops_tensor  # noqa: F401 - register on import
+
+
+# -- loading and checking ------------------------------------------------------------------------
+
+
+def load_model(model_or_path: Any) -> tuple[Any, str]:
+    """``(ModelProto, source name)`` from a path, bytes or a ModelProto; corrupt files raise
+    `ModelLoadError` naming the file.
+
+    Example:
+        >>> load_model(b"not a model")  # doctest: +IGNORE_EXCEPTION_DETAIL
+        Traceback (most recent call last):
+        ModelLoadError: cannot load model <bytes>: ...
+    """
+    import onnx
+
+    if isinstance(model_or_path, onnx.ModelProto):
+        model, source = model_or_path, "<model>"
+    elif isinstance(model_or_path, (bytes, bytearray)):
+        source = "<bytes>"
+        try:
+            model = onnx.load_from_string(bytes(model_or_path))
+        except Exception as exc:  # protobuf raises DecodeError, RuntimeError...
+            raise ModelLoadError(source, f"not a valid ONNX protobuf ({type(exc).__name__}: {exc})") from None
+    elif isinstance(model_or_path, (str, os.PathLike)):
+        source = os.fspath(model_or_path)
+        if not os.path.exists(source):
+            raise ModelLoadError(source, "no such file")
+        try:
+            model = onnx.load(source)
+        except Exception as exc:
+            raise ModelLoadError(source, f"the file is truncated or not an ONNX model ({type(exc).__name__}: "
+                                         f"{str(exc).strip()[:200]}); re-export it") from None
+    else:
+        raise ModelLoadError(repr(model_or_path)[:80], "expected a path, bytes or onnx.ModelProto, got "
+                             f"{type(model_or_path).__name__}")
+    if not model.graph.node and not model.graph.output:
+        raise ModelLoadError(source, "the model has an empty graph (is the file truncated?)")
+    try:
+        onnx.checker.check_model(model)
+    except Exception as exc:
+        msg = str(exc).strip().splitlines()
+        raise ModelLoadError(source, f"the ONNX checker rejects it: {msg[0] if msg else type(exc).__name__}") \
+            from None
+    return model, source
+
+
+def model_opset(model: Any) -> int:
+    """The default-domain opset the model imports.
+
+    Example:
+        >>> from onnx import helper
+        >>> model_opset(helper.make_model(helper.make_graph([], "g", [], []),
+        ...             opset_imports=[helper.make_opsetid("", 13)]))
+        13
+    """
+    for imp in model.opset_import:
+        if imp.domain in ("", "ai.onnx"):
+            return int(imp.version)
+    return 1
+
+
+def find_unsupported(model: Any, opset: int) -> dict[str, list[str]]:
+    """op type → node names of nodes without a converter (subgraph ops like If/Loop included).
+
+    Example:
+        >>> from onnx import helper
+        >>> g = helper.make_graph([helper.make_node("Loop", [], [], name="l0")], "g", [], [])
+        >>> find_unsupported(helper.make_model(g), 17)
+        {'Loop': ['l0']}
+    """
+    missing: dict[str, list[str]] = {}
+    for node in model.graph.node:
+        key = node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}.{node.op_type}"
+        if node.domain not in ("", "ai.onnx") or get_converter(node.op_type, opset) is None:
+            missing.setdefault(key, []).append(node.name)
+    return missing
+
+
+def graph_inputs(model: Any) -> list[Any]:
+    """The real inputs of the graph (ValueInfoProtos), initializers excluded.
+
+    Example:
+        >>> from onnx import helper, TensorProto
+        >>> g = helper.make_graph([], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])], [])
+        >>> [i.name for i in graph_inputs(helper.make_model(g))]
+        ['x']
+    """
+    inits = {t.name for t in model.graph.initializer}
+    return [i for i in model.graph.input if i.name not in inits]
+
+
+def np_dtype(elem_type: int) -> str:
+    """numpy dtype name of an ONNX element type (``TensorProto.FLOAT`` → ``"float32"``).
+
+    Example:
+        >>> np_dtype(1)
+        'float32'
+    """
+    from onnx import helper
+
+    try:
+        return str(np.dtype(helper.tensor_dtype_to_np_dtype(elem_type)))
+    except Exception:
+        raise ShapeDictError(f"ONNX element type {elem_type} is not supported") from None
+
+
+# -- the conversion context ---------------------------------------------------------------------
+
+
+class Node:
+    """The view of one ONNX node that converters get: inputs (values), attributes, names.
+
+    ``inputs[i]`` is a graph expression, a numpy array (static value) or None (absent optional
+    input). ``attrs`` maps attribute names to Python values (ints, floats, strings, lists, numpy
+    arrays for tensors).
+    """
+
+    def __init__(self, proto: Any, inputs: list, opset: int):
+        from onnx import helper
+
+        self.proto = proto
+        self.op_type = proto.op_type
+        self.name = proto.name or (proto.output[0] if proto.output else "")
+        self.inputs = inputs
+        self.num_outputs = len(proto.output)
+        self.opset = opset
+        self.attrs = {}
+        for a in proto.attribute:
+            value = helper.get_attribute_value(a)
+            if isinstance(value, bytes):
+                value = value.decode("utf-8", "replace")
+            elif a.type == a.TENSOR:
+                from onnx import numpy_helper
+
+                value = numpy_helper.to_array(a.t)
+            elif isinstance(value, list) and value and isinstance(value[0], bytes):
+                value = [v.decode("utf-8", "replace") for v in value]
+            self.attrs[a.name] = value
+
+    def input(self, i: int) -> Any:
+        """Input ``i`` or None when absent."""
+        return self.inputs[i] if i < len(self.inputs) else None
+
+    def attr(self, name: str, default: Any = None) -> Any:
+        """Attribute ``name`` (``default`` when absent)."""
+        return self.attrs.get(name, default)
+
+    def error(self, message: str) -> ConversionError:
+        """A `ConversionError` naming this node."""
+        return ConversionError(self.op_type, self.name, message)
+
+
+class Context:
+    """State of one import: the builder, the value table, symbolic dims.
+
+    Converters use `expr` (a graph expression for an input), `static` (its numpy value if known
+    at import time) and `emit` (bind an op call, folding it when all its inputs are constants).
+    """
+
+    def __init__(self, bb: G.BlockBuilder):
+        self.bb = bb
+
+    # Values -----------------------------------------------------------------------------------
+    @staticmethod
+    def static(value: Any) -> "np.ndarray | None":
+        """The value as a numpy array when known at import time, else None."""
+        if isinstance(value, np.ndarray):
+            return value
+        if isinstance(value, G.Constant):
+            return value.data
+        return None
+
+    @staticmethod
+    def expr(value: Any, node: "Node | None" = None) -> G.Expr:
+        """The value as a graph expression (static arrays become `Constant`s)."""
+        if isinstance(value, G.Expr):
+            return value
+        if isinstance(value, np.ndarray):
+            if value.dtype == object:
+                dims = value.reshape(-1).tolist()
+                if all(isinstance(d, (int, np.integer)) for d in dims):
+                    return G.const(np.array(dims, "int64").reshape(value.shape))
+                where = f" in node {node.name!r} ({node.op_type})" if node is not None else ""
+                raise ConversionError(node.op_type if node else "?", node.name if node else "?",
+                                      f"a shape containing symbolic dims {value.tolist()} is used as tensor data"
+                                      f"{where}; give those dims fixed sizes with shape_dict")
+            return G.const(value)
+        raise IngotError(f"internal: unexpected value {value!r}")
+
+    def emit(self, call: G.Expr) -> Any:
+        """Bind ``call`` (or fold it into a static numpy value when all its arguments are constants).
+
+        Example: ``ctx.emit(G.op.relu(ctx.expr(x)))``.
+        """
+        from ingot.graph.transform.fold_constant import try_fold
+
+        if isinstance(call, G.Call):
+            folded = try_fold(call)
+            if folded is not None:
+                return np.asarray(folded.data)
+        if isinstance(call, (G.Var, G.Constant)):
+            return call
+        return self.bb.emit(call)
+
+    @staticmethod
+    def sinfo(value: Any) -> tuple:
+        """``(shape, dtype)`` of a value (shape entries are ints or symbolic dims)."""
+        if isinstance(value, np.ndarray):
+            return tuple(value.shape), ("int64" if value.dtype == object else str(value.dtype))
+        s = value.struct_info
+        return tuple(s.shape) if s.shape is not None else None, str(s.dtype)
+
+    def shape(self, value: Any) -> tuple:
+        """The shape of a value."""
+        return self.sinfo(value)[0]
+
+    def dtype(self, value: Any) -> str:
+        """The dtype name of a value."""
+        return self.sinfo(value)[1]
+
+
+# -- the import ------------------------------------------------------------------------------
+
+
+def from_onnx(model_or_path: Any, shape_dict: "Mapping[str, Sequence[Any]] | None" = None,
+              dtype_dict: "Mapping[str, str] | str | None" = None, opset: "int | None" = None,
+              keep_params_in_input: bool = False) -> tuple[IRModule, dict]:
+    """Import an ONNX model (TVM's ``relax.frontend.onnx.from_onnx``).
+
+    Args:
+        model_or_path: a path to a ``.onnx`` file, its bytes, or an ``onnx.ModelProto``.
+        shape_dict: input name → shape, overriding the model's (entries may be ints, ``-1``/None
+            or a string to keep a dim symbolic).
+        dtype_dict: input name → dtype (or one dtype for all inputs).
+        opset: the opset to convert at (default: the model's own).
+        keep_params_in_input: weights become parameters of ``main`` after the inputs (bind them
+            with ``ingot.graph.transform.BindParams("main", params)``); by default they are embedded
+            as constants and ``params`` is empty.
+
+    Returns:
+        ``(mod, params)``: ``mod["main"]`` takes the model's inputs in order and returns its output
+        (a tuple when the model has several).
+
+    Example:
+        >>> from onnx import helper, TensorProto
+        >>> n = helper.make_node("Add", ["a", "b"], ["c"])
+        >>> vi = lambda name: helper.make_tensor_value_info(name, TensorProto.FLOAT, ["n", 4])
+        >>> mod, _ = from_onnx(helper.make_model(helper.make_graph([n], "g", [vi("a"), vi("b")], [vi("c")])))
+        >>> print(mod["main"].ret_struct_info)
+        R.Tensor((n, 4), dtype="float32")
+    """
+    from onnx import numpy_helper
+
+    # Step 1. load and check the file; find every unsupported op before converting anything.
+    model, source = load_model(model_or_path)
+    opset = int(opset) if opset is not None else model_opset(model)
+    missing = find_unsupported(model, opset)
+    if missing:
+        raise UnsupportedOpsError(missing, source, opset)
+
+    # Step 2. inputs: shapes from shape_dict or the model; free dims become symbolic Vars.
+    inputs = graph_inputs(model)
+    names = [i.name for i in inputs]
+    shape_dict = dict(shape_dict or {})
+    if isinstance(dtype_dict, str):
+        dtype_dict = {n: dtype_dict for n in names}
+    dtype_dict = dict(dtype_dict or {})
+    for what, d in (("shape_dict", shape_dict), ("dtype_dict", dtype_dict)):
+        unknown = [k for k in d if k not in names]
+        if unknown:
+            raise ShapeDictError(f"{source}: {what} names {unknown!r}, which the model does not have as inputs; "
+                                 f"the model's inputs are {names!r}")
+    dims: dict[str, DimVar] = {}
+    params_vars, values = [], {}
+    for info in inputs:
+        shape = _input_shape(info, shape_dict.get(info.name), dims, source)
+        tt = info.type.tensor_type
+        dtype = dtype_dict.get(info.name) or np_dtype(tt.elem_type)
+        var = G.Var(info.name, G.TensorStructInfo(shape, dtype))
+        params_vars.append(var)
+        values[info.name] = var
+
+    # Step 3. initializers: static values (or parameters when kept in the input).
+    params: dict[str, np.ndarray] = {}
+    for init in model.graph.initializer:
+        array = numpy_helper.to_array(init)
+        if keep_params_in_input:
+            var = G.Var(init.name, G.TensorStructInfo(array.shape, str(array.dtype)))
+            params_vars.append(var)
+            params[init.name] = array
+            values[init.name] = var
+        else:
+            values[init.name] = array
+
+    # Step 4. convert the nodes in order.
+    bb = G.BlockBuilder()
+    ctx = Context(bb)
+    with bb.function("main", params_vars):
+        with bb.dataflow():
+            for proto in model.graph.node:
+                _convert_node(ctx, proto, values, opset, source)
+            outs = []
+            for out in model.graph.output:
+                if out.name not in values:
+                    raise ConversionError("<graph output>", out.name, "no node produces this graph output")
+                outs.append(Context.expr(values[out.name]))
+            result = outs[0] if len(outs) == 1 else G.Tuple(outs)
+            gv = bb.emit_output(result)
+        bb.emit_func_output(gv)
+    return bb.get(), params
+
+
+def _input_shape(info: Any, given: Any, dims: dict, source: str) -> tuple:
+    tt = info.type.tensor_type
+    if not info.type.HasField("tensor_type"):
+        raise ShapeDictError(f"{source}: input {info.name!r} is not a tensor (sequence/map inputs are not supported)")
+    model_dims = [d for d in tt.shape.dim] if tt.HasField("shape") else None
+    if given is not None:
+        given = list(given)
+        if model_dims is not None and len(model_dims) != len(given) and model_dims:
+            raise ShapeDictError(f"{source}: shape_dict gives input {info.name!r} rank {len(given)} ({given}), "
+                                 f"the model declares rank {len(model_dims)}")
+        out = []
+        for k, d in enumerate(given):
+            if d is None or (isinstance(d, int) and d < 0):
+                out.append(_dim_var(f"{_clean(info.name)}_dim{k}", dims))
+            elif isinstance(d, str):
+                out.append(_dim_var(d, dims))
+            elif isinstance(d, DimVar):
+                out.append(d)
+            else:
+                out.append(int(d))
+        return tuple(out)
+    if model_dims is None:
+        raise ShapeDictError(f"{source}: input {info.name!r} has no shape in the model; give it with "
+                             f"shape_dict={{{info.name!r}: [...]}}")
+    out = []
+    for k, d in enumerate(model_dims):
+        if d.HasField("dim_value") and d.dim_value > 0:
+            out.append(int(d.dim_value))
+        elif d.HasField("dim_param") and d.dim_param:
+            out.append(_dim_var(d.dim_param, dims))
+        else:
+            out.append(_dim_var(f"{_clean(info.name)}_dim{k}", dims))
+    return tuple(out)
+
+
+def _clean(name: str) -> str:
+    # Symbolic dim names are printed in IR; keep them identifier-like (the name itself is data).
+    s = "".join(c if c.isalnum() or c == "_" else "_" for c in name)[:32]
+    return s if s and not s[0].isdigit() else f"d_{s}"
+
+
+def _dim_var(name: str, dims: dict) -> DimVar:
+    name = _clean(name)
+    if name not in dims:
+        dims[name] = DimVar(name, "int64")
+    return dims[name]
+
+
+def _convert_node(ctx: Context, proto: Any, values: dict, opset: int, source: str) -> None:
+    ins = []
+    for name in proto.input:
+        if name == "":
+            ins.append(None)
+        elif name in values:
+            ins.append(values[name])
+        else:
+            raise ConversionError(proto.op_type, proto.name or "<unnamed>",
+                                  f"input {name!r} is produced by no earlier node, initializer or graph input "
+                                  f"({source} is not topologically sorted or is incomplete)")
+    node = Node(proto, ins, opset)
+    fn = get_converter(proto.op_type, opset)
+    try:
+        result = fn(ctx, node)
+    except ConversionError:
+        raise
+    except (IngotError, ValueError, TypeError, IndexError, KeyError, NotImplementedError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise node.error(first) from exc
+    results = list(result) if isinstance(result, (list, tuple)) else [result]
+    for name, value in zip(proto.output, results):
+        if name:
+            values[name] = _as_value(value)
+
+
+def _as_value(value: Any) -> Any:
+    # numpy on object arrays can return a bare element (a symbolic dim) or a numpy scalar: keep every
+    # static value a numpy array.
+    if isinstance(value, (G.Expr, np.ndarray)):
+        return value
+    if isinstance(value, np.generic):
+        return np.asarray(value)
+    out = np.empty((), dtype=object)
+    out[()] = value
+    return out

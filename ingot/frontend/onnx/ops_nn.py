@@ -1,0 +1,270 @@
+"""ONNX converters: convolution, GEMM/MatMul, pooling, normalizations, softmax, dropout.
+
+Note: the graph layer has 2-D convolution and pooling (NCHW); 1-D ones are imported as 2-D with
+a unit height (``expand_dims`` before, ``squeeze`` after), which costs nothing after fusion.
+``auto_pad`` and ``ceil_mode`` are resolved into explicit paddings at import time (they need static
+spatial sizes). ``InstanceNormalization`` is ``group_norm`` with one group per channel.
+
+Example:
+    >>> from ingot.frontend.onnx.importer import get_converter
+    >>> get_converter("Conv", 11) is not None
+    True
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ingot import graph as G
+
+from ._common import as_array, is_static, norm_axes, scalar_like
+from .importer import register
+
+
+def _spatial_pads(node: Any, in_sizes: list, kernel: list, strides: list, dilations: list) -> list[int]:
+    """ONNX pads ``[b1, b2, ..., e1, e2, ...]`` with ``auto_pad`` resolved."""
+    n = len(kernel)
+    auto = node.attr("auto_pad", "NOTSET")
+    if auto in ("NOTSET", "", None):
+        pads = list(node.attr("pads", [0] * (2 * n)))
+        return [int(p) for p in pads]
+    if auto == "VALID":
+        return [0] * (2 * n)
+    begin, end = [], []
+    for size, k, s, d in zip(in_sizes, kernel, strides, dilations):
+        if not isinstance(size, int):
+            raise node.error(f"auto_pad={auto} needs static spatial sizes, got {size}; fix them with shape_dict")
+        out = -(-size // s)
+        total = max((out - 1) * s + (k - 1) * d + 1 - size, 0)
+        lo = total // 2 if auto == "SAME_UPPER" else total - total // 2
+        begin.append(lo)
+        end.append(total - lo)
+    return begin + end
+
+
+def _ceil_extra(node: Any, in_sizes: list, kernel: list, strides: list, dilations: list, pads: list) -> list[int]:
+    """Extra end padding that makes floor-mode output sizes equal ONNX's ``ceil_mode=1`` sizes."""
+    n = len(kernel)
+    pads = list(pads)
+    for i, (size, k, s, d) in enumerate(zip(in_sizes, kernel, strides, dilations)):
+        if not isinstance(size, int):
+            raise node.error("ceil_mode=1 needs static spatial sizes; fix them with shape_dict")
+        eff = (k - 1) * d + 1
+        span = size + pads[i] + pads[i + n] - eff
+        out = -(-span // s) + 1
+        if (out - 1) * s >= size + pads[i]:  # the last window must start inside the input or left padding
+            out -= 1
+        extra = (out - 1) * s + eff - (size + pads[i] + pads[i + n])
+        if extra > 0:
+            pads[i + n] += extra
+    return pads
+
+
+def _to_2d(ctx: Any, x: Any) -> Any:
+    return ctx.expr(ctx.emit(G.op.expand_dims(x, 2)))
+
+
+@register("Conv")
+def _conv(ctx: Any, node: Any) -> Any:
+    x, w, b = ctx.expr(node.input(0)), ctx.expr(node.input(1)), node.input(2)
+    xs, ws = ctx.shape(x), ctx.shape(w)
+    n = len(xs) - 2
+    if n not in (1, 2):
+        raise node.error(f"only 1-D and 2-D convolutions are supported, this one is {n}-D (input shape {xs})")
+    kernel = list(node.attr("kernel_shape", ws[2:]))
+    strides = list(node.attr("strides", [1] * n))
+    dilations = list(node.attr("dilations", [1] * n))
+    pads = _spatial_pads(node, list(xs[2:]), kernel, strides, dilations)
+    if n == 1:
+        x, w = _to_2d(ctx, x), _to_2d(ctx, w)
+        strides, dilations, pads = [1] + strides, [1] + dilations, [0, pads[0], 0, pads[1]]
+    else:
+        pads = [pads[0], pads[1], pads[2], pads[3]]
+    out = ctx.emit(G.op.conv2d(x, w, strides=tuple(strides), padding=tuple(pads), dilation=tuple(dilations),
+                               groups=int(node.attr("group", 1))))
+    if b is not None:
+        bias = ctx.expr(ctx.emit(G.op.reshape(ctx.expr(b), (-1, 1, 1))))
+        out = ctx.emit(G.op.add(ctx.expr(out), bias))
+    if n == 1:
+        out = ctx.emit(G.op.squeeze(ctx.expr(out), axis=[2]))
+    return out
+
+
+@register("MatMul")
+def _matmul(ctx: Any, node: Any) -> Any:
+    return ctx.emit(G.op.matmul(ctx.expr(node.input(0)), ctx.expr(node.input(1))))
+
+
+@register("Gemm")
+def _gemm(ctx: Any, node: Any) -> Any:
+    a, b, c = ctx.expr(node.input(0)), ctx.expr(node.input(1)), node.input(2)
+    alpha, beta = float(node.attr("alpha", 1.0)), float(node.attr("beta", 1.0))
+    if node.attr("transA", 0):
+        a = ctx.expr(ctx.emit(G.op.permute_dims(a, (1, 0))))
+    if node.attr("transB", 0):
+        out = ctx.emit(G.op.linear(a, b))  # torch.nn.Linear's layout: weight (out, in)
+    else:
+        out = ctx.emit(G.op.matmul(a, b))
+    if alpha != 1.0:
+        out = ctx.emit(G.op.multiply(ctx.expr(out), scalar_like(alpha, ctx.dtype(a))))
+    if c is not None and beta != 0.0:
+        cexpr = ctx.expr(c)
+        if beta != 1.0:
+            cexpr = ctx.expr(ctx.emit(G.op.multiply(cexpr, scalar_like(beta, ctx.dtype(cexpr)))))
+        out = ctx.emit(G.op.add(ctx.expr(out), cexpr))
+    return out
+
+
+def _pool(kind: str):
+    def convert(ctx: Any, node: Any) -> Any:
+        x = ctx.expr(node.input(0))
+        xs = ctx.shape(x)
+        n = len(xs) - 2
+        if n not in (1, 2):
+            raise node.error(f"only 1-D and 2-D pooling is supported, this one is {n}-D (input shape {xs})")
+        if node.num_outputs > 1 and node.proto.output[1]:
+            raise node.error("the Indices output of MaxPool is not supported")
+        if kind == "max" and node.attr("storage_order", 0):
+            raise node.error("storage_order=1 is not supported")
+        kernel = list(node.attr("kernel_shape"))
+        strides = list(node.attr("strides", [1] * n))
+        dilations = list(node.attr("dilations", [1] * n))
+        pads = _spatial_pads(node, list(xs[2:]), kernel, strides, dilations)
+        if node.attr("ceil_mode", 0):
+            pads = _ceil_extra(node, list(xs[2:]), kernel, strides, dilations, pads)
+        if n == 1:
+            x = _to_2d(ctx, x)
+            kernel, strides, dilations, pads = [1] + kernel, [1] + strides, [1] + dilations, [0, pads[0], 0, pads[1]]
+        if kind == "max":
+            out = ctx.emit(G.op.max_pool2d(x, tuple(kernel), tuple(strides), tuple(pads), tuple(dilations)))
+        else:
+            out = ctx.emit(G.op.avg_pool2d(x, tuple(kernel), tuple(strides), tuple(pads), tuple(dilations),
+                                           count_include_pad=bool(node.attr("count_include_pad", 0))))
+        if n == 1:
+            out = ctx.emit(G.op.squeeze(ctx.expr(out), axis=[2]))
+        return out
+
+    return convert
+
+
+register("MaxPool")(_pool("max"))
+register("AveragePool")(_pool("avg"))
+
+
+@register("GlobalAveragePool")
+def _global_avg_pool(ctx: Any, node: Any) -> Any:
+    x = ctx.expr(node.input(0))
+    ndim = len(ctx.shape(x))
+    if ndim == 4:
+        return ctx.emit(G.op.global_avg_pool2d(x))
+    return ctx.emit(G.op.mean(x, axis=list(range(2, ndim)), keepdims=True))
+
+
+@register("GlobalMaxPool")
+def _global_max_pool(ctx: Any, node: Any) -> Any:
+    x = ctx.expr(node.input(0))
+    return ctx.emit(G.op.max(x, axis=list(range(2, len(ctx.shape(x)))), keepdims=True))
+
+
+@register("BatchNormalization")
+def _batch_norm(ctx: Any, node: Any) -> Any:
+    if node.attr("training_mode", 0):
+        raise node.error("training_mode=1 is not supported (export the model in eval mode)")
+    args = [ctx.expr(node.input(i)) for i in range(5)]
+    return ctx.emit(G.op.batch_norm(*args, axis=1, epsilon=float(node.attr("epsilon", 1e-5))))
+
+
+@register("InstanceNormalization")
+def _instance_norm(ctx: Any, node: Any) -> Any:
+    x = ctx.expr(node.input(0))
+    channels = ctx.shape(x)[1]
+    if not isinstance(channels, int):
+        raise node.error("the channel count must be static")
+    return ctx.emit(G.op.group_norm(x, ctx.expr(node.input(1)), ctx.expr(node.input(2)), num_groups=channels,
+                                    epsilon=float(node.attr("epsilon", 1e-5))))
+
+
+@register("LayerNormalization", since=17)
+def _layer_norm(ctx: Any, node: Any) -> Any:
+    if node.num_outputs > 1 and any(node.proto.output[1:]):
+        raise node.error("the Mean/InvStdDev outputs of LayerNormalization are not supported")
+    x = ctx.expr(node.input(0))
+    ndim = len(ctx.shape(x))
+    axis = norm_axes([node.attr("axis", -1)], ndim)[0]
+    axes = list(range(axis, ndim))
+    norm_shape = tuple(ctx.shape(x)[axis:])
+    scale = ctx.expr(node.input(1))
+    if tuple(ctx.shape(scale)) != norm_shape:
+        scale = ctx.expr(ctx.emit(G.op.add(scale, G.const(np.zeros(norm_shape, ctx.dtype(x))))))
+    bias = node.input(2)
+    bias = G.const(np.zeros(norm_shape, ctx.dtype(x))) if bias is None else ctx.expr(bias)
+    if tuple(ctx.shape(bias)) != norm_shape:
+        bias = ctx.expr(ctx.emit(G.op.add(bias, G.const(np.zeros(norm_shape, ctx.dtype(x))))))
+    return ctx.emit(G.op.layer_norm(x, scale, bias, axes=axes, epsilon=float(node.attr("epsilon", 1e-5))))
+
+
+def _softmax(kind: str, since13: bool):
+    def convert(ctx: Any, node: Any) -> Any:
+        x = ctx.expr(node.input(0))
+        shape = ctx.shape(x)
+        ndim = len(shape)
+        builder = G.op.softmax if kind == "softmax" else G.op.log_softmax
+        if since13:
+            return ctx.emit(builder(x, axis=int(node.attr("axis", -1))))
+        # Before opset 13 the input is coerced to 2-D ([:axis], [axis:]) and normalized over the second.
+        axis = norm_axes([node.attr("axis", 1)], ndim)[0]
+        if axis == ndim - 1:
+            return ctx.emit(builder(x, axis=-1))
+        flat = ctx.emit(G.op.reshape(x, tuple(shape[:axis]) + (-1,)))
+        out = ctx.emit(builder(ctx.expr(flat), axis=-1))
+        return ctx.emit(G.op.reshape(ctx.expr(out), shape))
+
+    return convert
+
+
+register("Softmax")(_softmax("softmax", False))
+register("Softmax", since=13)(_softmax("softmax", True))
+register("LogSoftmax")(_softmax("log_softmax", False))
+register("LogSoftmax", since=13)(_softmax("log_softmax", True))
+
+
+@register("Hardmax", since=13)
+def _hardmax(ctx: Any, node: Any) -> Any:
+    raise node.error("Hardmax needs argmax, which the graph layer has no operator for yet")
+
+
+@register("Dropout")
+def _dropout(ctx: Any, node: Any) -> Any:
+    x = node.input(0)
+    training = node.input(2)
+    if training is not None and (not is_static(training) or bool(as_array(training))):
+        raise node.error("Dropout in training mode draws random values; only inference (training_mode=False) "
+                         "is supported")
+    if node.num_outputs > 1:
+        mask = np.ones([int(d) for d in ctx.shape(x)], dtype=bool)
+        return [x, mask]
+    return x
+
+
+@register("LRN")
+def _lrn(ctx: Any, node: Any) -> Any:
+    # y = x / (bias + alpha / size * sum_{window over channels} x^2) ** beta: a channel window sum
+    # written as a 1-D average pool over the channel axis (a (size, 1) window on (N, 1, C, H*W)).
+    x = ctx.expr(node.input(0))
+    shape = ctx.shape(x)
+    size = int(node.attr("size"))
+    alpha, beta, bias = float(node.attr("alpha", 1e-4)), float(node.attr("beta", 0.75)), float(node.attr("bias", 1.0))
+    sq = ctx.emit(G.op.multiply(x, x))
+    flat = ctx.emit(G.op.reshape(ctx.expr(sq), (shape[0], 1, shape[1], -1)))
+    lo = (size - 1) // 2
+    hi = size - 1 - lo
+    summed = ctx.emit(G.op.avg_pool2d(ctx.expr(flat), (size, 1), (1, 1), (lo, 0, hi, 0), count_include_pad=True))
+    summed = ctx.emit(G.op.reshape(ctx.expr(summed), shape))
+    dt = ctx.dtype(x)
+    # avg_pool divided by size; alpha / size * sum == alpha * avg
+    denom = ctx.emit(G.op.add(ctx.emit(G.op.multiply(ctx.expr(summed), scalar_like(alpha, dt))),
+                              scalar_like(bias, dt)))
+    denom = ctx.emit(G.op.power(ctx.expr(denom), scalar_like(beta, dt)))
+    return ctx.emit(G.op.divide(x, ctx.expr(denom)))
+

@@ -1,0 +1,459 @@
+"""ONNX converters: shapes and data movement (Reshape, Transpose, Concat, Slice, Gather, Shape,
+Expand, Pad, ...) and constants (Constant, ConstantOfShape, Range).
+
+Note: every converter here first checks whether all its inputs are static (numpy arrays, possibly
+object arrays of symbolic dims); then it computes the result with numpy at import time. This is how
+``Shape → Gather → Unsqueeze → Concat → Reshape`` chains disappear from the imported graph.
+Ops that need data-dependent gathers (Slice with a negative step, Pad in edge/reflect mode) use
+``take`` with index arrays computed at import time.
+
+Example:
+    >>> from ingot.frontend.onnx.importer import get_converter
+    >>> get_converter("Reshape", 14) is not None
+    True
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ingot import graph as G
+
+from ._common import as_array, is_static, norm_axes, static_ints
+from .importer import np_dtype, register
+
+
+def _all_static(*values: Any) -> bool:
+    return all(v is None or is_static(v) for v in values)
+
+
+def _static_dims(ctx: Any, node: Any, x: Any, what: str) -> list[int]:
+    shape = ctx.shape(x)
+    if not all(isinstance(d, int) for d in shape):
+        raise node.error(f"{what} needs a static input shape, got {tuple(map(str, shape))}; fix the dims with "
+                         f"shape_dict")
+    return list(shape)
+
+
+@register("Constant")
+def _constant(ctx: Any, node: Any) -> Any:
+    a = node.attrs
+    if "value" in a:
+        return np.asarray(a["value"])
+    if "value_float" in a:
+        return np.array(a["value_float"], "float32")
+    if "value_floats" in a:
+        return np.array(a["value_floats"], "float32")
+    if "value_int" in a:
+        return np.array(a["value_int"], "int64")
+    if "value_ints" in a:
+        return np.array(a["value_ints"], "int64")
+    raise node.error(f"Constant with attribute(s) {sorted(a)} is not supported (string and sparse constants)")
+
+
+@register("Shape")
+def _shape(ctx: Any, node: Any) -> Any:
+    shape = list(ctx.shape(node.input(0)))
+    start, end = node.attr("start", 0), node.attr("end", None)
+    shape = shape[start:end]
+    if all(isinstance(d, int) for d in shape):
+        return np.array(shape, "int64")
+    return np.array(shape, dtype=object)
+
+
+@register("Size")
+def _size(ctx: Any, node: Any) -> Any:
+    total: Any = 1
+    for d in ctx.shape(node.input(0)):
+        total = total * d
+    if not isinstance(total, int):
+        raise node.error("Size of a tensor with symbolic dims is not supported; fix them with shape_dict")
+    return np.array(total, "int64")
+
+
+@register("ConstantOfShape", since=9)
+def _constant_of_shape(ctx: Any, node: Any) -> Any:
+    shape = static_ints(node.input(0), node, "the shape input")
+    if not all(isinstance(d, int) for d in shape):
+        raise node.error(f"ConstantOfShape with symbolic shape {shape} is not supported; fix dims with shape_dict")
+    value = node.attr("value")
+    value = np.zeros(1, "float32") if value is None else np.asarray(value).reshape(-1)
+    return np.full(shape, value[0], dtype=value.dtype)
+
+
+@register("Range", since=11)
+def _range(ctx: Any, node: Any) -> Any:
+    if not _all_static(*node.inputs):
+        raise node.error("Range with run-time bounds is not supported; its start/limit/delta must fold to "
+                         "constants (fix input shapes with shape_dict)")
+    start, limit, delta = (as_array(v) for v in node.inputs[:3])
+    if start.dtype == object or limit.dtype == object:
+        raise node.error("Range over symbolic dims is not supported; fix the dims with shape_dict")
+    return np.arange(start, limit, delta, dtype=start.dtype)
+
+
+@register("Reshape", since=5)
+def _reshape(ctx: Any, node: Any) -> Any:
+    x = node.input(0)
+    target = static_ints(node.input(1), node, "the shape input")
+    src = ctx.shape(x)
+    allow_zero = node.opset >= 14 and node.attr("allowzero", 0)
+    if not allow_zero:
+        target = [src[i] if isinstance(d, int) and d == 0 else d for i, d in enumerate(target)]
+    if is_static(x):
+        arr = as_array(x)
+        if all(isinstance(d, int) for d in target):
+            return arr.reshape(target)
+    return ctx.emit(G.op.reshape(ctx.expr(x), tuple(target)))
+
+
+@register("Flatten")
+def _flatten(ctx: Any, node: Any) -> Any:
+    x = node.input(0)
+    shape = ctx.shape(x)
+    axis = norm_axes([node.attr("axis", 1)], len(shape))[0] if shape else 0
+    lead: Any = 1
+    for d in shape[:axis]:
+        lead = lead * d
+    if is_static(x):
+        return as_array(x).reshape(int(lead), -1)
+    return ctx.emit(G.op.reshape(ctx.expr(x), (lead, -1)))
+
+
+@register("Transpose")
+def _transpose(ctx: Any, node: Any) -> Any:
+    x = node.input(0)
+    perm = node.attr("perm")
+    perm = None if perm is None else [int(p) for p in perm]
+    if is_static(x):
+        return np.transpose(as_array(x), perm)
+    return ctx.emit(G.op.permute_dims(ctx.expr(x), perm))
+
+
+@register("Concat")
+def _concat(ctx: Any, node: Any) -> Any:
+    vals = [v for v in node.inputs if v is not None]
+    axis = int(node.attr("axis"))
+    if _all_static(*vals):
+        arrays = [as_array(v) for v in vals]
+        if any(a.dtype == object for a in arrays):
+            arrays = [a.astype(object) for a in arrays]
+        return np.concatenate(arrays, axis=axis)
+    # ONNX allows empty inputs in a concat; they contribute nothing.
+    exprs = [ctx.expr(v, node) for v in vals if 0 not in [d for d in ctx.shape(v) if isinstance(d, int)]]
+    if len(exprs) == 1:
+        return exprs[0]
+    return ctx.emit(G.op.concat(exprs, axis=axis))
+
+
+def _unsqueeze_axes(ctx: Any, node: Any) -> list[int]:
+    axes = static_ints(node.input(1), node, "the axes input") if node.opset >= 13 else list(node.attr("axes"))
+    out_ndim = len(ctx.shape(node.input(0))) + len(axes)
+    return sorted(norm_axes(axes, out_ndim))
+
+
+@register("Unsqueeze")
+def _unsqueeze(ctx: Any, node: Any) -> Any:
+    x = node.input(0)
+    axes = _unsqueeze_axes(ctx, node)
+    if is_static(x):
+        return np.expand_dims(as_array(x), tuple(axes))
+    out = ctx.expr(x)
+    for a in axes:
+        out = ctx.expr(ctx.emit(G.op.expand_dims(out, a)))
+    return out
+
+
+@register("Squeeze")
+def _squeeze(ctx: Any, node: Any) -> Any:
+    x = node.input(0)
+    axes = static_ints(node.input(1), node, "the axes input") if node.opset >= 13 else node.attr("axes")
+    ndim = len(ctx.shape(x))
+    axes = None if not axes else norm_axes(axes, ndim)
+    if is_static(x):
+        return np.squeeze(as_array(x), None if axes is None else tuple(axes))
+    return ctx.emit(G.op.squeeze(ctx.expr(x), axis=axes))
+
+
+def _onnx_slice_bounds(dim: int, start: int, end: int, step: int) -> tuple[int, int]:
+    # ONNX's clamping rules (they differ from Python's for negative steps).
+    start = start + dim if start < 0 else start
+    end = end + dim if end < 0 else end
+    if step > 0:
+        return max(0, min(start, dim)), max(0, min(end, dim))
+    return max(0, min(start, dim - 1)), max(-1, min(end, dim - 1))
+
+
+@register("Slice")
+def _slice(ctx: Any, node: Any) -> Any:
+    x = node.input(0)
+    if node.opset >= 10:
+        starts = static_ints(node.input(1), node, "starts")
+        ends = static_ints(node.input(2), node, "ends")
+        axes = static_ints(node.input(3), node, "axes")
+        steps = static_ints(node.input(4), node, "steps")
+    else:
+        starts, ends, axes, steps = node.attr("starts"), node.attr("ends"), node.attr("axes"), None
+    shape = list(ctx.shape(x))
+    axes = norm_axes(axes if axes else range(len(starts)), len(shape))
+    steps = steps or [1] * len(axes)
+    if is_static(x):
+        index = [slice(None)] * len(shape)
+        for a, s, e, st in zip(axes, starts, ends, steps):
+            b, f = _onnx_slice_bounds(shape[a], int(s), int(e), int(st))
+            index[a] = slice(b, f if f >= 0 else None, int(st))
+        return as_array(x)[tuple(index)]
+    out = ctx.expr(x)
+    pos = [(a, s, e, st) for a, s, e, st in zip(axes, starts, ends, steps) if st > 0]
+    if pos:
+        out = ctx.expr(ctx.emit(G.op.strided_slice(out, [p[1] for p in pos], [p[2] for p in pos],
+                                                   [p[3] for p in pos], [p[0] for p in pos])))
+    for a, s, e, st in zip(axes, starts, ends, steps):
+        if st < 0:
+            dim = shape[a]
+            if not isinstance(dim, int):
+                raise node.error(f"a negative step on axis {a} needs a static size, got {dim}")
+            b, f = _onnx_slice_bounds(dim, int(s), int(e), int(st))
+            idx = np.arange(b, f, st, dtype="int64")
+            out = ctx.expr(ctx.emit(G.op.take(out, G.const(idx), axis=a)))
+    return out
+
+
+@register("Split")
+def _split(ctx: Any, node: Any) -> Any:
+    x = node.input(0)
+    shape = list(ctx.shape(x))
+    axis = norm_axes([node.attr("axis", 0)], len(shape))[0]
+    dim = shape[axis]
+    if not isinstance(dim, int):
+        raise node.error(f"Split needs a static size on axis {axis}, got {dim}")
+    sizes = static_ints(node.input(1), node, "split") if node.opset >= 13 else node.attr("split")
+    if not sizes:
+        k = int(node.attr("num_outputs", node.num_outputs))
+        chunk = -(-dim // k)
+        sizes = [min(chunk, dim - i * chunk) for i in range(k)]
+    outs, begin = [], 0
+    for size in sizes:
+        if is_static(x):
+            index = [slice(None)] * len(shape)
+            index[axis] = slice(begin, begin + size)
+            outs.append(as_array(x)[tuple(index)])
+        else:
+            outs.append(ctx.emit(G.op.strided_slice(ctx.expr(x), [begin], [begin + size], [1], [axis])))
+        begin += size
+    return outs
+
+
+@register("Gather")
+def _gather(ctx: Any, node: Any) -> Any:
+    x, idx = node.input(0), node.input(1)
+    shape = ctx.shape(x)
+    axis = norm_axes([node.attr("axis", 0)], len(shape))[0]
+    dim = shape[axis]
+    if is_static(idx):
+        i = as_array(idx).astype("int64")
+        if isinstance(dim, int):
+            i = np.where(i < 0, i + dim, i)
+        if is_static(x):
+            return np.take(as_array(x), i, axis=axis)
+        return ctx.emit(G.op.take(ctx.expr(x), G.const(i), axis=axis))
+    i = ctx.expr(idx)
+    if isinstance(dim, int):
+        dt = ctx.dtype(i)
+        neg = ctx.emit(G.op.less(i, G.const(np.array(0, dt))))
+        i = ctx.expr(ctx.emit(G.op.where(neg, ctx.emit(G.op.add(i, G.const(np.array(dim, dt)))), i)))
+    return ctx.emit(G.op.take(ctx.expr(x), i, axis=axis))
+
+
+@register("GatherElements", since=11)
+def _gather_elements(ctx: Any, node: Any) -> Any:
+    x, idx = node.input(0), node.input(1)
+    if not is_static(idx):
+        raise node.error("GatherElements with run-time indices is not supported (no gather_elements graph op yet)")
+    shape = _static_dims(ctx, node, x, "GatherElements")
+    axis = norm_axes([node.attr("axis", 0)], len(shape))[0]
+    i = as_array(idx).astype("int64")
+    i = np.where(i < 0, i + shape[axis], i)
+    # Flat positions into x: the index replaces the coordinate on `axis`.
+    grid = list(np.indices(i.shape))
+    grid[axis] = i
+    flat = np.ravel_multi_index(tuple(grid), shape)
+    if is_static(x):
+        return as_array(x).reshape(-1)[flat]
+    return ctx.emit(G.op.take(ctx.expr(ctx.emit(G.op.reshape(ctx.expr(x), (-1,)))), G.const(flat), axis=0))
+
+
+def _broadcast_shape(node: Any, a: list, b: list) -> list:
+    n = max(len(a), len(b))
+    a, b = [1] * (n - len(a)) + list(a), [1] * (n - len(b)) + list(b)
+    out = []
+    for x, y in zip(a, b):
+        if isinstance(x, int) and x == 1:
+            out.append(y)
+        elif isinstance(y, int) and y == 1:
+            out.append(x)
+        elif isinstance(x, int) and isinstance(y, int) and x != y:
+            raise node.error(f"shapes {a} and {b} do not broadcast")
+        else:
+            out.append(x)
+    return out
+
+
+@register("Expand", since=8)
+def _expand(ctx: Any, node: Any) -> Any:
+    x = node.input(0)
+    target = static_ints(node.input(1), node, "the shape input")
+    out_shape = _broadcast_shape(node, list(ctx.shape(x)), target)
+    if not all(isinstance(d, int) for d in out_shape):
+        raise node.error(f"Expand to symbolic shape {out_shape} is not supported; fix the dims with shape_dict")
+    if is_static(x):
+        return np.broadcast_to(as_array(x), out_shape).copy()
+    if list(ctx.shape(x)) == out_shape:
+        return x
+    # where(true, x, x) broadcasts x to the mask's shape for every dtype (bool included).
+    e = ctx.expr(x)
+    return ctx.emit(G.op.where(G.const(np.ones(out_shape, bool)), e, e))
+
+
+@register("Tile", since=6)
+def _tile(ctx: Any, node: Any) -> Any:
+    x = node.input(0)
+    reps = static_ints(node.input(1), node, "repeats")
+    if is_static(x):
+        return np.tile(as_array(x), reps)
+    out = ctx.expr(x)
+    for axis, r in enumerate(reps):
+        if r != 1:
+            out = ctx.expr(ctx.emit(G.op.concat([out] * r, axis=axis)))
+    return out
+
+
+def _pad_indices(dim: int, before: int, after: int, mode: str) -> np.ndarray:
+    i = np.arange(-before, dim + after)
+    if mode == "edge":
+        return np.clip(i, 0, dim - 1)
+    if mode == "reflect":
+        period = 2 * (dim - 1) if dim > 1 else 1
+        i = np.mod(i, period)
+        return np.where(i >= dim, period - i, i)
+    # wrap
+    return np.mod(i, dim)
+
+
+@register("Pad", since=2)
+def _pad(ctx: Any, node: Any) -> Any:
+    x = node.input(0)
+    shape = ctx.shape(x)
+    ndim = len(shape)
+    mode = node.attr("mode", "constant")
+    if node.opset >= 11:
+        pads = static_ints(node.input(1), node, "pads")
+        value = node.input(2)
+        value = 0 if value is None else as_array(value).reshape(-1)[0] if is_static(value) else None
+        if value is None:
+            raise node.error("a run-time constant_value is not supported")
+        axes = static_ints(node.input(3), node, "axes") if len(node.inputs) > 3 else None
+    else:
+        pads, value, axes = list(node.attr("pads")), node.attr("value", 0.0), None
+    axes = norm_axes(axes, ndim) if axes else list(range(ndim))
+    k = len(axes)
+    before, after = dict(zip(axes, pads[:k])), dict(zip(axes, pads[k:]))
+    if is_static(x) and mode == "constant":
+        arr = as_array(x)
+        crop = tuple(slice(max(0, -before.get(a, 0)), arr.shape[a] - max(0, -after.get(a, 0))) for a in range(ndim))
+        arr = arr[crop]
+        width = [(max(0, before.get(a, 0)), max(0, after.get(a, 0))) for a in range(ndim)]
+        return np.pad(arr, width, constant_values=value)
+    out = ctx.expr(x)
+    dt = ctx.dtype(x)
+    for a in axes:
+        b, e = before[a], after[a]
+        if b == 0 and e == 0:
+            continue
+        dim = ctx.shape(out)[a]
+        if not isinstance(dim, int):
+            raise node.error(f"padding axis {a} needs a static size, got {dim}")
+        if mode == "constant":
+            if b < 0 or e < 0:  # negative pads crop
+                out = ctx.expr(ctx.emit(G.op.strided_slice(out, [max(0, -b)], [dim - max(0, -e)], [1], [a])))
+                b, e = max(b, 0), max(e, 0)
+            parts = []
+            cur = list(ctx.shape(out))
+            if b:
+                parts.append(G.const(np.full(cur[:a] + [b] + cur[a + 1:], value, dt)))
+            parts.append(out)
+            if e:
+                parts.append(G.const(np.full(cur[:a] + [e] + cur[a + 1:], value, dt)))
+            if len(parts) > 1:
+                out = ctx.expr(ctx.emit(G.op.concat(parts, axis=a)))
+        elif mode in ("edge", "reflect", "wrap"):
+            idx = _pad_indices(dim, b, e, mode).astype("int64")
+            out = ctx.expr(ctx.emit(G.op.take(out, G.const(idx), axis=a)))
+        else:
+            raise node.error(f"Pad mode {mode!r} is not supported (constant, edge, reflect, wrap are)")
+    return out
+
+
+@register("DepthToSpace")
+def _depth_to_space(ctx: Any, node: Any) -> Any:
+    x = ctx.expr(node.input(0))
+    n, c, h, w = ctx.shape(x)
+    b = int(node.attr("blocksize"))
+    if node.attr("mode", "DCR") == "DCR":
+        t = ctx.emit(G.op.reshape(x, (n, b, b, c // (b * b), h, w)))
+        t = ctx.emit(G.op.permute_dims(ctx.expr(t), (0, 3, 4, 1, 5, 2)))
+    else:
+        t = ctx.emit(G.op.reshape(x, (n, c // (b * b), b, b, h, w)))
+        t = ctx.emit(G.op.permute_dims(ctx.expr(t), (0, 1, 4, 2, 5, 3)))
+    return ctx.emit(G.op.reshape(ctx.expr(t), (n, c // (b * b), h * b, w * b)))
+
+
+@register("SpaceToDepth")
+def _space_to_depth(ctx: Any, node: Any) -> Any:
+    x = ctx.expr(node.input(0))
+    n, c, h, w = ctx.shape(x)
+    b = int(node.attr("blocksize"))
+    t = ctx.emit(G.op.reshape(x, (n, c, h // b, b, w // b, b)))
+    t = ctx.emit(G.op.permute_dims(ctx.expr(t), (0, 3, 5, 1, 2, 4)))
+    return ctx.emit(G.op.reshape(ctx.expr(t), (n, c * b * b, h // b, w // b)))
+
+
+@register("Trilu", since=14)
+def _trilu(ctx: Any, node: Any) -> Any:
+    x = node.input(0)
+    shape = _static_dims(ctx, node, x, "Trilu")
+    k = 0 if node.input(1) is None else int(as_array(node.input(1)).reshape(-1)[0])
+    ones = np.ones(shape[-2:], bool)
+    mask = np.triu(ones, k) if node.attr("upper", 1) else np.tril(ones, k)
+    if is_static(x):
+        return np.where(mask, as_array(x), np.zeros((), as_array(x).dtype))
+    dt = ctx.dtype(x)
+    return ctx.emit(G.op.where(G.const(mask), ctx.expr(x), G.const(np.array(0, dt))))
+
+
+@register("EyeLike", since=9)
+def _eye_like(ctx: Any, node: Any) -> Any:
+    shape = _static_dims(ctx, node, node.input(0), "EyeLike")
+    dtype = np_dtype(node.attr("dtype")) if node.attr("dtype") is not None else ctx.dtype(node.input(0))
+    return np.eye(shape[0], shape[1], k=int(node.attr("k", 0)), dtype=dtype)
+
+
+@register("OneHot", since=9)
+def _one_hot(ctx: Any, node: Any) -> Any:
+    idx, depth, values = node.input(0), node.input(1), node.input(2)
+    if not (is_static(depth) and is_static(values)):
+        raise node.error("OneHot needs a constant depth and values")
+    d = int(as_array(depth).reshape(-1)[0])
+    on_off = as_array(values)
+    ndim = len(ctx.shape(idx)) + 1
+    axis = norm_axes([node.attr("axis", -1)], ndim)[0]
+    i = ctx.expr(idx)
+    dt = ctx.dtype(i)
+    i = ctx.expr(ctx.emit(G.op.where(ctx.emit(G.op.less(i, G.const(np.array(0, dt)))),
+                                     ctx.emit(G.op.add(i, G.const(np.array(d, dt)))), i)))
+    i = ctx.expr(ctx.emit(G.op.expand_dims(i, axis)))
+    ar_shape = [1] * ndim
+    ar_shape[axis] = d
+    hot = ctx.emit(G.op.equal(i, G.const(np.arange(d, dtype=dt).reshape(ar_shape))))
+    return ctx.emit(G.op.where(ctx.expr(hot), G.const(np.array(on_off[1])), G.const(np.array(on_off[0]))))
