@@ -1,0 +1,135 @@
+"""`default_schedule`: the rule-based schedule every untuned kernel gets (TVM's DLight idea).
+
+Note: for each block of the function's root (in program order) the driver picks a rule from the
+block's structure (`analysis.analyze_block`) — GEMM-like → register-tiled micro-kernel with the
+elementwise epilogue fused; other reductions → parallel spatial loops, vectorized when the
+reduction is over an outer axis; elementwise → parallel + vectorized — and runs it on a *copy*
+of the schedule. If a primitive refuses (`ScheduleError`), the copy is dropped and the next,
+simpler rule is tried, ending with `parallel_vectorize` and finally "leave the block alone".
+Correctness therefore never depends on a rule being right: every step is a checked primitive.
+Blocks already moved under another block's loops (a fused epilogue) are skipped.
+
+Example:
+    >>> from ingot import te
+    >>> A = te.placeholder((64, 32), name="A"); B = te.placeholder((32, 64), name="B")
+    >>> k = te.reduce_axis((0, 32), name="k")
+    >>> C = te.compute((64, 64), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
+    >>> D = te.compute((64, 64), lambda i, j: te.max(C[i, j], 0.0), name="D")
+    >>> f = default_schedule(te.create_prim_func([A, B, D]), "llvm -num-cores=2")
+    >>> type(f).__name__
+    'PrimFunc'
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Optional
+
+from ingot.ir.module import IRModule
+from ingot.target import Target
+from ingot.tir.function import PrimFunc
+from ingot.tir.schedule import Schedule
+from ingot.tir.schedule.error import ScheduleError
+from ingot.tir.stmt import BlockRealize, For, ForKind, SeqStmt
+
+from .analysis import analyze_block
+from .rules import elementwise_rule, gemm_rule, parallel_vectorize, reduction_rule
+
+__all__ = ["default_schedule", "schedule_blocks", "RULES"]
+
+# kind -> rules to try in order (the last ones are the safe fallbacks).
+RULES: dict[str, list[Callable]] = {
+    "gemm": [gemm_rule, reduction_rule],
+    "reduction": [reduction_rule],
+    "elementwise": [elementwise_rule],
+    "opaque": [],
+}
+
+
+def _top_level_blocks(func: PrimFunc) -> list[str]:
+    """Names of the blocks directly in the root block's body (each under its own loop nest)."""
+    root = func.body.block if isinstance(func.body, BlockRealize) else None
+    if root is None:
+        return []
+    stmts = list(root.body.seq) if isinstance(root.body, SeqStmt) else [root.body]
+    names = []
+    for s in stmts:
+        while isinstance(s, For):
+            s = s.body
+        if isinstance(s, BlockRealize):
+            names.append(s.block.name_hint)
+    return names
+
+
+def schedule_blocks(sch: Schedule, target: Target, *, log: Optional[list] = None) -> Schedule:
+    """Apply the default rules to every top-level block of ``sch``'s working function and return
+    the resulting schedule (a different object: rules run on copies). ``log`` (a list) receives
+    ``(block, rule or None, error or None)`` for each block — what happened and why.
+
+    Example:
+        >>> # sch = schedule_blocks(Schedule(func), Target("llvm -num-cores=2"))
+    """
+    func = sch.mod[sch.func_working_on or "main"]
+    cores = max(1, int(target.num_cores or 1))
+    for name in _top_level_blocks(func):
+        try:
+            info = analyze_block(sch, sch.get_block(name))
+        except ScheduleError:
+            continue  # moved or removed by an earlier rule (a fused epilogue)
+        if _already_scheduled(sch, name):
+            continue
+        lanes = target.vector_lanes(info.dtype)
+        errors = []
+        for rule in RULES.get(info.kind, []) + [_baseline]:
+            trial = sch.copy()
+            try:
+                rule(trial, name, info, lanes, cores)
+            except ScheduleError as e:  # a primitive refused: try the next, simpler rule
+                errors.append(f"{rule.__name__}: {e}".splitlines()[0])
+                continue
+            sch = trial
+            if log is not None:
+                log.append((name, rule.__name__, errors or None))
+            break
+        else:
+            if log is not None:
+                log.append((name, None, errors))
+    return sch
+
+
+def _baseline(sch: Schedule, name: str, info: Any, lanes: int, cores: int) -> None:
+    if info.reduce:
+        raise ScheduleError(f"block {name!r}: no safe baseline for a reduction the rules refused")
+    parallel_vectorize(sch, name, lanes, cores)
+
+
+def _already_scheduled(sch: Schedule, name: str) -> bool:
+    """A block under a parallel loop (moved there as an epilogue) has been handled."""
+    return any(sch.get(lp).kind != ForKind.SERIAL for lp in sch.get_loops(sch.get_block(name)))
+
+
+def default_schedule(func: "PrimFunc | IRModule", target: "Target | str | None" = None) -> "PrimFunc | IRModule":
+    """The default (untuned) schedule of ``func`` for ``target`` (default: `Target.current()`,
+    else ``"llvm"``): a PrimFunc for a PrimFunc, an IRModule (every PrimFunc scheduled) for an
+    IRModule. Functions without a root block (already lowered) are returned unchanged.
+
+    Example:
+        >>> from ingot import te
+        >>> A = te.placeholder((8, 64), name="A")
+        >>> B = te.compute((8, 64), lambda i, j: A[i, j] * 2.0, name="B")
+        >>> f = default_schedule(te.create_prim_func([A, B]), "llvm -num-cores=2")
+        >>> "vectorized" in f.script() and "parallel" in f.script()
+        True
+    """
+    if target is None:
+        target = Target.current() or Target("llvm")
+    target = Target(target)
+    if isinstance(func, IRModule):
+        funcs = {}
+        for name, f in func.items():
+            funcs[name] = default_schedule(f, target) if isinstance(f, PrimFunc) else f
+        return IRModule(funcs)
+    if not isinstance(func, PrimFunc):
+        raise TypeError(f"default_schedule expects a PrimFunc or IRModule, got {type(func).__name__}")
+    if not _top_level_blocks(func):
+        return func
+    sch = schedule_blocks(Schedule(func), target)
+    return sch.mod["main"]

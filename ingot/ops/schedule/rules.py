@@ -1,0 +1,258 @@
+"""Schedule templates for one block: GEMM micro-kernel, row reduction, elementwise.
+
+Note: each rule takes a `Schedule`, a block name and its `BlockInfo` plus the target's vector
+lanes and core count, and transforms that block's loop nest in place. Rules only use checked
+primitives, so a transformation a primitive cannot prove correct raises `ScheduleError`; the
+driver (`default.py`) runs each rule on a copy of the schedule and falls back to a simpler rule
+when it raises. Nothing here decides correctness — the primitives do.
+
+The GEMM template (register tiling, as in BLIS/GotoBLAS micro-kernels):
+
+    for fused_outer in T.parallel(...):           # other spatial axes, i // MR, j // NR
+        C_local = alloc (MR, NR) "local"          # cache_write + reverse_compute_at
+        init C_local                              # decompose_reduction
+        for r... (reduce loops):                  # ci, kh, kw  /  k
+            for ii in T.unroll(MR):               # rows of the register tile
+                for jn in T.unroll(NR // VL):     # vectors per row
+                    for jl in T.vectorized(VL):   # one SIMD register
+                        C_local[ii, jn*VL+jl] += X * Y
+        write back C_local -> C, then the fused elementwise epilogue (bias, relu, residual)
+
+Example:
+    >>> # gemm_rule(sch, "C", info, lanes=16, cores=2)
+"""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from ingot.tir.schedule.error import ScheduleError
+from ingot.tir.stmt import ForKind
+
+from .analysis import BlockInfo
+
+__all__ = ["gemm_rule", "reduction_rule", "elementwise_rule", "parallel_vectorize", "choose_mr", "choose_nr"]
+
+
+def choose_mr(extent: Optional[int], nvec: int) -> int:
+    """Rows of the register tile: as many as the 32 vector registers allow (``MR * nvec``
+    accumulators plus operands), preferring a divisor of ``extent`` (no predicate).
+
+    Example:
+        >>> choose_mr(1024, 2), choose_mr(96, 1), choose_mr(1, 2)
+        (8, 12, 1)
+    """
+    limit = 24 // nvec if nvec > 1 else 12
+    if extent is None:
+        return 4
+    if extent <= limit:
+        return extent
+    for mr in range(limit, 3, -1):
+        if extent % mr == 0:
+            return mr
+    return min(limit, 8)
+
+
+def choose_nr(extent: Optional[int], lanes: int) -> "tuple[int, int]":
+    """(vectors per row, lanes) of the register tile for a vector axis of ``extent``.
+
+    Example:
+        >>> choose_nr(1024, 16), choose_nr(56, 16), choose_nr(8, 16), choose_nr(7, 16)
+        ((2, 16), (1, 16), (1, 8), (1, 1))
+    """
+    if extent is None:
+        return 1, lanes
+    if extent >= 2 * lanes and extent % (2 * lanes) == 0:
+        return 2, lanes
+    if extent >= lanes:
+        return 1, lanes
+    # GCC vector types need a power-of-two lane count: use the largest that fits the axis.
+    vl = 1
+    while vl * 2 <= extent:
+        vl *= 2
+    return (1, vl) if vl >= 4 and extent % vl == 0 else (1, 1)
+
+
+def _fuse_parallel(sch: Any, loops: list, extents: list, cores: int) -> Any:
+    """Fuse the leading loops until there are >= 4 * cores iterations (or all are fused) and
+    make the result parallel. Returns the parallel loop (or None when there is no loop)."""
+    if not loops:
+        return None
+    n, total = 0, 1
+    while n < len(loops):
+        n += 1
+        if extents[n - 1] is None:
+            break
+        total *= extents[n - 1]
+        if total >= 4 * cores:
+            break
+    outer = sch.fuse(*loops[:n]) if n > 1 else loops[0]
+    sch.parallel(outer)
+    return outer
+
+
+def _extent(sch: Any, loop: Any) -> Optional[int]:
+    e = sch.get(loop).extent
+    return getattr(e, "value", None) if type(e).__name__ == "IntImm" else None
+
+
+def parallel_vectorize(sch: Any, name: str, lanes: int, cores: int) -> None:
+    """The safe baseline for any block whose loops are all spatial: vectorize the innermost loop
+    (split by ``lanes``), fuse the outer ones and make them parallel.
+
+    Example:
+        >>> # parallel_vectorize(sch, "T_add", lanes=16, cores=2)
+    """
+    block = sch.get_block(name)
+    loops = sch.get_loops(block)
+    if not loops:
+        return
+    extents = [_extent(sch, lp) for lp in loops]
+    # A short innermost axis (7, 14 ...) is fused with its neighbour (contiguous in memory for
+    # row-major outputs) so that the vectorized loop gets enough elements.
+    while len(loops) > 1 and extents[-1] is not None and extents[-1] < lanes and extents[-2] is not None:
+        loops = loops[:-2] + [sch.fuse(loops[-2], loops[-1])]
+        extents = extents[:-2] + [extents[-2] * extents[-1]]
+    inner = loops[-1]
+    if extents[-1] is None or extents[-1] >= lanes:
+        outer_in, inner = sch.split(inner, [None, lanes])
+        loops = loops[:-1] + [outer_in]
+        extents = extents[:-1] + [None if extents[-1] is None else -(-extents[-1] // lanes)]
+    else:
+        loops, extents = loops[:-1], extents[:-1]
+    if lanes > 1:
+        sch.vectorize(inner)
+    _fuse_parallel(sch, loops, extents, cores)
+
+
+def elementwise_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: int) -> None:
+    """Parallel outer loops, vectorized innermost loop (see `parallel_vectorize`).
+
+    Example:
+        >>> # elementwise_rule(sch, "T_relu", info, 16, 2)
+    """
+    parallel_vectorize(sch, name, lanes, cores)
+
+
+def reduction_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: int) -> None:
+    """Spatial loops outside (fused, parallel), reduce loops inside. When the innermost
+    iteration variable is spatial and indexes the output contiguously (a column sum), it stays
+    innermost and is vectorized — lanes are independent outputs, so the order of the floating
+    point sum is unchanged. A row reduction (reduce innermost) stays serial: vectorizing it would
+    reassociate the sum (it needs rfactor).
+
+    Example:
+        >>> # reduction_rule(sch, "T_sum", info, 16, 2)
+    """
+    if not info.simple_loops:
+        raise ScheduleError(f"reduction_rule: block {name!r} is not one loop per iteration variable")
+    block = sch.get_block(name)
+    loops = sch.get_loops(block)
+    spatial = [loops[k] for k in info.spatial]
+    reduce = [loops[k] for k in info.reduce]
+    s_ext = [info.extents[k] for k in info.spatial]
+    vec_loop = None
+    last = len(info.extents) - 1
+    if info.spatial and info.spatial[-1] == last and s_ext[-1] is not None and s_ext[-1] >= lanes and info.reduce:
+        # column reduction: [spatial..., reduce..., vector]
+        o, vec_loop = sch.split(spatial[-1], [None, lanes])
+        spatial, s_ext = spatial[:-1] + [o], s_ext[:-1] + [-(-s_ext[-1] // lanes)]
+        sch.reorder(*spatial, *reduce, vec_loop)
+    elif reduce:
+        sch.reorder(*spatial, *reduce)
+    if vec_loop is not None:
+        sch.vectorize(vec_loop)
+    _fuse_parallel(sch, spatial, s_ext, cores)
+
+
+def gemm_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: int, *, epilogue: bool = True,
+              mr: Optional[int] = None, nvec: Optional[int] = None, k_unroll: int = 1) -> None:
+    """The register-tiled micro-kernel of the module note on a ``"gemm"`` block.
+
+    ``mr``/``nvec`` override the tile (rows, vectors per row); ``k_unroll`` splits the innermost
+    reduce loop and unrolls the inner part. With ``epilogue`` the elementwise consumers of the
+    output (bias, relu, residual) are moved under the tile loop too.
+
+    Example:
+        >>> # gemm_rule(sch, "T_matmul", info, lanes=16, cores=2)
+    """
+    if info.kind != "gemm" or not info.simple_loops:
+        raise ScheduleError(f"gemm_rule: block {name!r} is not a plain GEMM-like reduction")
+    block = sch.get_block(name)
+    loops = sch.get_loops(block)
+    i, j = info.i_index, info.j_index
+    ext_i, ext_j = info.extents[i], info.extents[j]
+    nv, vl = choose_nr(ext_j, lanes)
+    if nvec is not None:
+        nv = nvec
+    mr = mr or choose_mr(ext_i, nv)
+    # Step 1. tile i by MR and j by NR = nv * vl.
+    io, ii = sch.split(loops[i], [None, mr])
+    jo, jn, jl = sch.split(loops[j], [None, nv, vl])
+    others = [loops[k] for k in info.spatial if k not in (i, j)]
+    o_ext = [info.extents[k] for k in info.spatial if k not in (i, j)]
+    reduce = [loops[k] for k in info.reduce]
+    if k_unroll > 1 and reduce:
+        ko, ki = sch.split(reduce[-1], [None, k_unroll])
+        reduce = reduce[:-1] + [ko, ki]
+    # Step 2. order: outer spatial, tile loops, reduce loops, the register tile.
+    sch.reorder(*others, io, jo, *reduce, ii, jn, jl)
+    if k_unroll > 1 and reduce:
+        sch.unroll(reduce[-1])
+    sch.unroll(ii)
+    sch.unroll(jn)
+    if vl > 1:
+        sch.vectorize(jl)
+    outer_ext = o_ext + [None if ext_i is None else -(-ext_i // mr),
+                         None if ext_j is None else -(-ext_j // (nv * vl))]
+    _fuse_parallel(sch, [*others, io, jo], outer_ext, cores)
+    # the innermost tile loop: the loop just above the first reduce loop
+    tile_loop = sch.get_loops(block)[len(sch.get_loops(block)) - 3 - len(reduce) - 1]
+    # Step 3. accumulators in registers: a local cache of the output, written back per tile.
+    write_back = sch.cache_write(block, 0, "local")
+    sch.reverse_compute_at(write_back, tile_loop)
+    _vectorize_tail(sch, write_back, vl)
+    first_reduce = sch.get_loops(block)[len(sch.get_loops(block)) - 3 - len(reduce)]
+    init = sch.decompose_reduction(block, first_reduce)
+    _vectorize_tail(sch, init, vl)
+    # Step 4. fuse the elementwise epilogue (bias, relu, residual) under the same tile loop.
+    if epilogue:
+        _fuse_epilogue(sch, write_back, tile_loop, vl)
+
+
+def _vectorize_tail(sch: Any, block: Any, vl: int) -> None:
+    """Vectorize (split by ``vl``) the innermost loop of a moved block; unroll the one above."""
+    loops = sch.get_loops(block)
+    if not loops or sch.get(loops[-1]).kind != ForKind.SERIAL:
+        return  # decompose_reduction keeps the loop kinds of the update (already vectorized)
+    ext = _extent(sch, loops[-1])
+    if vl > 1 and ext is not None and ext >= vl and ext % vl == 0:
+        o, inner = sch.split(loops[-1], [None, vl])
+        sch.vectorize(inner)
+    elif ext is not None and vl > 1 and ext < vl and ext & (ext - 1) == 0 and ext >= 4:
+        sch.vectorize(loops[-1])
+
+
+def _fuse_epilogue(sch: Any, producer: Any, tile_loop: Any, vl: int) -> None:
+    """reverse_compute_at each chain of elementwise consumers under ``tile_loop``; a consumer that
+    a primitive refuses stays where it is (the driver schedules it as elementwise)."""
+    frontier = [producer]
+    seen = set()
+    while frontier:
+        blk = frontier.pop()
+        for cons in sch.get_consumers(blk):
+            key = sch.get(cons).name_hint
+            if key in seen:
+                continue
+            seen.add(key)
+            if any(iv.kind != "S" for iv in sch.get(cons).iter_vars):
+                continue
+            trial = sch.copy()
+            try:
+                # handles stay valid in a copy: try on the copy, apply for real once it succeeds
+                trial.reverse_compute_at(trial.get_block(key), tile_loop)
+            except ScheduleError:
+                continue
+            sch.reverse_compute_at(cons, tile_loop)
+            _vectorize_tail(sch, cons, vl)
+            frontier.append(cons)
+
