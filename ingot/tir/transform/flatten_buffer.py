@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from ingot.ir.buffer import Buffer
+from ingot.ir.dtype import DataType
 from ingot.ir.error import IRError
 from ingot.ir.expr import BufferLoad, IntImm, PrimExpr, as_const_int
 from ingot.ir.functor import Mutator
@@ -40,6 +41,8 @@ def _index_dtype(buffer: Buffer, indices: "tuple[PrimExpr, ...]") -> Any:
 
 
 def _cast(e: PrimExpr, dtype: Any) -> PrimExpr:
+    # Keep the lanes of a vector index (a Ramp from a tensor intrinsic stays a vector).
+    dtype = DataType(dtype).with_lanes(e.dtype.lanes)
     return e if e.dtype == dtype else e.astype(dtype)
 
 
