@@ -296,6 +296,10 @@ class Schedule:
     compute_inline = P.compute_inline.compute_inline
     reverse_compute_inline = P.compute_inline.reverse_compute_inline
     decompose_reduction = P.decompose_reduction.decompose_reduction
+    rfactor = P.rfactor.rfactor
+    transform_layout = P.transform_layout.transform_layout
+    blockize = P.blockize_tensorize.blockize
+    tensorize = P.blockize_tensorize.tensorize
 
 
 _ENTER_POSTPROC = InstructionKind("enter_postproc")

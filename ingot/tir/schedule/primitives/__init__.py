@@ -6,5 +6,7 @@ from . import (  # noqa: F401  (importing registers the instruction kinds)
     add_unit_loop, annotate, cache, fuse, get_block, loop_kind, reorder, sampling, set_scope, split,
     storage_align,
 )
-from . import compute_at, compute_inline, decompose_reduction  # noqa: F401  (hard primitives)
+from . import (  # noqa: F401  (hard primitives)
+    blockize_tensorize, compute_at, compute_inline, decompose_reduction, rfactor, transform_layout,
+)
 
