@@ -16,7 +16,6 @@ Example:
 from __future__ import annotations
 
 import concurrent.futures as cf
-import multiprocessing as mp
 import os
 import time
 import traceback
@@ -83,12 +82,15 @@ class LocalBuilder(Builder):
 
     def _get_pool(self) -> cf.ProcessPoolExecutor:
         if self._pool is None:
-            # forkserver/spawn, not fork: the tuner process may have threads (e.g. xgboost's).
-            method = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
-            self._pool = cf.ProcessPoolExecutor(max_workers=self.max_workers, mp_context=mp.get_context(method))
-            self.pools_started += 1
-            for f in [self._pool.submit(_worker_ready) for _ in range(self.max_workers)]:
-                f.result()
+            # forkserver/spawn, not fork, and __main__ hidden while workers start: see _process.
+            from .._process import context, hidden_main
+
+            with hidden_main():
+                self._pool = cf.ProcessPoolExecutor(max_workers=self.max_workers, mp_context=context())
+                self.pools_started += 1
+                ready = [self._pool.submit(_worker_ready) for _ in range(self.max_workers)]
+                for f in ready:
+                    f.result()
         return self._pool
 
     def build(self, inputs: Sequence[BuilderInput]) -> "list[BuilderResult]":

@@ -17,8 +17,12 @@ class FeatureExtractor:
         >>> # FeatureExtractor subclasses define extract_one(mod) -> 1-D array
     """
 
-    def extract(self, mods: Sequence[Any]) -> np.ndarray:
-        return np.stack([self.extract_one(m) for m in mods]) if mods else np.zeros((0, 0), "float32")
+    def extract(self, mods: Sequence[Any], keys: "Sequence[str] | None" = None) -> np.ndarray:
+        """Stack the features of ``mods`` (``keys``: their structural hashes, for memoization)."""
+        if not mods:
+            return np.zeros((0, getattr(self, "dim", 0)), "float32")
+        keys = list(keys) if keys is not None else [None] * len(mods)
+        return np.stack([self.extract_one(m, k) for m, k in zip(mods, keys)])
 
-    def extract_one(self, mod: Any) -> np.ndarray:
+    def extract_one(self, mod: Any, key: "str | None" = None) -> np.ndarray:
         raise NotImplementedError

@@ -55,11 +55,12 @@ class PerStoreFeature(FeatureExtractor):
         self._cache: dict = {}
         self._cache_size = cache_size
 
-    def extract_one(self, mod: Any) -> np.ndarray:
+    def extract_one(self, mod: Any, key: "str | None" = None) -> np.ndarray:
+        """Features of one scheduled module (``key``: its structural hash when already known)."""
         from ingot.ir import structural_hash
         from ingot.tir.function import PrimFunc
 
-        key = structural_hash(mod)
+        key = key or structural_hash(mod)
         hit = self._cache.get(key)
         if hit is not None:
             return hit

@@ -37,13 +37,14 @@ class LocalRunner(Runner):
     def _ensure_child(self) -> None:
         if self._proc is not None and self._proc.is_alive():
             return
+        from .._process import context, hidden_main
         from . import _child
 
-        method = "forkserver" if "forkserver" in mp.get_all_start_methods() else "spawn"
-        ctx = mp.get_context(method)
+        ctx = context()
         parent, child = ctx.Pipe()
         proc = ctx.Process(target=_child.main, args=(child,), daemon=True, name="ingot-tune-runner")
-        proc.start()
+        with hidden_main():
+            proc.start()
         child.close()
         if not parent.poll(self.start_timeout_s):
             proc.kill()
