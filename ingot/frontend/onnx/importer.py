@@ -316,7 +316,8 @@ class Context:
 
 def from_onnx(model_or_path: Any, shape_dict: "Mapping[str, Sequence[Any]] | None" = None,
               dtype_dict: "Mapping[str, str] | str | None" = None, opset: "int | None" = None,
-              keep_params_in_input: bool = False) -> tuple[IRModule, dict]:
+              keep_params_in_input: bool = False,
+              const_inputs: "Mapping[str, Any] | None" = None) -> tuple[IRModule, dict]:
     """Import an ONNX model (TVM's ``relax.frontend.onnx.from_onnx``).
 
     Args:
@@ -328,6 +329,9 @@ def from_onnx(model_or_path: Any, shape_dict: "Mapping[str, Sequence[Any]] | Non
         keep_params_in_input: weights become parameters of ``main`` after the inputs (bind them
             with ``ingot.graph.transform.BindParams("main", params)``); by default they are embedded
             as constants and ``params`` is empty.
+        const_inputs: input name → value known at import time (TVM's ``freeze_params`` for inputs): the
+            input is dropped from ``main`` and folded into the graph, e.g. a run-time ``shape`` or
+            ``axes`` input that the graph layer needs statically.
 
     Returns:
         ``(mod, params)``: ``mod["main"]`` takes the model's inputs in order and returns its output
@@ -357,7 +361,8 @@ def from_onnx(model_or_path: Any, shape_dict: "Mapping[str, Sequence[Any]] | Non
     if isinstance(dtype_dict, str):
         dtype_dict = {n: dtype_dict for n in names}
     dtype_dict = dict(dtype_dict or {})
-    for what, d in (("shape_dict", shape_dict), ("dtype_dict", dtype_dict)):
+    const_inputs = dict(const_inputs or {})
+    for what, d in (("shape_dict", shape_dict), ("dtype_dict", dtype_dict), ("const_inputs", const_inputs)):
         unknown = [k for k in d if k not in names]
         if unknown:
             raise ShapeDictError(f"{source}: {what} names {unknown!r}, which the model does not have as inputs; "
@@ -365,6 +370,9 @@ def from_onnx(model_or_path: Any, shape_dict: "Mapping[str, Sequence[Any]] | Non
     dims: dict[str, DimVar] = {}
     params_vars, values = [], {}
     for info in inputs:
+        if info.name in const_inputs:
+            values[info.name] = np.asarray(const_inputs[info.name])
+            continue
         shape = _input_shape(info, shape_dict.get(info.name), dims, source)
         tt = info.type.tensor_type
         dtype = dtype_dict.get(info.name) or np_dtype(tt.elem_type)

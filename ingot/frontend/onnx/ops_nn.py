@@ -187,12 +187,18 @@ def _instance_norm(ctx: Any, node: Any) -> Any:
 
 @register("LayerNormalization", since=17)
 def _layer_norm(ctx: Any, node: Any) -> Any:
-    if node.num_outputs > 1 and any(node.proto.output[1:]):
-        raise node.error("the Mean/InvStdDev outputs of LayerNormalization are not supported")
     x = ctx.expr(node.input(0))
     ndim = len(ctx.shape(x))
     axis = norm_axes([node.attr("axis", -1)], ndim)[0]
     axes = list(range(axis, ndim))
+    extra = []
+    if node.num_outputs > 1 and any(node.proto.output[1:]):
+        # Mean and InvStdDev (training graphs ask for them): computed beside the fused layer_norm.
+        eps = scalar_like(float(node.attr("epsilon", 1e-5)), ctx.dtype(x))
+        mean = ctx.expr(ctx.emit(G.op.mean(x, axis=axes, keepdims=True)))
+        d = ctx.expr(ctx.emit(G.op.subtract(x, mean)))
+        var = ctx.expr(ctx.emit(G.op.mean(ctx.emit(G.op.multiply(d, d)), axis=axes, keepdims=True)))
+        extra = [mean, ctx.emit(G.op.rsqrt(ctx.expr(ctx.emit(G.op.add(var, eps)))))]
     norm_shape = tuple(ctx.shape(x)[axis:])
     scale = ctx.expr(node.input(1))
     if tuple(ctx.shape(scale)) != norm_shape:
@@ -201,7 +207,8 @@ def _layer_norm(ctx: Any, node: Any) -> Any:
     bias = G.const(np.zeros(norm_shape, ctx.dtype(x))) if bias is None else ctx.expr(bias)
     if tuple(ctx.shape(bias)) != norm_shape:
         bias = ctx.expr(ctx.emit(G.op.add(bias, G.const(np.zeros(norm_shape, ctx.dtype(x))))))
-    return ctx.emit(G.op.layer_norm(x, scale, bias, axes=axes, epsilon=float(node.attr("epsilon", 1e-5))))
+    out = ctx.emit(G.op.layer_norm(x, scale, bias, axes=axes, epsilon=float(node.attr("epsilon", 1e-5))))
+    return [out] + extra if extra else out
 
 
 def _softmax(kind: str, since13: bool):

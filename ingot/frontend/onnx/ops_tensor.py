@@ -105,7 +105,33 @@ def _reshape(ctx: Any, node: Any) -> Any:
         arr = as_array(x)
         if all(isinstance(d, int) for d in target):
             return arr.reshape(target)
-    return ctx.emit(G.op.reshape(ctx.expr(x), tuple(target)))
+    return ctx.emit(G.op.reshape(ctx.expr(x), tuple(_infer_minus_one(list(src), target))))
+
+
+def _infer_minus_one(src: list, target: list) -> list:
+    """Resolve a -1 in ``target`` by cancelling the symbolic dims it shares with ``src``, so that
+    ``(N, 3, 4) → (N, -1)`` gives ``(N, 12)`` rather than ``(N, N*12 // N)``."""
+    from ingot.ir import structural_equal
+
+    if -1 not in target or all(isinstance(d, int) for d in src):
+        return target
+    rest = list(src)
+    known = []
+    for d in target:
+        if isinstance(d, int) and d == -1:
+            continue
+        match = next((k for k, s in enumerate(rest) if not isinstance(s, int) and not isinstance(d, int)
+                      and structural_equal(s, d)), None)
+        if match is None:
+            known.append(d)
+        else:
+            rest.pop(match)
+    if not all(isinstance(d, int) for d in rest + known):
+        return target
+    num, den = int(np.prod(rest, dtype=np.int64)), int(np.prod(known, dtype=np.int64))
+    if den == 0 or num % den:
+        return target
+    return [num // den if isinstance(d, int) and d == -1 else d for d in target]
 
 
 @register("Flatten")
