@@ -36,6 +36,22 @@ def __getattr__(name: str):
 
     if name == "transform":
         return importlib.import_module("ingot.graph.transform")
-    if name in ("build", "Executable", "Executor", "VirtualMachine"):
+    if name in ("build", "Executable", "Executor", "VirtualMachine", "load_executable"):
         return getattr(importlib.import_module("ingot.graph.executor"), name)
     raise AttributeError(f"module 'ingot.graph' has no attribute {name!r}")
+
+
+def _register_loader() -> None:
+    # The runtime-level loader finds compiled models through this packed function (or through the
+    # manifest's "loader" entry) without ingot.runtime importing ingot.graph.
+    from ingot.runtime import register_func
+
+    def load(path: str):
+        from .artifact import load_executable
+
+        return load_executable(path)
+
+    register_func("ingot.graph.load", load, override=True)
+
+
+_register_loader()

@@ -1,12 +1,19 @@
-"""`build` and the Python `Executor` for graph modules (TVM Relax's ``relax.build`` + VM).
+"""`build` and the `Executor` for graph modules (TVM Relax's ``relax.build`` + VM, with an AOT entry).
 
-Note: `build` runs the default graph pipeline (fold constants, fuse, FuseTIR, legalize, DCE) when
-operator calls remain, compiles all PrimFuncs of the module with one ``ingot.build`` call (one
-shared library), and keeps the graph functions as the execution plan. The `Executor` walks the
-bindings: ``call_tir`` allocates its outputs (shapes evaluated with the symbolic dimensions bound
-from the inputs' shapes, so one build serves every batch size) and calls the kernel;
-``call_packed``/``call_dps_packed`` call registered functions with NDArrays (zero-copy views).
-Not done yet (see docs/graph.md): the AOT C entry, static memory planning, export_library.
+Note: `build` (1) runs the default graph pipeline (fold constants, fuse, FuseTIR, legalize, DCE)
+when operator calls remain; (2) schedules every kernel: a tuned schedule from the
+``apply_schedule`` hook, else ``ingot.ops.schedule.default_schedule``, else a safe local
+fallback (`ingot.graph.schedule_hook`; ``ex.schedule_report`` says which each kernel got);
+(3) turns each graph function into an `ExecutionPlan` (`ingot.graph.plan`) with a static memory
+plan; (4) lowers the kernels and emits them, plus one AOT C entry per static plan
+(`ingot.graph.aot`), as one C translation unit, compiled once into one shared library.
+Weights are packed into one aligned blob passed to the AOT entry as a pointer.
+
+The `Executor` runs a function with one foreign call (the AOT entry) when its plan is static;
+otherwise (symbolic shapes: one build serves every batch size; packed calls) it interprets the
+plan in Python, calling the kernels one by one with intermediates allocated per call.
+`Executable.export_library` writes the library, the weights and a JSON manifest
+(`ingot.graph.artifact`); `load_executable` reads them back in a fresh process.
 
 Example:
     >>> import numpy as np, ingot
@@ -28,27 +35,62 @@ import numpy as np
 from ingot.ir import IRModule
 from ingot.ir import expr as PE
 from ingot.ir.error import IRError
-from ingot.ir.module import GlobalVar
 
-from .expr import Call, Constant, ExternFunc, Function, Op, ShapeExpr, Tuple, TupleGetItem, Var
-from .struct_info import TensorStructInfo, TupleStructInfo
+from .expr import Function
+from .plan import ConstantTable, compile_plan, eval_dim_json, is_aot_compatible
 from .transform.legalize_ops import is_legalizable
 
 
 class Executable:
-    """A compiled graph module: the graph functions (the plan) and one runtime library of kernels.
+    """A compiled graph module: execution plans, one kernel library, the weights blob.
+
+    Attributes: ``mod`` (the built IRModule; None after `load_executable`), ``lib`` (the runtime
+    Module), ``target``, ``plans`` (function name → plan dict), ``constants`` (weights layout),
+    ``weights`` (the blob, an aligned uint8 array), ``aot`` (function name → AOT entry name in
+    ``lib``), ``kernels`` (PrimFunc name → name in ``lib``), ``schedule_report``.
 
     Example: see `build`.
     """
 
-    def __init__(self, mod: IRModule, lib: Any, target: Any):
+    def __init__(self, mod: "IRModule | None", lib: Any, target: Any, plans: dict, constants: list,
+                 weights: np.ndarray, aot: dict, kernels: dict, schedule_report: dict):
         self.mod = mod
         self.lib = lib
         self.target = target
+        self.plans = plans
+        self.constants = constants
+        self.weights = weights
+        self.aot = aot
+        self.kernels = kernels
+        self.schedule_report = schedule_report
+
+    def stats(self) -> dict:
+        """Per graph function: AOT or not, kernel calls, peak workspace and unplanned bytes.
+
+        Example:
+            >>> ex.stats()["main"]["workspace_bytes"]  # doctest: +SKIP
+            512
+        """
+        out = {}
+        for name, plan in self.plans.items():
+            mem = plan["memory"] or {}
+            out[name] = {"aot": name in self.aot, "steps": len(plan["steps"]),
+                         "workspace_bytes": mem.get("workspace_bytes"), "naive_bytes": mem.get("naive_bytes")}
+        return out
+
+    def export_library(self, path: str) -> str:
+        """Write ``path`` (the shared library), ``<stem>.weights.bin`` and ``<stem>.json``.
+
+        Example:
+            >>> ex.export_library("/tmp/model.so")  # doctest: +SKIP
+            '/tmp/model.so'
+        """
+        from .artifact import export_executable
+
+        return export_executable(self, path)
 
     def __repr__(self) -> str:
-        funcs = [n for n, f in self.mod.functions.items() if isinstance(f, Function)]
-        return f"<ingot.graph.Executable functions={funcs} target={self.target}>"
+        return f"<ingot.graph.Executable functions={list(self.plans)} aot={list(self.aot)} target={self.target}>"
 
 
 def _needs_pipeline(mod: IRModule) -> bool:
@@ -60,8 +102,12 @@ def _needs_pipeline(mod: IRModule) -> bool:
     return False
 
 
-def build(mod: IRModule, target: Any = "llvm", pipeline: Any = "default") -> Executable:
-    """Compile a graph module: legalize/fuse when needed, build all kernels in one library.
+def build(mod: IRModule, target: Any = "llvm", pipeline: Any = "default", *,
+          apply_schedule: "Callable[[Any], Any] | None" = None, aot: bool = True) -> Executable:
+    """Compile a graph module: legalize/fuse, schedule, plan, emit kernels + AOT entries, compile.
+
+    ``apply_schedule(prim_func) -> prim_func | None`` substitutes tuned kernels (None: use the
+    default schedule). ``aot=False`` builds no AOT entries (every call interprets the plan).
 
     Example:
         >>> from ingot import graph as G
@@ -70,17 +116,102 @@ def build(mod: IRModule, target: Any = "llvm", pipeline: Any = "default") -> Exe
         >>> with bb.function("main", [x]):
         ...     bb.emit_func_output(bb.emit(G.op.exp(x)))
         >>> ex = build(bb.get())  # doctest: +SKIP
+        >>> ex.schedule_report  # doctest: +SKIP
+        {'exp': 'fallback'}
     """
-    import ingot
+    from ingot.target import as_target
+
+    from .schedule_hook import schedule_module
     from .transform import default_build_pipeline
 
+    target = as_target(target)
     if pipeline == "default" and _needs_pipeline(mod):
         mod = default_build_pipeline()(mod)
     elif pipeline not in (None, "default"):
         mod = pipeline(mod)
-    prim = {n: f for n, f in mod.functions.items() if not isinstance(f, Function)}
-    lib = ingot.build(IRModule(prim), target=target) if prim else None
-    return Executable(mod, lib, target)
+    prim = IRModule({n: f for n, f in mod.functions.items() if not isinstance(f, Function)})
+    scheduled, report = schedule_module(prim, target, apply_schedule, lambda f: _check_kernel(f, target))
+    consts = ConstantTable()
+    plans = {name: compile_plan(f, name, consts) for name, f in mod.functions.items()
+             if isinstance(f, Function) and not f.attrs.get("Primitive")}
+    layout, _ = consts.layout()
+    aot_plans = {n: p for n, p in plans.items() if aot and is_aot_compatible(p)}
+    lib, kernels, aot_names = _compile(scheduled, target, aot_plans, layout)
+    weights = _weights_array(consts)
+    return Executable(mod, lib, target, plans, layout, weights, aot_names, kernels, report)
+
+
+def _check_kernel(func: Any, target: Any) -> None:
+    """Raise if ``func`` cannot be lowered and printed as C (checked per kernel, so one bad
+    schedule falls back alone instead of failing the module)."""
+    from ingot.codegen.c import generate_c
+    from ingot.driver.build import lower
+
+    with target:
+        lowered = lower(func)
+    generate_c(lowered, target, include_source=False)
+
+
+def _weights_array(consts: ConstantTable) -> np.ndarray:
+    from ingot.runtime.ndarray import aligned_empty
+
+    blob = consts.blob()
+    out = aligned_empty((max(len(blob), 1),), "uint8")
+    out[:len(blob)] = np.frombuffer(blob, dtype=np.uint8)
+    return out
+
+
+def _compile(prim: IRModule, target: Any, aot_plans: dict, layout: list) -> "tuple[Any, dict, dict]":
+    """Lower ``prim``, emit its C plus the AOT entries, compile one library; returns
+    ``(lib, {kernel: name in lib}, {graph function: AOT name in lib})``."""
+    if not prim.functions and not aot_plans:
+        return None, {}, {}
+    from ingot.codegen.c import function_name, generate_c
+    from ingot.codegen.prelude import emit_metadata_c, emit_source_c
+    from ingot.codegen.sanitize import sanitize_identifier
+    from ingot.codegen.toolchain import compile_shared_library
+    from ingot.driver.build import lower
+    from ingot.runtime.module import Module
+
+    from .aot import aot_metadata, emit_aot_function
+
+    with target:
+        lowered = lower(prim) if prim.functions else prim
+    source = generate_c(lowered, target, include_source=False)
+    md = source.metadata
+    tail = emit_metadata_c(md)
+    if not source.code.endswith(tail):  # pragma: no cover - guards a change in the C backend's layout
+        raise NotImplementedError("the C backend no longer ends its source with the metadata; update "
+                                  "ingot.graph.executor._compile")
+    kernels = {name: function_name(name, f) for name, f in ((getattr(k, "name_hint", k), f) for k, f in prim.items())}
+    symbols = {name: md["functions"][lib_name]["symbol"] for name, lib_name in kernels.items()}
+    taken = {d["symbol"] for d in md["functions"].values()}
+    functions = dict(md["functions"])
+    texts, aot_names = [], {}
+    for name, plan in aot_plans.items():
+        symbol, k = f"ingot_graph_{sanitize_identifier(name)}", 1
+        while symbol in taken:
+            symbol, k = f"ingot_graph_{sanitize_identifier(name)}_{k}", k + 1
+        taken.add(symbol)
+        lib_name = f"graph.{name}"
+        texts.append(emit_aot_function(plan, symbol, symbols, layout))
+        functions[lib_name] = aot_metadata(plan, symbol, layout)
+        aot_names[name] = lib_name
+    md = {**md, "functions": functions, "source_included": True}
+    code = source.code[:-len(tail)] + "\n/* ===== AOT entries of the graph functions ===== */\n" + "\n".join(texts)
+    code = code + "\n" + emit_metadata_c(md)
+    code = code + emit_source_c(code)
+    path = compile_shared_library(code, _compile_options(target, code))
+    lib = Module(path, source=code)
+    lib.set_num_threads(target.num_cores)
+    return lib, kernels, aot_names
+
+
+def _compile_options(target: Any, code: str) -> Any:
+    from ingot.codegen import build as cbuild
+
+    helper = getattr(cbuild, "_options_for_source", None)
+    return helper(target, code) if helper is not None else cbuild.compile_options_for(target)
 
 
 def eval_dim(dim: Any, env: dict) -> int:
@@ -92,25 +223,12 @@ def eval_dim(dim: Any, env: dict) -> int:
         >>> eval_dim(n * 2 + 1, {n: 3})
         7
     """
-    if isinstance(dim, int):
-        return dim
-    if isinstance(dim, PE.IntImm):
-        return dim.value
-    if isinstance(dim, PE.Var):
-        if dim not in env:
-            raise IRError(f"symbolic dimension {dim.name!r} is not bound by the inputs' shapes")
-        return env[dim]
-    if isinstance(dim, PE.Cast):
-        return eval_dim(dim.value, env)
-    ops: dict[type, Callable[[int, int], int]] = {
-        PE.Add: lambda a, b: a + b, PE.Sub: lambda a, b: a - b, PE.Mul: lambda a, b: a * b,
-        PE.FloorDiv: lambda a, b: a // b, PE.FloorMod: lambda a, b: a % b, PE.Min: min, PE.Max: max,
-        PE.Div: lambda a, b: int(a / b), PE.Mod: lambda a, b: a - b * int(a / b),
-    }
-    fn = ops.get(type(dim))
-    if fn is None:
-        raise IRError(f"cannot evaluate the dimension expression `{dim}`")
-    return fn(eval_dim(dim.a, env), eval_dim(dim.b, env))
+    from .plan import dim_to_json
+
+    if isinstance(dim, PE.PrimExpr) or isinstance(dim, int):
+        by_name = {getattr(k, "name", k): v for k, v in env.items()}
+        return eval_dim_json(dim_to_json(dim), by_name)
+    raise IRError(f"cannot evaluate the dimension `{dim}`")
 
 
 def _as_numpy(value: Any) -> np.ndarray:
@@ -121,44 +239,104 @@ def _as_numpy(value: Any) -> np.ndarray:
     return np.asarray(value)
 
 
-def _bind_param(param: Var, value: np.ndarray, env: dict, func_name: str) -> None:
-    sinfo = param.struct_info
-    if not isinstance(sinfo, TensorStructInfo):
+def _bind_input(desc: dict, value: np.ndarray, env: dict, func_name: str) -> None:
+    if desc["dtype"] is None:
         return
-    if str(value.dtype) != str(sinfo.dtype):
-        raise IRError(f"{func_name}: argument {param.name_hint!r} must be {sinfo.dtype}, got {value.dtype}")
-    if sinfo.shape is None:
+    if str(value.dtype) != desc["dtype"]:
+        raise IRError(f"{func_name}: argument {desc['name']!r} must be {desc['dtype']}, got {value.dtype}")
+    shape = desc["shape"]
+    if shape is None:
         return
-    if value.ndim != len(sinfo.shape):
-        raise IRError(f"{func_name}: argument {param.name_hint!r} must have rank {len(sinfo.shape)} "
-                      f"(shape {tuple(map(str, sinfo.shape))}), got shape {value.shape}")
-    for axis, (dim, actual) in enumerate(zip(sinfo.shape, value.shape)):
-        if isinstance(dim, PE.Var):
-            if dim in env and env[dim] != actual:
-                raise IRError(f"{func_name}: argument {param.name_hint!r} axis {axis} is {actual}, but "
-                              f"{dim.name} = {env[dim]} from an earlier argument")
-            env[dim] = actual
-        elif isinstance(dim, int) and dim != actual:
-            raise IRError(f"{func_name}: argument {param.name_hint!r} must have shape "
-                          f"{tuple(map(str, sinfo.shape))}, got {value.shape} (axis {axis})")
+    shown = tuple(d if isinstance(d, int) else d.get("var", "?") for d in shape)
+    if value.ndim != len(shape):
+        raise IRError(f"{func_name}: argument {desc['name']!r} must have rank {len(shape)} (shape {shown}), "
+                      f"got shape {value.shape}")
+    for axis, (dim, actual) in enumerate(zip(shape, value.shape)):
+        if isinstance(dim, int):
+            if dim != actual:
+                raise IRError(f"{func_name}: argument {desc['name']!r} must have shape {shown}, got {value.shape} "
+                              f"(axis {axis})")
+        elif "var" in dim:
+            name = dim["var"]
+            if name in env and env[name] != actual:
+                raise IRError(f"{func_name}: argument {desc['name']!r} axis {axis} is {actual}, but {name} = "
+                              f"{env[name]} from an earlier argument")
+            env[name] = actual
 
 
 class Executor:
     """Runs the functions of an `Executable` (``vm["main"](*inputs)``) on a device.
 
+    A static function runs as one call of its AOT C entry; others are interpreted step by step.
+    ``use_aot=False`` forces the interpreter. Like TVM's VM, an Executor is not thread-safe: it
+    owns one workspace per function (create one Executor per thread).
+
     Example: see `build`.
     """
 
-    def __init__(self, executable: Executable, device: Any = None):
+    def __init__(self, executable: Executable, device: Any = None, use_aot: bool = True):
         self.executable = executable
         self.device = device
+        self.use_aot = use_aot
+        self._consts = self._constant_views()
+        self._workspaces: dict[str, np.ndarray] = {}
+        self._runners: dict[str, Callable] = {}
+
+    def _constant_views(self) -> list:
+        w = self.executable.weights
+        return [w[c["offset"]:c["offset"] + c["nbytes"]].view(c["dtype"]).reshape(c["shape"])
+                for c in self.executable.constants]
+
+    def _workspace(self, name: str) -> "np.ndarray | None":
+        ws = self._workspaces.get(name)
+        mem = self.executable.plans[name]["memory"]
+        if ws is None and mem is not None and mem["workspace_bytes"]:
+            from ingot.runtime.ndarray import aligned_empty
+
+            ws = self._workspaces[name] = aligned_empty((mem["workspace_bytes"],), "uint8")
+        return ws
 
     def __getitem__(self, name: str) -> Callable[..., Any]:
-        mod = self.executable.mod
-        if name not in mod or not isinstance(mod[name], Function):
-            graph = [n for n, f in mod.functions.items() if isinstance(f, Function)]
-            raise KeyError(f"the executable has no graph function {name!r}; it has {graph}")
-        return lambda *args: self._wrap(self.invoke(name, [_as_numpy(a) for a in args]))
+        runner = self._runners.get(name)
+        if runner is not None:
+            return runner
+        plans = self.executable.plans
+        if name not in plans:
+            raise KeyError(f"the executable has no graph function {name!r}; it has {sorted(plans)}")
+        if self.use_aot and name in self.executable.aot:
+            runner = self._aot_runner(name)
+        else:
+            def runner(*args: Any) -> Any:
+                return self._wrap(self.invoke(name, [_as_numpy(a) for a in args]))
+        self._runners[name] = runner
+        return runner
+
+    def _aot_runner(self, name: str) -> Callable[..., Any]:
+        from ingot.runtime.ndarray import NDArray, aligned_empty
+
+        from .aot import output_descs
+
+        ex = self.executable
+        plan = ex.plans[name]
+        fn = ex.lib[ex.aot[name]]
+        weights = ex.weights.ctypes.data
+        ws = self._workspace(name)
+        ws_addr = None if ws is None else ws.ctypes.data
+        specs = [(tuple(d["shape"]), np.dtype(d["dtype"])) for d in output_descs(plan, ex.constants)]
+        structure = plan["output"]
+
+        def rebuild(ref: Any, it: Any) -> Any:
+            return tuple(rebuild(r, it) for r in ref[1]) if ref[0] == "tuple" else NDArray(next(it))
+
+        single = structure[0] != "tuple"
+
+        def run(*args: Any) -> Any:
+            outs = [aligned_empty(s, d) for s, d in specs]
+            fn(weights, ws_addr, *args, *outs)
+            return NDArray(outs[0]) if single else rebuild(structure, iter(outs))
+
+        run.__doc__ = f"Run graph function {name!r} (one call of its AOT C entry)."
+        return run
 
     def _wrap(self, value: Any) -> Any:
         from ingot.runtime.ndarray import NDArray
@@ -170,71 +348,112 @@ class Executor:
         return value
 
     def invoke(self, name: str, args: list) -> Any:
-        """Run graph function ``name`` on numpy arrays; returns numpy arrays (tuples for tuples)."""
-        func = self.executable.mod[name]
-        if len(args) != len(func.params):
-            raise IRError(f"{name} takes {len(func.params)} argument(s) "
-                          f"({', '.join(p.name_hint for p in func.params)}), got {len(args)}")
+        """Interpret graph function ``name`` on numpy arrays; returns numpy arrays (tuples for tuples).
+
+        Example:
+            >>> vm.invoke("main", [np.ones((2, 3), "float32")])  # doctest: +SKIP
+        """
+        plan = self.executable.plans.get(name)
+        if plan is None:
+            raise KeyError(f"the executable has no graph function {name!r}; it has {sorted(self.executable.plans)}")
+        inputs = plan["inputs"]
+        if len(args) != len(inputs):
+            raise IRError(f"{name} takes {len(inputs)} argument(s) ({', '.join(i['name'] for i in inputs)}), "
+                          f"got {len(args)}")
         env: dict = {}
-        values: dict[int, Any] = {}
-        for p, a in zip(func.params, args):
-            _bind_param(p, a, env, name)
-            values[id(p)] = a
-        for block in func.body.blocks:
-            for b in block.bindings:
-                values[id(b.var)] = self._eval(b.value, values, env, name)
-        return self._eval(func.body.body, values, env, name)
+        for desc, a in zip(inputs, args):
+            if isinstance(a, np.ndarray):
+                _bind_input(desc, a, env, name)
+        values: list = [None] * len(plan["values"])
+        mem = plan["memory"]
+        planned = self._planned_views(name, plan) if mem is not None else {}
 
-    def _alloc(self, sinfo: Any, env: dict) -> list:
-        fields = sinfo.fields if isinstance(sinfo, TupleStructInfo) else (sinfo,)
-        from ingot.runtime.ndarray import aligned_empty
+        def resolve(ref: Any) -> Any:
+            kind = ref[0]
+            if kind == "input":
+                return args[ref[1]]
+            if kind == "const":
+                return self._consts[ref[1]]
+            if kind == "value":
+                return values[ref[1]]
+            if kind == "tuple":
+                return tuple(resolve(r) for r in ref[1])
+            if kind == "item":
+                return resolve(ref[1])[ref[2]]
+            return tuple(eval_dim_json(d, env) for d in ref[1])  # "shape"
 
-        return [aligned_empty(tuple(eval_dim(d, env) for d in f.shape), str(f.dtype)) for f in fields]
+        def alloc(v: int) -> np.ndarray:
+            view = planned.get(v)
+            if view is not None:
+                return view
+            from ingot.runtime.ndarray import aligned_empty
 
-    def _eval(self, e: Any, values: dict, env: dict, fname: str) -> Any:
-        if isinstance(e, Var):
-            return values[id(e)]
-        if isinstance(e, Constant):
-            return e.data
-        if isinstance(e, Tuple):
-            return tuple(self._eval(f, values, env, fname) for f in e.fields)
-        if isinstance(e, TupleGetItem):
-            return self._eval(e.tuple_value, values, env, fname)[e.index]
-        if isinstance(e, ShapeExpr):
-            return tuple(eval_dim(v, env) for v in e.values)
-        if not isinstance(e, Call):
-            raise IRError(f"{fname}: the executor cannot evaluate `{e}`")
-        op = e.op
-        if isinstance(op, Op) and op.name == "call_tir":
-            ins = [np.ascontiguousarray(x) for x in self._eval(e.args[1], values, env, fname)]
-            outs = self._alloc(e.sinfo_args[0], env)
-            lib = self.executable.lib
-            if lib is None:
-                raise IRError(f"{fname}: call_tir {e.args[0].name_hint} but the executable has no kernels")
-            lib[e.args[0].name_hint](*ins, *outs)
-            return outs[0] if len(outs) == 1 else tuple(outs)
-        if isinstance(op, Op) and op.name == "call_dps_packed":
-            from ingot.runtime import get_global_func
-            from ingot.runtime.ndarray import NDArray
+            desc = plan["values"][v]
+            return aligned_empty(tuple(eval_dim_json(d, env) for d in desc["shape"]), desc["dtype"])
 
-            ins = self._eval(e.args[1], values, env, fname)
-            outs = self._alloc(e.sinfo_args[0], env)
-            get_global_func(e.args[0].global_symbol)(*[NDArray(np.ascontiguousarray(x)) for x in ins],
-                                                     *[NDArray(o) for o in outs])
-            return outs[0] if len(outs) == 1 else tuple(outs)
-        if isinstance(op, ExternFunc):
-            from ingot.runtime import get_global_func
-            from ingot.runtime.ndarray import NDArray
+        for step in plan["steps"]:
+            self._run_step(name, step, resolve, alloc, values)
+        return resolve(plan["output"])
 
+    def _planned_views(self, name: str, plan: dict) -> dict:
+        ws = self._workspace(name)
+        views = {}
+        for key, off in plan["memory"]["offsets"].items():
+            desc = plan["values"][int(key)]
+            from .plan import nbytes_of
+
+            views[int(key)] = ws[off:off + nbytes_of(desc)].view(desc["dtype"]).reshape(desc["shape"])
+        return views
+
+    def _run_step(self, fname: str, step: dict, resolve: Callable, alloc: Callable, values: list) -> None:
+        from ingot.runtime import get_global_func
+        from ingot.runtime.ndarray import NDArray
+
+        op = step["op"]
+        if op == "call_tir":
+            ex = self.executable
+            if ex.lib is None:
+                raise IRError(f"{fname}: call_tir {step['func']} but the executable has no kernels")
+            ins = [np.ascontiguousarray(resolve(a)) for a in step["args"]]
+            outs = [alloc(v) for v in step["outs"]]
+            ex.lib[ex.kernels.get(step["func"], step["func"])](*ins, *outs)
+            for v, o in zip(step["outs"], outs):
+                values[v] = o
+        elif op == "call_dps_packed":
+            ins = [NDArray(np.ascontiguousarray(resolve(a))) for a in step["args"]]
+            outs = [alloc(v) for v in step["outs"]]
+            get_global_func(step["func"])(*ins, *[NDArray(o) for o in outs])
+            for v, o in zip(step["outs"], outs):
+                values[v] = o
+        elif op == "call_packed":
             args = [NDArray(np.ascontiguousarray(x)) if isinstance(x, np.ndarray) else x
-                    for x in (self._eval(a, values, env, fname) for a in e.args)]
-            result = get_global_func(op.global_symbol)(*args)
-            return _as_numpy(result) if result is not None else None
-        if isinstance(op, GlobalVar):
-            args = [self._eval(a, values, env, fname) for a in e.args]
-            return self.invoke(op.name_hint, args)
-        raise IRError(f"{fname}: operator call `{e}` was not legalized; build with ingot.graph.build(mod) "
-                      f"(which runs LegalizeOps) or apply G.transform.LegalizeOps()")
+                    for x in (resolve(a) for a in step["args"])]
+            result = get_global_func(step["func"])(*args)
+            values[step["out"]] = _unwrap(result)
+        elif op == "call_graph":
+            values[step["out"]] = self.invoke(step["func"], [resolve(a) for a in step["args"]])
+        else:
+            raise IRError(f"{fname}: unknown plan step {op!r} (a newer Ingot wrote this plan?)")
+
+
+def _unwrap(result: Any) -> Any:
+    if result is None:
+        return None
+    if isinstance(result, (tuple, list)):
+        return tuple(_unwrap(r) for r in result)
+    return _as_numpy(result)
+
+
+def load_executable(path: str) -> Executable:
+    """Load an executable written by `Executable.export_library` (library, weights, manifest).
+
+    Example:
+        >>> ex = load_executable("/tmp/model.so")  # doctest: +SKIP
+        >>> Executor(ex)["main"](data)  # doctest: +SKIP
+    """
+    from .artifact import load_executable as load
+
+    return load(path)
 
 
 VirtualMachine = Executor

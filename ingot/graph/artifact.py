@@ -1,0 +1,149 @@
+"""The compiled-model artifact: shared library + weights blob + JSON manifest.
+
+Note: ``ex.export_library("model.so")`` writes three files side by side:
+  * ``model.so`` — the kernels and the AOT entries (a self-contained Ingot module: it also loads
+    with ``ingot.runtime.load_module`` as a plain kernel library);
+  * ``model.weights.bin`` — every constant at a 64-byte aligned offset (raw bytes, no pickle);
+  * ``model.json`` — the manifest: format/version, the loader to call
+    (``"loader": "ingot.graph.load_executable"``), file names, the weights' size and SHA-256,
+    the target, the constants' layout, the execution plans (inputs, outputs, steps, memory plan),
+    the names of the AOT entries and kernels in the library, and how each kernel was scheduled.
+`load_executable` accepts the ``.so`` or the ``.json`` path. The runtime's loader finds the
+graph loader without importing ``ingot.graph`` through the manifest's ``loader`` entry, or
+through the packed function ``"ingot.graph.load"`` registered when ``ingot.graph`` is imported.
+
+Example:
+    >>> manifest_path("/tmp/model.so")
+    '/tmp/model.json'
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from typing import Any
+
+import numpy as np
+
+FORMAT = "ingot.graph.executable"
+VERSION = 1
+
+
+def _stem(path: str) -> str:
+    root, ext = os.path.splitext(path)
+    return root if ext in (".so", ".json", ".dylib", ".dll") else path
+
+
+def manifest_path(path: str) -> str:
+    """The manifest next to library ``path`` (``model.so`` → ``model.json``).
+
+    Example:
+        >>> manifest_path("model.so")
+        'model.json'
+    """
+    return _stem(path) + ".json"
+
+
+def weights_path(path: str) -> str:
+    """The weights file next to library ``path`` (``model.so`` → ``model.weights.bin``).
+
+    Example:
+        >>> weights_path("model.so")
+        'model.weights.bin'
+    """
+    return _stem(path) + ".weights.bin"
+
+
+def _write_atomic(path: str, data: bytes) -> None:
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "wb") as fh:
+        fh.write(data)
+    os.replace(tmp, path)
+
+
+def export_executable(ex: Any, path: str) -> str:
+    """Write the library, weights and manifest of executable ``ex``; returns the library path.
+
+    Example:
+        >>> export_executable(ex, "/tmp/model.so")  # doctest: +SKIP
+        '/tmp/model.so'
+    """
+    from ingot.ir.error import IRError
+
+    path = os.path.abspath(os.fspath(path))
+    if not path.endswith(".so"):
+        raise IRError(f"export_library: {path!r} should end with .so (the manifest and weights are written "
+                      f"next to it as <stem>.json and <stem>.weights.bin)")
+    if ex.lib is None:
+        raise IRError("export_library: the executable has no compiled library (a module without kernels or "
+                      "static functions); nothing to export")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    ex.lib.export_library(path)
+    blob = ex.weights.tobytes()
+    used = max((c["offset"] + c["nbytes"] for c in ex.constants), default=0)
+    blob = blob[:used]
+    wpath = weights_path(path)
+    _write_atomic(wpath, blob)
+    manifest = {
+        "format": FORMAT, "version": VERSION, "loader": "ingot.graph.load_executable",
+        "library": os.path.basename(path), "weights": os.path.basename(wpath),
+        "weights_bytes": len(blob), "weights_sha256": hashlib.sha256(blob).hexdigest(),
+        "target": str(ex.target), "constants": ex.constants, "functions": ex.plans,
+        "aot": ex.aot, "kernels": ex.kernels, "schedules": ex.schedule_report,
+    }
+    _write_atomic(manifest_path(path), json.dumps(manifest, indent=1, sort_keys=True).encode())
+    return path
+
+
+def read_manifest(path: str) -> dict:
+    """The manifest of the artifact at ``path`` (``.so`` or ``.json``), checked for format/version.
+
+    Example:
+        >>> read_manifest("/tmp/model.so")["format"]  # doctest: +SKIP
+        'ingot.graph.executable'
+    """
+    from ingot.ir.error import IRError
+
+    mpath = manifest_path(path) if not path.endswith(".json") else path
+    if not os.path.isfile(mpath):
+        raise IRError(f"no manifest {mpath!r} next to {path!r}; export the model with ex.export_library(path), "
+                      f"which writes <stem>.so, <stem>.json and <stem>.weights.bin")
+    with open(mpath, encoding="utf-8") as fh:
+        manifest = json.load(fh)
+    if manifest.get("format") != FORMAT:
+        raise IRError(f"{mpath!r} is not an Ingot graph manifest (format {manifest.get('format')!r})")
+    if manifest.get("version") != VERSION:
+        raise IRError(f"{mpath!r} has manifest version {manifest.get('version')!r}; this Ingot reads version "
+                      f"{VERSION} (re-export the model with this version)")
+    return manifest
+
+
+def load_executable(path: str) -> Any:
+    """Load an exported model (``model.so`` or ``model.json``) into an `Executable` (fresh process OK).
+
+    Example:
+        >>> from ingot import graph as G
+        >>> vm = G.Executor(load_executable("/tmp/model.so"))  # doctest: +SKIP
+    """
+    from ingot.ir.error import IRError
+    from ingot.runtime.module import Module
+    from ingot.runtime.ndarray import aligned_empty
+    from ingot.target import as_target
+
+    from .executor import Executable
+
+    path = os.path.abspath(os.fspath(path))
+    manifest = read_manifest(path)
+    folder = os.path.dirname(manifest_path(path) if not path.endswith(".json") else path)
+    lib = Module(os.path.join(folder, manifest["library"]))
+    target = as_target(manifest["target"])
+    lib.set_num_threads(target.num_cores)
+    wfile = os.path.join(folder, manifest["weights"])
+    raw = np.fromfile(wfile, dtype=np.uint8) if manifest["weights_bytes"] else np.zeros(0, np.uint8)
+    if raw.size != manifest["weights_bytes"] or hashlib.sha256(raw.tobytes()).hexdigest() != manifest["weights_sha256"]:
+        raise IRError(f"weights file {wfile!r} does not match the manifest (size or SHA-256 differs); "
+                      f"re-export the model")
+    weights = aligned_empty((max(raw.size, 1),), "uint8")
+    weights[:raw.size] = raw
+    return Executable(None, lib, target, manifest["functions"], manifest["constants"], weights, manifest["aot"],
+                      manifest["kernels"], manifest.get("schedules", {}))

@@ -1,0 +1,361 @@
+"""Execution plans: a compiled graph function as a flat, JSON-serializable list of steps.
+
+Note: after the build pipeline a graph function is a sequence of ``call_tir`` (and packed-call)
+bindings. `compile_plan` turns it into an `ExecutionPlan` that knows nothing of the graph IR:
+  * ``inputs``: name, shape (ints or symbolic dims) and dtype of each parameter;
+  * ``steps``: ``call_tir`` / ``call_dps_packed`` / ``call_packed`` / ``call_graph``, whose
+    arguments are *refs* (``["input", i]``, ``["const", k]``, ``["value", v]`` — the v-th tensor a
+    step produced —, ``["tuple", [refs]]``, ``["item", ref, i]``, ``["shape", [dims]]``);
+  * ``output``: the ref of the result;
+  * ``memory`` (static shapes only): the static memory plan of the intermediate tensors.
+Variables bound to tuples, tuple items or other variables cost nothing at run time: they are
+resolved to refs while compiling. Symbolic dimensions are serialized as small expression trees
+(`dim_to_json`) and evaluated with the values bound from the inputs' shapes (`eval_dim_json`).
+
+Static memory planning (TFLite's "greedy by size"): each intermediate tensor lives from the step
+that writes it to the last step that reads it (inclusive, so a step's inputs never share memory
+with its outputs); tensors are placed largest first at the lowest 64-byte aligned offset of one
+arena that does not overlap a placed tensor with an overlapping lifetime. Function outputs are
+not planned: they are fresh arrays returned to the caller.
+
+Example:
+    >>> place_buffers([100, 100, 100], [(0, 1), (1, 2), (2, 3)])
+    ([0, 128, 0], 256)
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ingot.ir import expr as PE
+from ingot.ir.error import IRError
+from ingot.ir.module import GlobalVar
+
+from .expr import Call, Constant, ExternFunc, Function, Op, ShapeExpr, Tuple, TupleGetItem, Var
+from .struct_info import TensorStructInfo, TupleStructInfo
+
+#: Alignment of every planned buffer and of every weight in the weights blob (bytes).
+ALIGN = 64
+
+_DIM_OPS = {PE.Add: "add", PE.Sub: "sub", PE.Mul: "mul", PE.FloorDiv: "floordiv", PE.FloorMod: "floormod",
+            PE.Min: "min", PE.Max: "max", PE.Div: "div", PE.Mod: "mod"}
+_DIM_EVAL = {
+    "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
+    "floordiv": lambda a, b: a // b, "floormod": lambda a, b: a % b, "min": min, "max": max,
+    "div": lambda a, b: int(a / b), "mod": lambda a, b: a - b * int(a / b),
+}
+
+
+def dim_to_json(dim: Any) -> Any:
+    """A dimension as JSON: an int, ``{"var": name}`` or ``{"op": kind, "a": ..., "b": ...}``.
+
+    Example:
+        >>> from ingot.ir import Var
+        >>> n = Var("n", "int64")
+        >>> dim_to_json(n * 2)
+        {'op': 'mul', 'a': {'var': 'n'}, 'b': 2}
+    """
+    if isinstance(dim, int):
+        return dim
+    if isinstance(dim, PE.IntImm):
+        return dim.value
+    if isinstance(dim, PE.Var):
+        return {"var": dim.name}
+    if isinstance(dim, PE.Cast):
+        return dim_to_json(dim.value)
+    kind = _DIM_OPS.get(type(dim))
+    if kind is None:
+        raise IRError(f"cannot serialize the dimension expression `{dim}` ({type(dim).__name__}); "
+                      f"dimensions may use + - * // % min max of symbolic variables")
+    return {"op": kind, "a": dim_to_json(dim.a), "b": dim_to_json(dim.b)}
+
+
+def eval_dim_json(dim: Any, env: dict) -> int:
+    """The value of a JSON dimension with symbolic variables bound by name in ``env``.
+
+    Example:
+        >>> eval_dim_json({"op": "add", "a": {"var": "n"}, "b": 1}, {"n": 3})
+        4
+    """
+    if isinstance(dim, int):
+        return dim
+    if "var" in dim:
+        try:
+            return env[dim["var"]]
+        except KeyError:
+            raise IRError(f"symbolic dimension {dim['var']!r} is not bound by the inputs' shapes") from None
+    return _DIM_EVAL[dim["op"]](eval_dim_json(dim["a"], env), eval_dim_json(dim["b"], env))
+
+
+def _tensor_desc(sinfo: Any, what: str) -> dict:
+    if not isinstance(sinfo, TensorStructInfo) or sinfo.shape is None:
+        raise IRError(f"{what}: needs a tensor with a known shape, got {sinfo}")
+    return {"shape": [dim_to_json(d) for d in sinfo.shape], "dtype": str(sinfo.dtype)}
+
+
+def _is_static(desc: dict) -> bool:
+    return all(isinstance(d, int) for d in desc["shape"])
+
+
+def nbytes_of(desc: dict) -> int:
+    """Bytes of a static tensor description.
+
+    Example:
+        >>> nbytes_of({"shape": [2, 3], "dtype": "float32"})
+        24
+    """
+    from ingot.ir import DataType
+
+    count = 1
+    for d in desc["shape"]:
+        count *= d
+    dt = DataType(desc["dtype"])
+    return count * max(1, (dt.bits * dt.lanes + 7) // 8)
+
+
+def align_up(n: int, a: int = ALIGN) -> int:
+    """``n`` rounded up to a multiple of ``a``.
+
+    Example:
+        >>> align_up(65)
+        128
+    """
+    return (n + a - 1) // a * a
+
+
+def place_buffers(sizes: list, lifetimes: list) -> "tuple[list[int], int]":
+    """Greedy-by-size placement of buffers in one arena: ``(offsets, arena bytes)``.
+
+    ``lifetimes[i]`` is ``(first step, last step)`` inclusive; buffers whose lifetimes overlap
+    never overlap in memory.
+
+    Example:
+        >>> place_buffers([64, 64], [(0, 0), (0, 1)])
+        ([0, 64], 128)
+    """
+    order = sorted(range(len(sizes)), key=lambda i: (-sizes[i], lifetimes[i][0], i))
+    offsets = [0] * len(sizes)
+    placed: list[int] = []
+    peak = 0
+    for i in order:
+        lo, hi = lifetimes[i]
+        busy = sorted((offsets[j], offsets[j] + sizes[j]) for j in placed
+                      if lifetimes[j][0] <= hi and lo <= lifetimes[j][1])
+        offset = 0
+        for start, end in busy:
+            if offset + sizes[i] <= start:
+                break
+            offset = max(offset, align_up(end))
+        offsets[i] = offset
+        placed.append(i)
+        peak = max(peak, offset + sizes[i])
+    return offsets, align_up(peak) if sizes else 0
+
+
+class ConstantTable:
+    """The weights of an executable: constants deduplicated by content, packed in one blob.
+
+    Example:
+        >>> import numpy as np
+        >>> t = ConstantTable()
+        >>> t.add(Constant(np.ones(3, "float32"))), t.add(Constant(np.ones(3, "float32")))
+        (0, 0)
+    """
+
+    def __init__(self) -> None:
+        self.arrays: list = []
+        self._index: dict[str, int] = {}
+
+    def add(self, const: Constant) -> int:
+        """Index of ``const`` in the table (added once per content)."""
+        k = self._index.get(const.content_hash)
+        if k is None:
+            k = self._index[const.content_hash] = len(self.arrays)
+            self.arrays.append(const.data)
+        return k
+
+    def layout(self) -> "tuple[list[dict], int]":
+        """``([{"shape", "dtype", "offset", "nbytes"}...], blob bytes)``, offsets 64-byte aligned."""
+        descs, offset = [], 0
+        for a in self.arrays:
+            descs.append({"shape": list(a.shape), "dtype": str(a.dtype), "offset": offset, "nbytes": int(a.nbytes)})
+            offset = align_up(offset + int(a.nbytes))
+        return descs, offset
+
+    def blob(self) -> bytes:
+        """All constants, each at its aligned offset (zero padding between them)."""
+        import numpy as np
+
+        descs, total = self.layout()
+        out = bytearray(total)
+        for d, a in zip(descs, self.arrays):
+            out[d["offset"]:d["offset"] + d["nbytes"]] = np.ascontiguousarray(a).tobytes()
+        return bytes(out)
+
+
+class _Compiler:
+    def __init__(self, func: Function, name: str, consts: ConstantTable):
+        self.func = func
+        self.name = name
+        self.consts = consts
+        self.refs: dict[int, Any] = {}
+        self.values: list[dict] = []  # one per tensor a step produces: {"shape", "dtype", "step"}
+        self.steps: list[dict] = []
+
+    def ref(self, e: Any) -> Any:
+        if isinstance(e, Var):
+            try:
+                return self.refs[id(e)]
+            except KeyError:
+                raise IRError(f"{self.name}: variable {e.name_hint!r} is used before it is bound") from None
+        if isinstance(e, Constant):
+            return ["const", self.consts.add(e)]
+        if isinstance(e, Tuple):
+            return ["tuple", [self.ref(f) for f in e.fields]]
+        if isinstance(e, TupleGetItem):
+            inner = self.ref(e.tuple_value)
+            return inner[1][e.index] if inner[0] == "tuple" else ["item", inner, e.index]
+        if isinstance(e, ShapeExpr):
+            return ["shape", [dim_to_json(v) for v in e.values]]
+        if isinstance(e, Call):
+            return self.call(e)
+        raise IRError(f"{self.name}: the executor cannot evaluate `{e}` ({type(e).__name__}); "
+                      f"build the module with ingot.graph.build")
+
+    def new_values(self, sinfo: Any, what: str) -> Any:
+        fields = sinfo.fields if isinstance(sinfo, TupleStructInfo) else (sinfo,)
+        ids = []
+        for f in fields:
+            desc = _tensor_desc(f, what)
+            desc["step"] = len(self.steps)
+            ids.append(len(self.values))
+            self.values.append(desc)
+        refs = [["value", i] for i in ids]
+        return ids, (refs[0] if not isinstance(sinfo, TupleStructInfo) else ["tuple", refs])
+
+    def call(self, e: Call) -> Any:
+        op = e.op
+        if isinstance(op, Op) and op.name in ("call_tir", "call_dps_packed"):
+            callee = e.args[0]
+            fname = callee.name_hint if op.name == "call_tir" else callee.global_symbol
+            args = self.ref(e.args[1])[1]
+            ids, result = self.new_values(e.sinfo_args[0], f"{self.name}: {op.name} {fname}")
+            self.steps.append({"op": op.name, "func": fname, "args": args, "outs": ids})
+            return result
+        if isinstance(op, ExternFunc):
+            self.steps.append({"op": "call_packed", "func": op.global_symbol, "args": [self.ref(a) for a in e.args],
+                               "out": len(self.values)})
+            self.values.append({"shape": None, "dtype": None, "step": len(self.steps) - 1})
+            return ["value", len(self.values) - 1]
+        if isinstance(op, GlobalVar):
+            self.steps.append({"op": "call_graph", "func": op.name_hint, "args": [self.ref(a) for a in e.args],
+                               "out": len(self.values)})
+            self.values.append({"shape": None, "dtype": None, "step": len(self.steps) - 1})
+            return ["value", len(self.values) - 1]
+        raise IRError(f"{self.name}: operator call `{e}` was not legalized; build with ingot.graph.build(mod) "
+                      f"(which runs LegalizeOps) or apply G.transform.LegalizeOps()")
+
+    def compile(self) -> dict:
+        inputs = []
+        for k, p in enumerate(self.func.params):
+            self.refs[id(p)] = ["input", k]
+            sinfo = p.struct_info
+            if isinstance(sinfo, TensorStructInfo) and sinfo.shape is not None:
+                inputs.append({"name": p.name_hint, **_tensor_desc(sinfo, f"{self.name}: parameter {p.name_hint}")})
+            elif isinstance(sinfo, TensorStructInfo):
+                inputs.append({"name": p.name_hint, "shape": None, "dtype": str(sinfo.dtype)})
+            else:
+                inputs.append({"name": p.name_hint, "shape": None, "dtype": None})
+        for block in self.func.body.blocks:
+            for b in block.bindings:
+                self.refs[id(b.var)] = self.ref(b.value)
+        output = self.ref(self.func.body.body)
+        plan = {"name": self.name, "inputs": inputs, "steps": self.steps, "values": self.values,
+                "output": output, "memory": None}
+        plan["memory"] = plan_memory(plan)
+        return plan
+
+
+def _walk_refs(ref: Any, fn: Any) -> None:
+    kind = ref[0]
+    if kind == "value":
+        fn(ref[1])
+    elif kind == "tuple":
+        for r in ref[1]:
+            _walk_refs(r, fn)
+    elif kind == "item":
+        _walk_refs(ref[1], fn)
+
+
+def output_values(plan: dict) -> set:
+    """Ids of the values that are (part of) the function's result."""
+    out: set = set()
+    _walk_refs(plan["output"], out.add)
+    return out
+
+
+def plan_memory(plan: dict) -> "dict | None":
+    """The static memory plan of ``plan``'s intermediate tensors, or None with symbolic shapes.
+
+    Returns ``{"offsets": {value id: offset}, "workspace_bytes": arena size,
+    "naive_bytes": sum of the planned tensors' sizes}``.
+
+    Example: see `compile_plan`.
+    """
+    values = plan["values"]
+    if any(v["shape"] is None or not _is_static(v) for v in values) or not all(
+            i["shape"] is not None and all(isinstance(d, int) for d in i["shape"]) for i in plan["inputs"]):
+        return None
+    outs = output_values(plan)
+    last_use: dict[int, int] = {}
+    for k, step in enumerate(plan["steps"]):
+        for a in step["args"]:
+            _walk_refs(a, lambda v, k=k: last_use.__setitem__(v, k))
+    planned = [i for i, v in enumerate(values) if i not in outs and v["shape"] is not None]
+    sizes = [nbytes_of(values[i]) for i in planned]
+    lifetimes = [(values[i]["step"], max(values[i]["step"], last_use.get(i, values[i]["step"]))) for i in planned]
+    offsets, peak = place_buffers(sizes, lifetimes)
+    return {"offsets": {str(i): off for i, off in zip(planned, offsets)}, "workspace_bytes": peak,
+            "naive_bytes": sum(align_up(s) for s in sizes)}
+
+
+def compile_plan(func: Function, name: str, consts: ConstantTable) -> dict:
+    """The execution plan (a JSON-serializable dict) of graph function ``func``.
+
+    Example:
+        >>> from ingot import graph as G
+        >>> x = G.Var("x", G.TensorStructInfo((4,), "float32"))
+        >>> f = G.Function([x], G.SeqExpr([], x))
+        >>> compile_plan(f, "main", ConstantTable())["output"]
+        ['input', 0]
+    """
+    return _Compiler(func, name, consts).compile()
+
+
+def is_aot_compatible(plan: dict) -> bool:
+    """Whether ``plan`` can run as one C entry: static shapes, tensor inputs, only ``call_tir``.
+
+    Example:
+        >>> is_aot_compatible({"steps": [], "memory": None, "inputs": [], "output": ["input", 0]})
+        False
+    """
+    if plan["memory"] is None:
+        return False
+    if any(i["dtype"] is None or i["shape"] is None for i in plan["inputs"]):
+        return False
+    if any(s["op"] != "call_tir" for s in plan["steps"]):
+        return False
+    ok = [True]
+
+    def check(ref: Any) -> None:
+        if ref[0] == "tuple":
+            for r in ref[1]:
+                check(r)
+        elif ref[0] not in ("input", "const", "value"):
+            ok[0] = False
+
+    check(plan["output"])
+    for s in plan["steps"]:
+        for a in s["args"]:
+            if a[0] not in ("input", "const", "value"):
+                ok[0] = False
+    return ok[0]
