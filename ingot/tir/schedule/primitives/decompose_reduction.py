@@ -25,6 +25,7 @@ from ingot.tir.stmt import Block, BlockRealize, For, SeqStmt
 from ..analysis import block_kind, enclosing_loops, is_ancestor, scope_block, writer_counts
 from ..instruction import BlockRV, InstructionKind, LoopRV
 from ..state import _Replacer
+from .compute_inline import refresh_regions
 
 DECOMPOSE_REDUCTION = InstructionKind("decompose_reduction", inputs=("block", "loop"))
 
@@ -101,7 +102,8 @@ def decompose_reduction(sch: Any, block: BlockRV, loop: LoopRV) -> BlockRV:
     if init_block.name_hint in taken:
         sch._raise(f"decompose_reduction: a block named {init_block.name_hint!r} already exists",
                    "rename it first", sref.func_name, [blk])
-    new_loop = _Replacer({id(blk): blk.replace(init=None)}).visit(lsref.stmt)
+    # Without its init the update reads its own output: its regions say so (as TVM's do).
+    new_loop = _Replacer({id(blk): refresh_regions(blk.replace(init=None))}).visit(lsref.stmt)
     sch.state.replace(sref.func_name, lsref.stmt, SeqStmt([stmt, new_loop]))
     out = sch._new_rv(BlockRV, sch.state.block_sref(sref.func_name, init_block.name_hint))
     sch._record(DECOMPOSE_REDUCTION, [block, loop], [], [out])
