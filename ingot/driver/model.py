@@ -1,0 +1,306 @@
+"""The model workflow (TVM's tvmc): ``ingot.load`` → ``ingot.compile`` → ``ingot.run``.
+
+Note: `Model` is the imported graph (IRModule + params + the input/output signature); `Package` is
+the compiled form (a ``ingot.graph.Executable``) plus the same signature. A package exports to one
+``.ingot`` directory: the shared library and plan/weights written by the graph layer's exporter
+(``Executable.export_library``) and ``manifest.json`` — inputs, outputs, target, format version —
+so ``ingot.run("model.ingot", ...)`` works in a fresh process. Input checks happen here, before
+any kernel runs, and name the input with expected vs given shape/dtype.
+
+Example:
+    >>> import ingot, numpy as np
+    >>> model = ingot.load("resnet50.onnx", shape_dict={"data": [1, 3, 224, 224]})  # doctest: +SKIP
+    >>> package = ingot.compile(model, target="llvm")  # doctest: +SKIP
+    >>> out = ingot.run(package, {"data": np.zeros((1, 3, 224, 224), "float32")})  # doctest: +SKIP
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shutil
+import tempfile
+from typing import Any, Mapping, Sequence
+
+import numpy as np
+
+from ingot.ir.error import IngotError
+
+FORMAT_VERSION = 1
+MANIFEST = "manifest.json"
+LIBRARY = "model.so"
+
+
+class ModelInputError(IngotError, ValueError):
+    """Inputs given to `run` do not match the model (names, shapes or dtypes)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class TensorInfo:
+    """Name, shape (ints, or strings for symbolic dims) and dtype of a model input/output."""
+
+    name: str
+    shape: tuple
+    dtype: str
+
+    def to_json(self) -> dict:
+        """As a JSON-able dict."""
+        return {"name": self.name, "shape": list(self.shape), "dtype": self.dtype}
+
+    @staticmethod
+    def from_json(d: Mapping[str, Any]) -> "TensorInfo":
+        """From `to_json`'s dict."""
+        return TensorInfo(d["name"], tuple(d["shape"]), d["dtype"])
+
+
+def _sinfo_tensors(sinfo: Any, names: Sequence[str]) -> list[TensorInfo]:
+    from ingot import graph as G
+
+    fields = sinfo.fields if isinstance(sinfo, G.TupleStructInfo) else [sinfo]
+    out = []
+    for i, f in enumerate(fields):
+        shape = tuple(d if isinstance(d, int) else str(d) for d in (f.shape or ()))
+        out.append(TensorInfo(names[i] if i < len(names) else f"output_{i}", shape, str(f.dtype)))
+    return out
+
+
+@dataclasses.dataclass
+class Model:
+    """An imported model: ``mod`` (IRModule with ``main``), ``params`` (bound later when not
+    empty), ``inputs``/``outputs`` (`TensorInfo`), ``source`` (file or description).
+
+    Example:
+        >>> m = load("model.onnx")  # doctest: +SKIP
+        >>> [i.name for i in m.inputs]  # doctest: +SKIP
+        ['data']
+    """
+
+    mod: Any
+    params: dict
+    inputs: list
+    outputs: list
+    source: str = "<model>"
+
+    def summary(self) -> str:
+        """One line per input and output."""
+        lines = [f"model {self.source}"]
+        lines += [f"  input  {i.name}: {list(i.shape)} {i.dtype}" for i in self.inputs]
+        lines += [f"  output {o.name}: {list(o.shape)} {o.dtype}" for o in self.outputs]
+        return "\n".join(lines)
+
+
+def load(path_or_model: Any, shape_dict: "Mapping[str, Sequence[Any]] | None" = None,
+         dtype_dict: "Mapping[str, str] | None" = None, example_inputs: Any = None) -> Model:
+    """Import a model: an ``.onnx`` path / bytes / ``onnx.ModelProto``, or a ``torch.nn.Module``
+    with ``example_inputs`` (exported to ONNX in memory).
+
+    Example:
+        >>> model = load("resnet50.onnx", shape_dict={"data": [1, 3, 224, 224]})  # doctest: +SKIP
+    """
+    from ingot.frontend.onnx import from_onnx, load_model
+
+    source = os.fspath(path_or_model) if isinstance(path_or_model, (str, os.PathLike)) else "<model>"
+    if _is_torch_module(path_or_model):
+        path_or_model, source = _torch_to_onnx(path_or_model, example_inputs), type(path_or_model).__name__
+    proto, _ = load_model(path_or_model)
+    mod, params = from_onnx(proto, shape_dict=shape_dict, dtype_dict=dtype_dict)
+    main = mod["main"]
+    inputs = [TensorInfo(p.name_hint, tuple(d if isinstance(d, int) else str(d) for d in p.struct_info.shape),
+                         str(p.struct_info.dtype)) for p in main.params if p.name_hint not in params]
+    outputs = _sinfo_tensors(main.ret_struct_info, [o.name for o in proto.graph.output])
+    return Model(mod, params, inputs, outputs, source)
+
+
+def _is_torch_module(obj: Any) -> bool:
+    mod = type(obj).__module__ or ""
+    return mod.startswith("torch") or any(c.__module__.startswith("torch.nn") for c in type(obj).__mro__)
+
+
+def _torch_to_onnx(module: Any, example_inputs: Any) -> bytes:
+    import io
+
+    import torch
+
+    if example_inputs is None:
+        raise IngotError("load(torch_module): pass example_inputs=(tensor, ...) to trace the module")
+    args = tuple(example_inputs) if isinstance(example_inputs, (list, tuple)) else (example_inputs,)
+    buf = io.BytesIO()
+    module.eval()
+    with torch.no_grad():
+        torch.onnx.export(module, args, buf, dynamo=False, opset_version=17)
+    return buf.getvalue()
+
+
+class Package:
+    """A compiled model: the graph ``Executable``, the signature, the target.
+
+    Example:
+        >>> package = compile(load("m.onnx"))  # doctest: +SKIP
+        >>> package.export("m.ingot")  # doctest: +SKIP
+    """
+
+    def __init__(self, executable: Any, inputs: list, outputs: list, target: str, source: str = "<model>"):
+        self.executable = executable
+        self.inputs = list(inputs)
+        self.outputs = list(outputs)
+        self.target = str(target)
+        self.source = source
+        self._vm = None
+
+    def manifest(self) -> dict:
+        """The JSON manifest written by `export`."""
+        return {"format": "ingot-package", "version": FORMAT_VERSION, "source": self.source, "target": self.target,
+                "inputs": [i.to_json() for i in self.inputs], "outputs": [o.to_json() for o in self.outputs],
+                "library": LIBRARY}
+
+    def export(self, path: "str | os.PathLike") -> str:
+        """Write the package to directory ``path`` (``model.ingot``); nothing is left on failure.
+
+        Example: see the class docstring.
+        """
+        path = os.fspath(path)
+        parent = os.path.dirname(os.path.abspath(path))
+        os.makedirs(parent, exist_ok=True)
+        tmp = tempfile.mkdtemp(prefix=".ingot-export-", dir=parent)
+        try:
+            self.executable.export_library(os.path.join(tmp, LIBRARY))
+            with open(os.path.join(tmp, MANIFEST), "w") as f:
+                json.dump(self.manifest(), f, indent=2)
+            if os.path.isdir(path):
+                shutil.rmtree(path)
+            os.replace(tmp, path)
+        except BaseException:
+            shutil.rmtree(tmp, ignore_errors=True)
+            raise
+        return path
+
+    def executor(self) -> Any:
+        """The graph ``Executor`` (created once)."""
+        if self._vm is None:
+            import ingot
+            from ingot import graph as G
+
+            self._vm = G.Executor(self.executable, ingot.cpu())
+        return self._vm
+
+    def __call__(self, inputs: Mapping[str, Any]) -> dict:
+        """Same as ``run(self, inputs)``."""
+        return run(self, inputs)
+
+    def __repr__(self) -> str:
+        return f"<ingot.Package {self.source} target={self.target!r} inputs={[i.name for i in self.inputs]}>"
+
+
+def compile(model: Any, target: Any = "llvm", tuning_records: Any = None, opt_level: int = 3) -> Package:  # noqa: A001
+    """Compile a `Model` (or a path, loaded with defaults) for ``target``: bind params, run the graph
+    pipeline and build all kernels (``ingot.graph.build``).
+
+    ``tuning_records`` (a database or path) applies tuned schedules when ``ingot.tune`` provides
+    them; ``opt_level`` < 1 skips the optional graph optimizations.
+
+    Example:
+        >>> package = compile(load("model.onnx"), target="llvm -num-cores=2")  # doctest: +SKIP
+    """
+    from ingot import graph as G
+
+    if not isinstance(model, Model):
+        model = load(model)
+    mod = model.mod
+    if model.params:
+        from ingot.graph.transform.bind_params import BindParams
+
+        mod = BindParams("main", model.params)(mod)
+    kwargs = {}
+    if tuning_records is not None:
+        kwargs["apply_schedule"] = _tuned_schedule_fn(tuning_records, target)
+    executable = G.build(mod, target, **kwargs)
+    return Package(executable, model.inputs, model.outputs, str(target), model.source)
+
+
+def _tuned_schedule_fn(records: Any, target: Any) -> Any:
+    try:
+        from ingot.tune import apply_records  # type: ignore[attr-defined]
+    except ImportError:
+        raise NotImplementedError("tuning_records: ingot.tune.apply_records is not available yet; compile "
+                                  "without tuning_records") from None
+    return apply_records(records, target)
+
+
+def load_package(path: "str | os.PathLike") -> Package:
+    """Read a package written by `Package.export`.
+
+    Example:
+        >>> package = load_package("model.ingot")  # doctest: +SKIP
+    """
+    path = os.fspath(path)
+    manifest_path = os.path.join(path, MANIFEST)
+    if not os.path.isfile(manifest_path):
+        raise IngotError(f"{path} is not an Ingot package (no {MANIFEST}); create one with `ingot compile`")
+    with open(manifest_path) as f:
+        manifest = json.load(f)
+    if manifest.get("format") != "ingot-package" or manifest.get("version", 0) > FORMAT_VERSION:
+        raise IngotError(f"{path}: package format {manifest.get('format')!r} v{manifest.get('version')} is not "
+                         f"readable by this Ingot (reads v{FORMAT_VERSION}); recompile the model")
+    try:
+        from ingot.graph.artifact import load_executable  # type: ignore[attr-defined]
+    except ImportError:
+        raise NotImplementedError("loading an exported package needs ingot.graph.artifact.load_executable, which "
+                                  "the graph layer does not provide yet") from None
+    executable = load_executable(os.path.join(path, manifest.get("library", LIBRARY)))
+    return Package(executable, [TensorInfo.from_json(i) for i in manifest["inputs"]],
+                   [TensorInfo.from_json(o) for o in manifest["outputs"]], manifest.get("target", "llvm"),
+                   manifest.get("source", path))
+
+
+def check_inputs(inputs: Mapping[str, Any], expected: Sequence[TensorInfo]) -> list[np.ndarray]:
+    """The arrays of ``inputs`` in ``expected`` order; a `ModelInputError` names any unknown or
+    missing input and any shape/dtype mismatch (expected vs given).
+
+    Example:
+        >>> check_inputs({"x": np.zeros((2,), "float32")}, [TensorInfo("x", (2,), "float32")])[0].shape
+        (2,)
+        >>> check_inputs({"y": 1}, [TensorInfo("x", (2,), "float32")])  # doctest: +IGNORE_EXCEPTION_DETAIL
+        Traceback (most recent call last):
+        ModelInputError: unknown input(s) ['y']; the model's inputs are ['x']
+    """
+    names = [e.name for e in expected]
+    unknown = [k for k in inputs if k not in names]
+    if unknown:
+        raise ModelInputError(f"unknown input(s) {unknown}; the model's inputs are {names}")
+    missing = [n for n in names if n not in inputs]
+    if missing:
+        raise ModelInputError(f"missing input(s) {missing}; the model's inputs are "
+                              + ", ".join(f"{e.name} {list(e.shape)} {e.dtype}" for e in expected))
+    arrays, dims = [], {}
+    for e in expected:
+        a = inputs[e.name]
+        a = a.numpy() if hasattr(a, "numpy") and not isinstance(a, np.ndarray) else np.asarray(a)
+        if str(a.dtype) != e.dtype:
+            raise ModelInputError(f"input {e.name!r}: expected dtype {e.dtype}, given {a.dtype}; convert it with "
+                                  f".astype({e.dtype!r})")
+        ok = a.ndim == len(e.shape)
+        for d, s in zip(e.shape, a.shape):
+            if isinstance(d, int):
+                ok = ok and d == s
+            else:
+                ok = ok and dims.setdefault(d, s) == s
+        if not ok:
+            raise ModelInputError(f"input {e.name!r}: expected shape {list(e.shape)}, given {list(a.shape)}")
+        arrays.append(np.ascontiguousarray(a))
+    return arrays
+
+
+def run(package_or_path: Any, inputs: Mapping[str, Any], device: str = "cpu") -> dict:
+    """Run a compiled package (or the path of an exported one) on named inputs; returns
+    ``{output name: numpy array}``.
+
+    Example:
+        >>> out = run("model.ingot", {"data": np.zeros((1, 3, 224, 224), "float32")})  # doctest: +SKIP
+    """
+    if device not in ("cpu", "llvm"):
+        raise IngotError(f"run: device {device!r} is not supported yet; use device='cpu'")
+    package = package_or_path if isinstance(package_or_path, Package) else load_package(package_or_path)
+    arrays = check_inputs(inputs, package.inputs)
+    out = package.executor()["main"](*arrays)
+    outs = list(out) if isinstance(out, (list, tuple)) else [out]
+    return {o.name: (v.numpy() if hasattr(v, "numpy") else np.asarray(v)) for o, v in zip(package.outputs, outs)}
