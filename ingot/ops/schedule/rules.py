@@ -113,14 +113,14 @@ def parallel_vectorize(sch: Any, name: str, lanes: int, cores: int) -> None:
         loops = loops[:-2] + [sch.fuse(loops[-2], loops[-1])]
         extents = extents[:-2] + [extents[-2] * extents[-1]]
     inner = loops[-1]
-    if extents[-1] is None or extents[-1] >= lanes:
+    if lanes > 1 and (extents[-1] is None or extents[-1] >= lanes):
         outer_in, inner = sch.split(inner, [None, lanes])
         loops = loops[:-1] + [outer_in]
         extents = extents[:-1] + [None if extents[-1] is None else -(-extents[-1] // lanes)]
-    else:
-        loops, extents = loops[:-1], extents[:-1]
-    if lanes > 1:
         sch.vectorize(inner)
+    elif extents[-1] is not None and extents[-1] >= 4 and extents[-1] & (extents[-1] - 1) == 0:
+        loops, extents = loops[:-1], extents[:-1]
+        sch.vectorize(inner)  # a short power-of-two axis is one narrower vector
     _fuse_parallel(sch, loops, extents, cores)
 
 

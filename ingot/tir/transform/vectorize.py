@@ -10,7 +10,7 @@ The rewrite must keep the loop's meaning, so it is only done when it is plainly 
 loop stays ``VECTORIZED`` and code generation emits it with ``#pragma omp simd`` (the C compiler
 then decides). The loop stays a loop when
 
-* its extent is not a constant in 2..64,
+* its extent is not a power of two in 2..64,
 * its body holds anything but stores (an inner loop, an ``if``, a ``let``, an allocation) —
   except ``if`` statements around single stores whose condition does not use ``i`` (kept
   around the vector store),
@@ -114,7 +114,8 @@ def _loads(e: Any) -> list:
 
 def _try_vectorize(loop: For, analyzer: Analyzer) -> "Stmt | None":
     lanes = as_const_int(loop.extent)
-    if lanes is None or not 2 <= lanes <= MAX_VECTOR_LANES:
+    # GCC vector types (the C backend) need a power-of-two lane count; other extents stay loops.
+    if lanes is None or not 2 <= lanes <= MAX_VECTOR_LANES or lanes & (lanes - 1):
         return None
     stmts = list(loop.body.seq) if isinstance(loop.body, SeqStmt) else [loop.body]
     # A loop-invariant guard (a reduction's init condition, the predicate of a non-divisible
