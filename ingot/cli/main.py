@@ -1,0 +1,231 @@
+"""The ``ingot`` command (TVM's tvmc): compile, run, inspect, bench.
+
+Note: every command turns an expected failure (bad file, unsupported ops, wrong input) into one
+line on stderr and exit code 1 — no traceback (``INGOT_DEBUG=1`` shows it). Outputs are written
+only after everything succeeded (`Package.export` writes into a temporary directory and renames).
+
+Example:
+    $ ingot compile model.onnx -o model.ingot --input-shapes data:1x3x224x224
+    $ ingot run model.ingot --inputs inputs.npz --print-top 5
+    $ ingot inspect model.onnx
+    $ ingot bench model.ingot --repeat 50
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import time
+from typing import Any, Iterator
+
+import click
+import numpy as np
+
+
+class CLIError(click.ClickException):
+    """A one-line error (exit code 1)."""
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"error: {self.message}", err=True)
+
+
+@contextlib.contextmanager
+def _errors() -> Iterator[None]:
+    # Expected failures become one line; INGOT_DEBUG=1 re-raises for the traceback.
+    try:
+        yield
+    except (click.ClickException, click.exceptions.Exit, click.Abort):
+        raise
+    except Exception as exc:
+        if os.environ.get("INGOT_DEBUG"):
+            raise
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise CLIError(f"{type(exc).__name__}: {first}") from None
+
+
+@contextlib.contextmanager
+def _step(message: str) -> Iterator[None]:
+    click.echo(f"{message} ...", err=True, nl=False)
+    t0 = time.perf_counter()
+    try:
+        yield
+    except BaseException:
+        click.echo(" failed", err=True)
+        raise
+    click.echo(f" done ({time.perf_counter() - t0:.1f} s)", err=True)
+
+
+def parse_shapes(spec: "str | None") -> dict:
+    """``"data:1x3x224x224,mask:1x128"`` → ``{"data": [1, 3, 224, 224], "mask": [1, 128]}``
+    (``?`` or ``-1`` keeps a dim symbolic).
+
+    Example:
+        >>> parse_shapes("data:1x3x8x8")
+        {'data': [1, 3, 8, 8]}
+    """
+    out: dict = {}
+    if not spec:
+        return out
+    for item in spec.split(","):
+        name, sep, dims = item.strip().rpartition(":")
+        if not sep or not name:
+            raise CLIError(f"--input-shapes entry {item!r} must look like NAME:1x3x224x224")
+        try:
+            out[name] = [None if d in ("?", "-1") else int(d) for d in dims.split("x")] if dims else []
+        except ValueError:
+            raise CLIError(f"--input-shapes entry {item!r}: dims must be integers separated by 'x'") from None
+    return out
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="ingot", message="ingot %(version)s")
+def main() -> None:
+    """Ingot: compile ONNX models to native code and run them."""
+
+
+@main.command("compile")
+@click.argument("model", type=click.Path(dir_okay=False))
+@click.option("-o", "--output", required=True, type=click.Path(), help="package to write (a .ingot directory)")
+@click.option("--target", default="llvm", show_default=True, help='target string, e.g. "llvm -num-cores=2"')
+@click.option("--input-shapes", default=None, help="NAME:1x3x224x224[,NAME2:...] fixes input shapes")
+@click.option("--tuning-records", default=None, type=click.Path(exists=True), help="tuning database to apply")
+def compile_cmd(model: str, output: str, target: str, input_shapes: "str | None", tuning_records: "str | None") -> None:
+    """Compile MODEL (.onnx) into a package directory."""
+    from ingot.driver import model as M
+
+    shapes = parse_shapes(input_shapes)
+    with _errors():
+        with _step(f"importing {model}"):
+            m = M.load(model, shape_dict=shapes or None)
+        with _step(f"compiling for {target}"):
+            package = M.compile(m, target=target, tuning_records=tuning_records)
+        with _step(f"writing {output}"):
+            package.export(output)
+    click.echo(f"wrote {output}")
+
+
+def _load_inputs(path: "str | None", package: Any) -> dict:
+    if path is None:
+        rng = np.random.default_rng(0)
+        out = {}
+        for i in package.inputs:
+            if not all(isinstance(d, int) for d in i.shape):
+                raise CLIError(f"input {i.name!r} has symbolic shape {list(i.shape)}; give --inputs FILE.npz")
+            if np.dtype(i.dtype).kind == "f":
+                out[i.name] = rng.standard_normal(i.shape).astype(i.dtype)
+            else:
+                out[i.name] = np.zeros(i.shape, i.dtype)
+        return out
+    if not os.path.isfile(path):
+        raise CLIError(f"--inputs {path}: no such file")
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            return {k: data[k] for k in data.files}
+    except Exception as exc:
+        raise CLIError(f"--inputs {path}: not a readable .npz file ({type(exc).__name__})") from None
+
+
+@main.command("run")
+@click.argument("package", type=click.Path(file_okay=False))
+@click.option("--inputs", default=None, type=click.Path(dir_okay=False), help=".npz of named inputs (random if omitted)")
+@click.option("--outputs", default=None, type=click.Path(dir_okay=False), help="write the outputs to this .npz")
+@click.option("--print-top", default=0, type=int, help="print the N largest entries of each output")
+@click.option("--device", default="cpu", show_default=True)
+def run_cmd(package: str, inputs: "str | None", outputs: "str | None", print_top: int, device: str) -> None:
+    """Run a compiled PACKAGE on inputs from an .npz file."""
+    from ingot.driver import model as M
+
+    with _errors():
+        pkg = M.load_package(package)
+        feed = _load_inputs(inputs, pkg)
+        result = M.run(pkg, feed, device=device)
+    for name, value in result.items():
+        click.echo(f"{name}: shape {list(value.shape)} {value.dtype}")
+        if print_top > 0:
+            flat = value.reshape(-1)
+            top = np.argsort(-flat, kind="stable")[:print_top]
+            for rank, k in enumerate(top, 1):
+                click.echo(f"  {rank}. index {int(k)}  value {flat[k]:.6g}")
+    if outputs:
+        with _errors():
+            tmp = outputs + ".tmp.npz"
+            np.savez(tmp, **result)
+            os.replace(tmp, outputs)
+        click.echo(f"wrote {outputs}")
+
+
+def _table(title: str, columns: list, rows: list) -> None:
+    try:
+        from rich.console import Console
+        from rich.table import Table
+    except ImportError:
+        click.echo(title)
+        for r in rows:
+            click.echo("  " + "  ".join(str(c) for c in r))
+        return
+    t = Table(title=title)
+    for c in columns:
+        t.add_column(c)
+    for r in rows:
+        t.add_row(*[str(c) for c in r])
+    Console().print(t)
+
+
+@main.command("inspect")
+@click.argument("model", type=click.Path(dir_okay=False))
+def inspect_cmd(model: str) -> None:
+    """Show MODEL's inputs, outputs, op histogram and unsupported ops."""
+    from ingot.frontend.onnx import inspect_onnx
+
+    with _errors():
+        info = inspect_onnx(model)
+    click.echo(f"{model}: opset {info['opset']}, {info['num_params']:,} parameters "
+               f"({info['param_bytes'] / 1e6:.1f} MB)")
+    _table("inputs", ["name", "shape", "dtype"], [(i["name"], i["shape"], i["dtype"]) for i in info["inputs"]])
+    _table("outputs", ["name", "shape", "dtype"], [(o["name"], o["shape"], o["dtype"]) for o in info["outputs"]])
+    _table("operators", ["op", "count", "supported"],
+           [(op, n, "no" if op in info["unsupported"] else "yes") for op, n in info["ops"].items()])
+    if info["unsupported"]:
+        click.echo(f"unsupported: {', '.join(sorted(info['unsupported']))}")
+    else:
+        click.echo("all operators are supported")
+
+
+@main.command("bench")
+@click.argument("package", type=click.Path(file_okay=False))
+@click.option("--repeat", default=50, show_default=True, type=int, help="timed runs")
+@click.option("--warmup", default=5, show_default=True, type=int)
+@click.option("--inputs", default=None, type=click.Path(dir_okay=False), help=".npz of inputs (random if omitted)")
+@click.option("--profile", is_flag=True, help="per-kernel times (when the executor supports profiling)")
+def bench_cmd(package: str, repeat: int, warmup: int, inputs: "str | None", profile: bool) -> None:
+    """Measure PACKAGE's latency (percentiles over --repeat runs)."""
+    from ingot.driver import model as M
+
+    with _errors():
+        pkg = M.load_package(package)
+        feed = _load_inputs(inputs, pkg)
+        arrays = M.check_inputs(feed, pkg.inputs)
+        fn = pkg.executor()["main"]
+        for _ in range(max(warmup, 0)):
+            fn(*arrays)
+        times = []
+        with click.progressbar(range(max(repeat, 1)), label="benchmarking", file=sys.stderr) as bar:
+            for _ in bar:
+                t0 = time.perf_counter()
+                fn(*arrays)
+                times.append((time.perf_counter() - t0) * 1e3)
+    t = np.array(times)
+    click.echo(f"latency over {len(t)} runs (ms): mean {t.mean():.3f}  p50 {np.percentile(t, 50):.3f}  "
+               f"p90 {np.percentile(t, 90):.3f}  p99 {np.percentile(t, 99):.3f}  min {t.min():.3f}  max {t.max():.3f}")
+    if profile:
+        vm = pkg.executor()
+        prof = getattr(vm, "profile", None)
+        if prof is None:
+            click.echo("profile: the graph executor has no per-kernel profiler yet (Executor.profile)")
+        else:
+            with _errors():
+                click.echo(str(prof("main", *arrays)))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()
