@@ -85,6 +85,11 @@ def schedule_blocks(sch: Schedule, target: Target, *, log: Optional[list] = None
             except ScheduleError as e:  # a primitive refused: try the next, simpler rule
                 errors.append(f"{rule.__name__}: {e}".splitlines()[0])
                 continue
+            except (NotImplementedError, ValueError, TypeError, AttributeError) as e:
+                # A primitive or analysis this rule relies on does not handle the block (yet):
+                # a model build must not fail for it, so fall back the same way.
+                errors.append(f"{rule.__name__}: {type(e).__name__}: {e}".splitlines()[0])
+                continue
             sch = trial
             if log is not None:
                 log.append((name, rule.__name__, errors or None))
