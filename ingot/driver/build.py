@@ -112,10 +112,10 @@ def build(mod_or_func: Any, target: "str | Target | dict | None" = "llvm", name:
 
     target = as_target(target)
     if target.is_cuda:
-        raise NotImplementedError(
-            "ingot.build for target 'cuda' is not implemented yet (no CUDA backend in ingot.codegen); "
-            "build for 'llvm' to run on the CPU"
-        )
+        # CUDA: lowered without vectorization, split into kernels, compiled by nvcc (docs/cuda.md).
+        from ingot.codegen.cuda.build import build_cuda
+
+        return build_cuda(mod_or_func, target, name, cache_dir=cache_dir)
     with target:
         lowered = lower(mod_or_func, name)
     return build_module(lowered, target, cache_dir=cache_dir)
