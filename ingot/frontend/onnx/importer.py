@@ -131,6 +131,9 @@ def load_model(model_or_path: Any) -> tuple[Any, str]:
         onnx.checker.check_model(model)
     except Exception as exc:
         msg = str(exc).strip().splitlines()
+        if msg and "No Op registered" in msg[0]:
+            # An op unknown to onnx itself: reported with all other unsupported ops, at once.
+            return model, source
         raise ModelLoadError(source, f"the ONNX checker rejects it: {msg[0] if msg else type(exc).__name__}") \
             from None
     return model, source
