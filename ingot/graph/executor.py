@@ -319,9 +319,11 @@ class Executor:
         ex = self.executable
         plan = ex.plans[name]
         fn = ex.lib[ex.aot[name]]
-        weights = ex.weights.ctypes.data
-        ws = self._workspace(name)
-        ws_addr = None if ws is None else ws.ctypes.data
+        # The runner keeps the weights and the workspace arrays alive itself: it may outlive
+        # this Executor (``Executor(ex)["main"]`` drops the Executor at once).
+        keep = (ex.weights, self._workspace(name))
+        weights = keep[0].ctypes.data
+        ws_addr = None if keep[1] is None else keep[1].ctypes.data
         specs = [(tuple(d["shape"]), np.dtype(d["dtype"])) for d in output_descs(plan, ex.constants)]
         structure = plan["output"]
 
@@ -333,6 +335,7 @@ class Executor:
         def run(*args: Any) -> Any:
             outs = [aligned_empty(s, d) for s, d in specs]
             fn(weights, ws_addr, *args, *outs)
+            _ = keep
             return NDArray(outs[0]) if single else rebuild(structure, iter(outs))
 
         run.__doc__ = f"Run graph function {name!r} (one call of its AOT C entry)."

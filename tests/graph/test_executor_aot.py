@@ -185,3 +185,15 @@ def test_export_and_load_in_a_fresh_process(mlp_ex, tmp_path):
     with pytest.raises(Exception, match="does not match the manifest"):
         G.load_executable(path)
     assert ingot.get_global_func("ingot.graph.load") is not None
+
+
+def test_aot_runner_outlives_its_executor(mlp_ex):
+    import gc
+
+    run = G.Executor(mlp_ex)["main"]  # the Executor is dropped at once
+    gc.collect()
+    junk = [np.ones(4096, "float32") for _ in range(64)]  # reuse freed memory if it were freed
+    data = rng.standard_normal((1, 784)).astype("float32")
+    for _ in range(3):
+        np.testing.assert_allclose(run(data).numpy(), mlp_ref(data), rtol=1e-4, atol=1e-4)
+    del junk
