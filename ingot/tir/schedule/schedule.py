@@ -300,6 +300,7 @@ class Schedule:
     transform_layout = P.transform_layout.transform_layout
     blockize = P.blockize_tensorize.blockize
     tensorize = P.blockize_tensorize.tensorize
+    pad_einsum = P.pad_einsum.pad_einsum
 
 
 _ENTER_POSTPROC = InstructionKind("enter_postproc")

@@ -7,6 +7,7 @@ from . import (  # noqa: F401  (importing registers the instruction kinds)
     storage_align,
 )
 from . import (  # noqa: F401  (hard primitives)
-    blockize_tensorize, compute_at, compute_inline, decompose_reduction, rfactor, transform_layout,
+    blockize_tensorize, compute_at, compute_inline, decompose_reduction, pad_einsum, rfactor,
+    transform_layout,
 )
 
