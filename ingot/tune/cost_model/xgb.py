@@ -5,6 +5,9 @@ fastest measured candidate scores 1 and a failed one 0 — fitted by regression 
 XGBModel does the same with its ``reg`` objective). Retraining from scratch on all data is cheap
 at tuning sizes (hundreds to a few thousand rows) and keeps the model deterministic. Before the
 first ``min_train`` measurements the model returns random scores (it knows nothing yet).
+Shallow trees (depth 3, min_child_weight 2) rank best at the few dozen measurements a tuning
+round has: on 64x64x64 matmul candidates, 40 training rows give a held-out Spearman
+correlation of about 0.45 (depth 6: 0.40; a log-latency target: 0.2-0.27).
 
 Example:
     >>> # m = XGBModel(seed=0); m.update(X, secs); m.predict(X_new)
@@ -28,7 +31,8 @@ class XGBModel(CostModel):
         >>> # XGBModel(seed=0, num_rounds=60)
     """
 
-    def __init__(self, seed: "int | None" = None, num_rounds: int = 80, max_depth: int = 6, eta: float = 0.2,
+    def __init__(self, seed: "int | None" = None, num_rounds: int = 80, max_depth: int = 3, eta: float = 0.2,
+                 min_child_weight: float = 2.0,
                  min_train: int = 8, num_threads: int = 1):
         try:
             import xgboost  # noqa: F401
@@ -38,6 +42,7 @@ class XGBModel(CostModel):
             ) from err
         self.seed = 0 if seed is None else int(seed)
         self.num_rounds, self.max_depth, self.eta = num_rounds, max_depth, eta
+        self.min_child_weight = float(min_child_weight)
         self.min_train, self.num_threads = min_train, num_threads
         self._X: list[np.ndarray] = []
         self._secs: list[float] = []
@@ -65,7 +70,7 @@ class XGBModel(CostModel):
         y = np.where(finite, best / np.where(finite, secs, 1.0), 0.0)
         dtrain = xgb.DMatrix(np.stack(self._X), label=y)
         params = {"max_depth": self.max_depth, "eta": self.eta, "objective": "reg:squarederror",
-                  "min_child_weight": 1, "subsample": 1.0, "seed": self.seed, "nthread": self.num_threads,
+                  "min_child_weight": self.min_child_weight, "subsample": 1.0, "seed": self.seed, "nthread": self.num_threads,
                   "verbosity": 0}
         self._booster = xgb.train(params, dtrain, num_boost_round=self.num_rounds)
 

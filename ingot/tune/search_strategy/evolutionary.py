@@ -7,6 +7,8 @@ Step 2. Evolution, ``genetic_num_iters`` times: score the population with the co
    batched prediction), pick parents in proportion to their scores, mutate them (a mutator drawn
    by its probability) and replay; children with a new structural hash form the next
    population. Every candidate seen is kept with its score.
+Defaults are smaller than TVM's (512 / 3 iterations) because replay runs the Python schedule
+primitives (tens of milliseconds per candidate); replays are memoized by trace.
 Step 3. Selection: the ``(1 - eps_greedy)`` share of the trials goes to the best-scored candidates
    not measured yet, the rest to random samples (exploration).
 
@@ -32,8 +34,8 @@ class EvolutiveSearch(SearchStrategy):
         0.05
     """
 
-    def __init__(self, population_size: int = 128, init_measured_ratio: float = 0.2,
-                 genetic_num_iters: int = 3, genetic_mutate_prob: float = 0.85, eps_greedy: float = 0.05,
+    def __init__(self, population_size: int = 64, init_measured_ratio: float = 0.2,
+                 genetic_num_iters: int = 2, genetic_mutate_prob: float = 0.85, eps_greedy: float = 0.05,
                  seed: "int | None" = None):
         super().__init__(seed)
         self.population_size = int(population_size)
