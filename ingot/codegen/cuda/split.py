@@ -341,14 +341,16 @@ class _SyncPlanner:
         """Plan ``s`` after the statements in ``out`` (may append a barrier to ``out``)."""
         if is_storage_sync(s):
             return s, _EMPTY
-        compound = self._descend(s, state)
-        if compound is not None:
-            return compound
+        # A conflict with anything inside ``s`` puts the barrier before ``s`` (as high as possible:
+        # not once per iteration of a loop in it); conflicts within ``s`` are planned inside it.
         reads, writes = _shared_access(s)
         pending_w, pending_r = state
         if (reads & pending_w) or (writes & pending_r) or (writes & pending_w):
             out.append(storage_sync())
             state = _EMPTY
+        compound = self._descend(s, state)
+        if compound is not None:
+            return compound
         return s, _union(state, (writes, reads))
 
     def _descend(self, s: Stmt, state):
