@@ -392,7 +392,7 @@ def from_exported_program(exported_program: Any, keep_params_as_input: bool = Fa
     # Step 2. the placeholders: user inputs (symbolic dims from their fake values), then weights.
     kinds = _input_kinds(ep, keep_params_as_input)
     specs = {spec.arg.name: spec for spec in ep.graph_signature.input_specs}
-    dims: dict = {}
+    dims: dict = _named_dims(ep)
     values: dict[str, Any] = {}
     inputs: list[G.Var] = []
     weights: list[G.Var] = []
@@ -437,6 +437,39 @@ def from_exported_program(exported_program: Any, keep_params_as_input: bool = Fa
             gv = bb.emit_output(result)
         bb.emit_func_output(gv)
     return bb.get(), params
+
+
+def _named_dims(ep: Any) -> dict:
+    """Symbol name → dim Var, named after the ``torch.export.Dim`` the user gave where PyTorch
+    still knows it (its shape env maps each symbol's source to the Dim's name), else the symbol."""
+    import torch
+
+    from ingot.ir import Var as DimVar
+
+    dims: dict = {}
+    taken: set = set()
+    for node in ep.graph.nodes:
+        val = node.meta.get("val") if node.op == "placeholder" else None
+        for size in getattr(val, "shape", ()):
+            if not isinstance(size, torch.SymInt) or not getattr(size.node.expr, "is_Symbol", False):
+                continue
+            symbol = str(size.node.expr)
+            if symbol in dims:
+                continue
+            name = symbol
+            try:  # private PyTorch state: best effort, the symbol name is a fine fallback
+                env = size.node.shape_env
+                for source in env.var_to_sources.get(size.node.expr, ()):
+                    src = source.name if isinstance(source.name, str) else source.name()
+                    debug = env.source_name_to_debug_name.get(src)
+                    if debug and debug.isidentifier() and debug not in taken:
+                        name = debug
+                        break
+            except Exception:
+                pass
+            taken.add(name)
+            dims[symbol] = DimVar(name, "int64")
+    return dims
 
 
 def _convert_node(ctx: Context, node: Any, values: dict) -> Any:
