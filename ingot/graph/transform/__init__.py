@@ -7,14 +7,18 @@ Example:
 from typing import Any
 
 from .bind_params import BindParams, bind_params
+from .convert_layout import ConvertLayout
+from .eliminate_common_subexpr import EliminateCommonSubexpr
 from .dead_code_elimination import DeadCodeElimination
 from .fold_constant import FoldConstant
 from .fuse_ops import FuseOps, FuseTIR
 from .legalize_ops import LegalizeOps
+from .simplify_inference import SimplifyInference
 
 
 def default_build_pipeline() -> Any:
-    """FoldConstant → FuseOps → FuseTIR → LegalizeOps → DeadCodeElimination, as one `Sequential`.
+    """FoldConstant → SimplifyInference → EliminateCommonSubexpr → DeadCodeElimination → FuseOps →
+    FuseTIR → LegalizeOps → DeadCodeElimination, as one `Sequential` (ConvertLayout is opt-in).
 
     Example:
         >>> p = default_build_pipeline()
@@ -22,6 +26,7 @@ def default_build_pipeline() -> Any:
     from ingot.ir import transform
 
     return transform.Sequential(
-        [FoldConstant(), DeadCodeElimination(), FuseOps(), FuseTIR(), LegalizeOps(), DeadCodeElimination()],
+        [FoldConstant(), SimplifyInference(), FoldConstant(), EliminateCommonSubexpr(), DeadCodeElimination(),
+         FuseOps(), FuseTIR(), LegalizeOps(), DeadCodeElimination()],
         name="graph.default_build_pipeline",
     )

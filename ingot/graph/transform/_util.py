@@ -83,6 +83,21 @@ def map_bindings(func: Function, fn: Callable[[VarBinding, dict], "VarBinding | 
     return rebuild_function(func, blocks, remap(func.body.body, vmap))
 
 
+def new_var_like(var: Var, name: str, sinfo: Any, in_dataflow: bool) -> Var:
+    """A new binding variable for a value inserted before ``var``'s binding: a `DataflowVar`
+    inside a dataflow block (it must not leak out of it), else a `Var`."""
+    from ..expr import DataflowVar
+
+    return (DataflowVar if in_dataflow or isinstance(var, DataflowVar) else Var)(name, sinfo)
+
+
+def dataflow_binding_ids(func: Function) -> set:
+    """``id``s of the variables bound inside the dataflow blocks of ``func``."""
+    from ..expr import DataflowBlock
+
+    return {id(b.var) for blk in func.body.blocks if isinstance(blk, DataflowBlock) for b in blk.bindings}
+
+
 def graph_functions(mod: IRModule) -> list[tuple[str, Function]]:
     """The graph functions of ``mod`` (not PrimFuncs), in order."""
     return [(name, f) for name, f in mod.functions.items() if isinstance(f, Function)]
