@@ -283,6 +283,11 @@ def _gather(ctx: Any, node: Any) -> Any:
             i = np.where(i < 0, i + dim, i)
         if is_static(x):
             return np.take(as_array(x), i, axis=axis)
+        if i.ndim == 0 and isinstance(dim, int):
+            # A scalar index is a slice + squeeze (no index tensor to load at run time).
+            k = int(i)
+            sl = ctx.emit(G.op.strided_slice(ctx.expr(x), [k], [k + 1], [1], [axis]))
+            return ctx.emit(G.op.squeeze(ctx.expr(sl), axis=[axis]))
         return ctx.emit(G.op.take(ctx.expr(x), G.const(i), axis=axis))
     i = ctx.expr(idx)
     if isinstance(dim, int):
