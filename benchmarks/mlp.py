@@ -1,0 +1,107 @@
+"""784-128-10 MLP (batch 1) latency: Ingot AOT entry, Ingot plan interpreter, 1-op graph overhead,
+numpy and PyTorch (2 threads each), medians, printed as a Markdown table.
+
+Run: ``python benchmarks/mlp.py`` (a quiet machine: it prints the load average first).
+ONNX Runtime runs this MLP in about 6 µs on the project machine (DESIGN.md).
+
+Example:
+    $ python benchmarks/mlp.py
+"""
+from __future__ import annotations
+
+import os
+import sys
+import warnings
+
+os.environ.setdefault("OMP_NUM_THREADS", "2")
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import numpy as np  # noqa: E402
+
+from benchmarks.common import banner, load_average, markdown_table, median_seconds  # noqa: E402
+
+
+def build_mlp(target: str):
+    """The bound MLP module, its parameters, and the compiled executable."""
+    from ingot import graph as G
+
+    rng = np.random.default_rng(0)
+    shapes = [("w0", (128, 784)), ("b0", (128,)), ("w1", (10, 128)), ("b1", (10,))]
+    params = {k: (rng.standard_normal(s) * 0.05).astype("float32") for k, s in shapes}
+    x = G.Var("x", G.TensorStructInfo((1, 784), "float32"))
+    ws = [G.Var(k, G.TensorStructInfo(s, "float32")) for k, s in shapes]
+    bb = G.BlockBuilder()
+    with bb.function("main", [x, *ws]):
+        with bb.dataflow():
+            lv0 = bb.emit(G.op.linear(x, ws[0], ws[1]))
+            lv1 = bb.emit(G.op.relu(lv0))
+            out = bb.emit_output(G.op.linear(lv1, ws[2], ws[3]))
+        bb.emit_func_output(out)
+    mod = G.transform.BindParams("main", params)(bb.get())
+    return params, G.build(mod, target)
+
+
+def build_one_op(target: str):
+    """A graph of one relu on (1, 10): measures the executor's per-call overhead."""
+    from ingot import graph as G
+
+    x = G.Var("x", G.TensorStructInfo((1, 10), "float32"))
+    bb = G.BlockBuilder()
+    with bb.function("main", [x]):
+        bb.emit_func_output(bb.emit(G.op.relu(x)))
+    return G.build(bb.get(), target)
+
+
+def main() -> None:
+    import ingot
+    from ingot import graph as G
+
+    warnings.simplefilter("ignore", RuntimeWarning)
+    banner("784-128-10 MLP, batch 1")
+    print(f"load average: {load_average()}")
+    target = "llvm -num-cores=2"
+    params, ex = build_mlp(target)
+    data = np.random.default_rng(1).standard_normal((1, 784)).astype("float32")
+    aot = G.Executor(ex, ingot.cpu())["main"]
+    interp = G.Executor(ex, ingot.cpu(), use_aot=False)["main"]
+    one = G.Executor(build_one_op(target), ingot.cpu())["main"]
+    small = np.zeros((1, 10), "float32")
+    w0t, b0, w1t, b1 = params["w0"].T.copy(), params["b0"], params["w1"].T.copy(), params["b1"]
+
+    def numpy_mlp():
+        return np.maximum(data @ w0t + b0, 0) @ w1t + b1
+
+    rows = []
+    t_np = median_seconds(numpy_mlp)
+    results = [("Ingot AOT (one C call)", median_seconds(lambda: aot(data))),
+               ("Ingot plan interpreter", median_seconds(lambda: interp(data))),
+               ("Ingot 1-op graph (overhead)", median_seconds(lambda: one(small))),
+               ("numpy", t_np)]
+    try:
+        import torch
+
+        torch.set_num_threads(2)
+        model = torch.nn.Sequential(torch.nn.Linear(784, 128), torch.nn.ReLU(), torch.nn.Linear(128, 10)).eval()
+        with torch.no_grad():
+            model[0].weight.copy_(torch.from_numpy(params["w0"]))
+            model[0].bias.copy_(torch.from_numpy(params["b0"]))
+            model[2].weight.copy_(torch.from_numpy(params["w1"]))
+            model[2].bias.copy_(torch.from_numpy(params["b1"]))
+        tx = torch.from_numpy(data)
+
+        def torch_mlp():
+            with torch.inference_mode():
+                return model(tx)
+
+        results.append(("PyTorch", median_seconds(torch_mlp)))
+    except ImportError:
+        results.append(("PyTorch (not installed)", float("nan")))
+    np.testing.assert_allclose(aot(data).numpy(), numpy_mlp(), rtol=1e-4, atol=1e-4)
+    for name, t in results:
+        rows.append([name, f"{t * 1e6:.1f}", f"{t / t_np:.2f}" if t == t else "-"])
+    print(markdown_table(["implementation", "median µs", "vs numpy"], rows))
+    print(f"kernels: {ex.schedule_report}; workspace: {ex.stats()['main']['workspace_bytes']} bytes")
+
+
+if __name__ == "__main__":
+    main()
