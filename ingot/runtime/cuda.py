@@ -22,6 +22,13 @@ CuPy), used in place. Host numpy arrays are refused with the fix in the message.
 All driver calls go through one `Driver` object; tests swap in a fake (`set_driver`) to check
 argument handling and launch dimensions on machines without a GPU.
 
+Name clash: ``ingot.runtime.cuda`` is also the device constructor (``ingot.runtime.cuda(0)``)
+exported by the package, and importing this submodule makes the package attribute the module.
+So that both spellings keep working, this module is *callable*: ``ingot.runtime.cuda(0)`` still
+returns the device. Import it as ``importlib.import_module("ingot.runtime.cuda")`` or
+``from ingot.runtime.cuda import array`` (``from ingot.runtime import cuda`` may give the
+device function when the submodule was not imported yet).
+
 Example:
     >>> import numpy as np, ingot
     >>> from ingot.runtime import cuda as rt_cuda
@@ -33,7 +40,9 @@ Example:
 from __future__ import annotations
 
 import ctypes
+import sys
 import threading
+import types
 from math import prod
 from typing import Any, Sequence
 
@@ -681,3 +690,13 @@ class CUDAModule:
 
     def __repr__(self) -> str:
         return f"<ingot.runtime.cuda.CUDAModule functions={self.function_names}>"
+
+
+class _CallableModule(types.ModuleType):
+    """This module's class: calling it makes a CUDA device, like the function it shadows."""
+
+    def __call__(self, device_id: int = 0) -> Device:
+        return cuda_device(device_id)
+
+
+sys.modules[__name__].__class__ = _CallableModule
