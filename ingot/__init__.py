@@ -50,6 +50,8 @@ _LAZY_ATTRS = {
     "load": ("ingot.driver.model", "load"),
     "compile": ("ingot.driver.model", "compile"),
     "run": ("ingot.driver.model", "run"),
+    "load_package": ("ingot.driver.model", "load_package"),
+    "Package": ("ingot.driver.model", "Package"),
     "tune": ("ingot.tune", None),
 }
 
