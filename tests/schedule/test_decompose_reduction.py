@@ -72,6 +72,12 @@ def test_decompose_reduction_refusals():
     sch.decompose_reduction(c, k)
     with pytest.raises(ScheduleError, match="has no init"):
         sch.decompose_reduction(c, j)
+    sch = Schedule(matmul())
+    c = sch.get_block("C")
+    i, j, k = sch.get_loops(c)
+    k0, k1 = sch.split(k, [None, 4])
+    with pytest.raises(ScheduleError, match="above loop 'k_1' feeds a reduce variable"):
+        sch.decompose_reduction(c, k1)
     sch = Schedule(softmax())
     i_exp, _ = sch.get_loops(sch.get_block("T_exp"))
     with pytest.raises(ScheduleError, match="does not enclose"):

@@ -40,7 +40,7 @@ from ..analysis import (
 )
 from ..instruction import BlockRV, InstructionKind, LoopRV
 from ..state import StmtSRef, _Replacer
-from .compute_inline import nest_top
+from .compute_inline import check_in_scope_body, nest_top
 from .decompose_reduction import join_conjuncts
 
 COMPUTE_AT = InstructionKind("compute_at", inputs=("block", "loop"), attrs=("preserve_unit_loops",))
@@ -129,6 +129,7 @@ def _regenerate(sch: Any, block: Block, ranges: dict, lsref: StmtSRef, preserve_
 
 def _check_movable(sch: Any, sref: StmtSRef, lsref: StmtSRef, primitive: str, complete_only: bool) -> None:
     blk = sref.stmt
+    check_in_scope_body(sch, sref, primitive)
     kind = block_kind(blk, writer_counts(scope_block(sref)))
     if kind is None or (complete_only and kind != "complete"):
         need = "a complete block" if complete_only else "a complete or reduction block"

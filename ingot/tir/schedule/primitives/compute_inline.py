@@ -110,6 +110,15 @@ class LoadRewriter(Mutator):
         return self.generic_visit(node)
 
 
+def check_in_scope_body(sch: Any, sref: StmtSRef, primitive: str) -> None:
+    """Raise unless block ``sref`` sits in the body of its scope block (not in the scope's init,
+    e.g. the init block that blockize creates), where the dataflow primitives can reason about it."""
+    scope = scope_block(sref)
+    if not any(r is sref.realize for r in child_block_realizes(scope.stmt.body)):
+        sch._raise(f"{primitive}: block {sref.stmt.name_hint!r} is inside the init of block {scope.stmt.name_hint!r}",
+                   "schedule the block before blockize moved it into an init", sref.func_name, [sref.stmt])
+
+
 def _count_loads(stmt: Any, buffer: Buffer) -> int:
     count = [0]
 
@@ -133,6 +142,7 @@ def _single_store(sch: Any, sref: StmtSRef, primitive: str) -> BufferStore:
 
 
 def _check_complete(sch: Any, sref: StmtSRef, primitive: str, role: str) -> None:
+    check_in_scope_body(sch, sref, primitive)
     scope = scope_block(sref)
     if block_kind(sref.stmt, writer_counts(scope)) != "complete":
         sch._raise(f"{primitive}: {role} block {sref.stmt.name_hint!r} is not a complete block",

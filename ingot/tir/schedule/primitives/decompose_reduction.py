@@ -3,7 +3,8 @@
 Note: the reduction block ``C`` (with ``init``) under loop ``L`` becomes two blocks: ``C_init``,
 placed right before ``L``, whose loops are copies of the loops from ``L`` down to ``C`` that the
 *spatial* bindings use (loops feeding only reduce variables are dropped), and ``C`` itself without
-``init``. Preconditions (TENSORIR.md §2): ``C`` is a reduction block and ``L`` encloses it.
+``init``. Preconditions (TENSORIR.md §2): ``C`` is a reduction block, ``L`` encloses it, and no loop
+above ``L`` feeds a reduce variable (the init would be re-run inside the reduction).
 Afterwards ``C`` is neither complete nor a reduction block, so parallelize/vectorize first.
 
 Example (before/after, at loop k's parent j)::
@@ -76,6 +77,14 @@ def decompose_reduction(sch: Any, block: BlockRV, loop: LoopRV) -> BlockRV:
     loops = enclosing_loops(sref)
     inner = loops[[id(x) for x in loops].index(id(lsref)):]
     realize = sref.realize
+    reduce_loops = {id(v) for iv, b in zip(blk.iter_vars, realize.iter_values) if iv.kind == "R"
+                    for v in collect_vars(b)}
+    above = [s for s in loops[: len(loops) - len(inner)] if id(s.stmt.loop_var) in reduce_loops]
+    if above:
+        sch._raise(f"decompose_reduction: loop {above[0].stmt.loop_var.name!r} above loop "
+                   f"{lsref.stmt.loop_var.name!r} feeds a reduce variable of block {blk.name_hint!r}",
+                   "the init would run again in every iteration of that loop; decompose at a loop outside "
+                   "all reduce loops", sref.func_name, [above[0].stmt, lsref.stmt])
 
     # Step 2. The init block: spatial iteration variables with the same bindings.
     spatial = [(iv, v) for iv, v in zip(blk.iter_vars, realize.iter_values) if iv.kind == "S"]

@@ -30,7 +30,7 @@ from ..analysis import block_kind, child_block_realizes, enclosing_loops, scope_
 from ..instruction import BlockRV, InstructionKind
 from ..state import _Replacer
 from .cache import replace_buffer
-from .compute_inline import refresh_regions
+from .compute_inline import check_in_scope_body, refresh_regions
 from .rfactor import detect_combiner
 
 PAD_EINSUM = InstructionKind("pad_einsum", inputs=("block",), attrs=("padding",))
@@ -81,6 +81,7 @@ def pad_einsum(sch: Any, block: BlockRV, padding: Sequence[int]) -> None:
     if len(padding) != len(blk.iter_vars) or any(p < 1 for p in padding):
         sch._raise(f"pad_einsum: block {blk.name_hint!r} has {len(blk.iter_vars)} iteration variables; padding "
                    f"{padding} must give one positive factor each", "", sref.func_name, [blk])
+    check_in_scope_body(sch, sref, "pad_einsum")
     scope = scope_block(sref)
     if block_kind(blk, writer_counts(scope)) is None or not isinstance(blk.body, BufferStore):
         sch._raise(f"pad_einsum: block {blk.name_hint!r} is not a complete or reduction block with one store",

@@ -38,7 +38,7 @@ from ingot.tir.stmt import Block, BlockRealize, BufferStore, For, ForKind, SeqSt
 from ..analysis import block_kind, child_block_realizes, enclosing_loops, scope_block, writer_counts
 from ..instruction import BlockRV, InstructionKind, LoopRV
 from ..state import _Replacer
-from .compute_inline import refresh_regions
+from .compute_inline import check_in_scope_body, refresh_regions
 from .decompose_reduction import join_conjuncts, split_conjuncts
 
 RFACTOR = InstructionKind("rfactor", inputs=("loop",), attrs=("factor_axis",))
@@ -116,6 +116,7 @@ def rfactor(sch: Any, loop: LoopRV, factor_axis: int) -> BlockRV:
     realize = realizes[0]
     blk: Block = realize.block
     sref = sch.state.sref_of(lsref.func_name, blk)
+    check_in_scope_body(sch, sref, "rfactor")
     if block_kind(blk, writer_counts(scope_block(sref))) != "reduction":
         sch._raise(f"rfactor: block {blk.name_hint!r} is not a reduction block",
                    "rfactor applies to a reduction with init (before decompose_reduction)", lsref.func_name, [blk])
