@@ -46,6 +46,20 @@ def test_matmul_source_has_shared_tiles_and_barriers():
     assert src.metadata["functions"]["main"]["kernels"][0]["block"] == [16, 16, 1]
 
 
+def test_cpu_and_cuda_printers_do_not_share_dispatch():
+    # The C printer runs first in this process; the CUDA overrides must still apply.
+    from ingot.codegen.c import generate_c
+    from ingot.ir import decl_buffer as db
+    from ingot.tir import Allocate, For, ForKind
+
+    A, S = db((4,), "float32", "A"), db((4,), "float32", "S")
+    i = Var("i")
+    generate_c(PrimFunc([A], Allocate(S, For(i, 0, 4, ForKind.PARALLEL, BufferStore(A, 1.0, [i])))))
+    code = _src(programs.tiled_matmul()).code
+    assert "__shared__" in code and "#pragma omp" not in code and "aligned(64)" not in code
+    assert "#pragma omp" in generate_c(PrimFunc([A], For(i, 0, 4, ForKind.PARALLEL, BufferStore(A, 1.0, [i])))).code
+
+
 def test_shared_memory_limit_is_checked():
     from ingot.codegen.c.printer import CodegenError
 

@@ -36,7 +36,7 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 from ingot.codegen.c.intrinsics import INTRINSICS, _float_dtype
-from ingot.codegen.c.printer import CodegenError, CPrinter
+from ingot.codegen.c.printer import CodegenError, CPrinter, _resolve_method
 from ingot.codegen.c.types import CHelpers, storage_type
 from ingot.ir.dtype import DataType
 from ingot.ir.expr import Broadcast, Call, IntImm, PrimExpr, Ramp, StringImm, Var, as_const_int, cast
@@ -140,6 +140,21 @@ class CUDAPrinter(CPrinter):
         name = self.bind_var(var, nonneg=True)
         self.thread_inits.append(f"const {self.value_type(var.dtype)} {name} = ({self.value_type(var.dtype)}){tag};")
         return name
+
+    # -- dispatch ------------------------------------------------------------------------------
+    # CPrinter.expr/print_stmt cache the resolved method per node class in CPrinter's own tables,
+    # shared by every subclass: whichever printer ran first would win. Resolve through our tables.
+    def expr(self, node: PrimExpr) -> str:
+        method = _resolve_method(CUDAPrinter._expr_cache, type(self), type(node), "expr_")
+        if method is None:
+            raise CodegenError(f"{self.func_name}: the CUDA backend cannot print {type(node).__name__} `{node}`")
+        return method(self, node)
+
+    def print_stmt(self, node: Any) -> None:
+        method = _resolve_method(CUDAPrinter._stmt_cache, type(self), type(node), "stmt_")
+        if method is None:
+            raise CodegenError(f"{self.func_name}: the CUDA backend cannot print statement {type(node).__name__}")
+        method(self, node)
 
     # -- expressions ---------------------------------------------------------------------------
     def _no_vectors(self, node: Any) -> NotImplementedError:
