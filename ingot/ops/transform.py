@@ -187,3 +187,69 @@ def take(x: Any, indices: Any, axis: int = 0) -> Any:
         return x[tuple(idx[:axis]) + (pos,) + tuple(idx[axis + k:])]
 
     return compute(shape, body, "T_take", tag="injective")
+
+
+def broadcast_to(x: Any, shape: Sequence[Any]) -> Any:
+    """``numpy.broadcast_to(x, shape)`` as a new tensor (TVM's ``broadcast_to``, ONNX ``Expand``).
+
+    Example:
+        >>> from ingot import te
+        >>> y = broadcast_to(te.placeholder((3, 1), name="x"), (2, 3, 4))
+    """
+    from ._util import broadcast_index
+
+    out_shape = tuple(convert(d) for d in shape)
+    return compute(out_shape, lambda idx: x[broadcast_index(x, out_shape, idx)], "T_broadcast_to",
+                   tag="broadcast")
+
+
+def cumsum(x: Any, axis: int = 0, exclusive: bool = False) -> Any:
+    """Cumulative sum along ``axis`` (``exclusive``: the element itself is not included).
+
+    A reduction over the axis guarded by ``k <= i`` (quadratic in the axis length; scans are
+    short in the models this serves).
+
+    Example:
+        >>> from ingot import te
+        >>> y = cumsum(te.placeholder((4, 8), name="x"), axis=1)
+    """
+    from ingot import te
+
+    axis = normalize_axis(axis, len(x.shape))
+    k = te.reduce_axis((0, x.shape[axis]), name="k")
+
+    def body(idx: tuple) -> Any:
+        src = list(idx)
+        src[axis] = k
+        keep = k < idx[axis] if exclusive else k <= idx[axis]
+        zero = tir.const(0, str(x.dtype))
+        return te.sum(tir.Select(keep, x[tuple(src)], zero), axis=k)
+
+    return compute(x.shape, body, "T_cumsum", tag="cumsum")
+
+
+def full(shape: Sequence[Any], fill_value: float, dtype: str = "float32") -> Any:
+    """A tensor of ``shape`` filled with ``fill_value``.
+
+    Example:
+        >>> y = full((2, 3), 1.5)
+    """
+    from ._util import const_like
+
+    return compute(tuple(convert(d) for d in shape), lambda idx: const_like(fill_value, dtype), "T_full",
+                   tag="elemwise")
+
+
+def arange(start: float, stop: float, step: float = 1, dtype: str = "float32") -> Any:
+    """``numpy.arange(start, stop, step)`` (constant bounds).
+
+    Example:
+        >>> y = arange(0, 10, 2, "int64")
+    """
+    import math
+
+    from ._util import const_like
+
+    n = max(0, int(math.ceil((stop - start) / step)))
+    return compute((n,), lambda idx: const_like(start, dtype) + idx[0].astype(dtype) * const_like(step, dtype),
+                   "T_arange", tag="elemwise")

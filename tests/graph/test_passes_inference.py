@@ -105,7 +105,7 @@ def test_eliminate_common_subexpr():
             c = bb.emit(G.op.sum(a, axis=1))
             d = bb.emit(G.op.sum(b, axis=1))
             e = bb.emit(G.op.sum(a, axis=0))  # different attributes: kept
-            gv = bb.emit_output(G.op.add(G.op.add(c, d) if False else c, d))
+            gv = bb.emit_output(G.op.add(c, d))
             gv2 = bb.emit_output(G.op.add(gv, e))
         bb.emit_func_output(gv2)
     after = G.transform.EliminateCommonSubexpr()(bb.get())

@@ -15,6 +15,7 @@ from .binary import (
     add, divide, equal, floor_divide, greater, greater_equal, less, less_equal, maximum, minimum, multiply,
     not_equal, power, subtract, where,
 )
+from .create import arange, broadcast_to, cumsum, expand, full, ones, pad, unsqueeze, zeros
 from .linalg import dense, linear, matmul
 from .manip import (
     concat, expand_dims, flatten, permute_dims, reshape, squeeze, strided_slice, take, transpose,
