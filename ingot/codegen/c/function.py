@@ -79,6 +79,9 @@ def emit_function(func: PrimFunc, name: str, symbol: str, kernel_symbol: str,
     names = NameTable(reserved=(*WRAPPER_LOCALS, *collector.names))
     printer = CPrinter(helpers, names, name)
     noalias = bool(func.attrs.get("tir.noalias", False))
+    printer.noalias = noalias
+    printer.outlined = []  # parallel loop bodies as restrict-pointer functions (printer note)
+    printer.outline_prefix = kernel_symbol
 
     # Step 1. Name the parameters and the symbolic dimensions (kernel argument order).
     kernel_params: list[str] = []
@@ -105,6 +108,8 @@ def emit_function(func: PrimFunc, name: str, symbol: str, kernel_symbol: str,
     printer.print_stmt(func.body)
     body = printer.writer.text()
     kw = CodeWriter()
+    for text in printer.outlined:
+        kw.lines.append(text.rstrip("\n"))
     kw.line(f"static int32_t {kernel_symbol}({', '.join([*kernel_params, 'char* err', 'int32_t err_len'])}) {{")
     if printer.failures:
         kw.line("  int32_t ingot_fail = 0;")

@@ -122,6 +122,12 @@ class CPrinter:
         self._nonneg: set[int] = set()
         self._keep: list[Any] = []  # keeps keys of id()-maps alive
         self._tmp = 0
+        # Parallel loop bodies outlined into restrict-pointer functions (see `_outline_parallel`):
+        # a list of C function definitions the caller emits before the kernel (None: disabled).
+        self.outlined: "list[str] | None" = None
+        self.outline_prefix = "ingot_outlined"
+        self.noalias = False
+        self._allocated: set[int] = set()  # data vars of Allocate (never aliased by anything)
 
     # ------------------------------------------------------------------ naming and context
     def bind_buffer(self, buffer: Buffer) -> str:
@@ -489,6 +495,8 @@ class CPrinter:
         name = self.bind_var(node.loop_var, nonneg=nonneg)
         end = ext if as_const_int(node.min) == 0 else f"({lo} + {ext})"
         parallel = node.kind == ForKind.PARALLEL and self.in_parallel == 0 and self.in_simd == 0
+        if parallel and self._outline_parallel(node, name, lo, end):
+            return
         if parallel:
             self.writer.line("#pragma omp parallel for schedule(static)")
         elif node.kind == ForKind.VECTORIZED and self.in_simd == 0:
@@ -507,9 +515,64 @@ class CPrinter:
         self.in_parallel -= int(parallel)
         self.writer.line("}")
 
+    def _outline_parallel(self, node: For, name: str, lo: str, end: str) -> bool:
+        """Emit the body of the outermost parallel loop ``node`` as a separate function whose
+        pointer parameters are ``restrict`` and call it from the ``omp parallel for``; returns
+        False (nothing written) when the body cannot be outlined.
+
+        Why: GCC outlines an OpenMP region into a function that receives the pointers through a
+        struct, which drops their ``restrict``. Without it GCC cannot keep an accumulator that
+        lives in an output buffer (``C[i, j] += ...`` over a k loop, the KC-blocked GEMM and the
+        convolutions) in registers: every FMA gets a load and a store of C. A real function
+        with restrict parameters restores the no-alias facts (it is ``noinline`` so the facts are
+        not lost again when GCC would inline it back into the region).
+
+        The body may not set ``ingot_fail`` (a heap workspace or an assertion inside); then the
+        loop is printed inline as before.
+        """
+        if self.outlined is None:
+            return False
+        free = []
+        for var in _used_vars(node.body):
+            if var is node.loop_var or self.names.lookup(var) is None:
+                continue  # defined inside the body (or the loop variable itself)
+            entry = self._pointer_dtype.get(id(var))
+            cname = self.names.lookup(var)
+            if entry is not None:
+                restrict = " INGOT_RESTRICT" if (self.noalias or id(var) in self._allocated) else ""
+                free.append(f"{storage_type(entry[1])}*{restrict} {cname}")
+            elif DataType(var.dtype).is_handle:
+                return False  # an opaque pointer: its C type is not known here
+            else:
+                free.append(f"{self.value_type(var.dtype)} {cname}")
+            free[-1] = (free[-1], cname)
+        n_fail, saved = len(self.failures), self.writer
+        self.writer = CodeWriter(indent=0)
+        self.in_parallel += 1
+        try:
+            self._block(node.body)
+        finally:
+            self.in_parallel -= 1
+            body, self.writer = self.writer.text(), saved
+        if len(self.failures) != n_fail or "ingot_fail" in body:
+            del self.failures[n_fail:]
+            return False
+        fn = f"{self.outline_prefix}_par{len(self.outlined)}"
+        params = [decl for decl, _ in free] + [f"{self.value_type(node.loop_var.dtype)} {name}"]
+        args = [cname for _, cname in free] + [name]
+        self.outlined.append(f"static __attribute__((noinline)) void {fn}({', '.join(params)}) {{\n"
+                             f"{body.rstrip()}\n}}\n")
+        self.writer.line("#pragma omp parallel for schedule(static)")
+        self.writer.line(f"for ({self.value_type(node.loop_var.dtype)} {name} = {lo}; {name} < {end}; ++{name}) {{")
+        self.writer.line(f"  {fn}({', '.join(args)});")
+        self.writer.line("}")
+        return True
+
     def stmt_Allocate(self, node: Allocate) -> None:
         buffer = node.buffer
         name = self.bind_buffer(buffer)
+        self._allocated.add(id(buffer.data))
+        self._keep.append(buffer.data)
         elem = storage_type(buffer.dtype)
         count: PrimExpr = IntImm("int64", 1)
         for dim in buffer.shape:
@@ -540,6 +603,25 @@ class CPrinter:
 
     def stmt_BlockRealize(self, node: BlockRealize) -> None:
         self.stmt_Block(node.block)
+
+
+def _used_vars(stmt: Stmt) -> list:
+    """Variables used in ``stmt``, including the data pointers of the buffers it accesses."""
+    from ingot.ir.functor import Visitor
+
+    found: dict[int, Var] = {}
+
+    class _Collect(Visitor):
+        def visit_Var(self, n: Var) -> None:
+            found.setdefault(id(n), n)
+
+        def visit_Buffer(self, n: Buffer) -> None:
+            found.setdefault(id(n.data), n.data)
+            for dim in n.shape:
+                self.visit(dim)
+
+    _Collect().visit(stmt)
+    return list(found.values())
 
 
 def _positive_const(e: PrimExpr) -> bool:
