@@ -42,6 +42,10 @@ def __getattr__(name):
         value = getattr(importlib.import_module("ingot.tir.schedule"), name)
         globals()[name] = value
         return value
+    if name == "TensorIntrin":
+        from ingot.tir.schedule.tensor_intrin import TensorIntrin
+
+        return TensorIntrin
     if name == "IndexMap":
         from ingot.arith import IndexMap
 

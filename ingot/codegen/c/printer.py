@@ -88,12 +88,14 @@ class CodeWriter:
 
 
 def _resolve_method(cache: dict, owner: type, cls: type, prefix: str) -> "Callable | None":
-    if cls not in cache:
-        cache[cls] = next(
+    # Keyed by the printer class too: a subclass (the CUDA printer) overrides some methods.
+    key = (owner, cls)
+    if key not in cache:
+        cache[key] = next(
             (getattr(owner, prefix + k.__name__) for k in cls.__mro__ if hasattr(owner, prefix + k.__name__)),
             None,
         )
-    return cache[cls]
+    return cache[key]
 
 
 _CMP = {EQ: "==", NE: "!=", LT: "<", LE: "<=", GT: ">", GE: ">="}
