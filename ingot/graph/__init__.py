@@ -51,7 +51,13 @@ def _register_loader() -> None:
 
         return load_executable(path)
 
+    def make_executor(executable, device=None):
+        from .executor import Executor
+
+        return Executor(executable, device)
+
     register_func("ingot.graph.load", load, override=True)
+    register_func("ingot.graph.Executor", make_executor, override=True)
 
 
 _register_loader()

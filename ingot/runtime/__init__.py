@@ -53,3 +53,26 @@ __all__ = [
     "PackedFunc", "get_global_func", "list_global_func_names", "register_func",
     "remove_global_func",
 ]
+
+
+def Executor(executable, device=None):  # noqa: N802 - TVM's spelling (relax.VirtualMachine)
+    """An executor for a compiled model (from ``ingot.compile``/``ingot.graph.build`` or
+    `load_module` of an exported model): ``Executor(ex, ingot.cpu())["main"](data)``.
+
+    The graph layer registers the executor (the runtime does not import it); loading or building a
+    model imports the graph layer, so the registration is there whenever an executable exists.
+
+    Example:
+        >>> vm = Executor(load_module("/tmp/model.so"), cpu())  # doctest: +SKIP
+        >>> out = vm["main"](data)  # doctest: +SKIP
+    """
+    factory = get_global_func("ingot.graph.Executor", allow_missing=True)
+    if factory is None:
+        raise IngotRuntimeError(
+            "no executor is registered: build or load a model first (ingot.compile, ingot.graph.build, "
+            "or ingot.runtime.load_module of an exported model)"
+        )
+    return factory(executable, device)
+
+
+__all__.append("Executor")

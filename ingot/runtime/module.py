@@ -28,6 +28,7 @@ import shutil
 import statistics
 import tempfile
 from collections import namedtuple
+from typing import Any
 
 from . import abi
 from .device import Device
@@ -349,11 +350,50 @@ class Module:
         return f"<ingot.Module {os.path.basename(self.lib_path)} functions={self.function_names}>"
 
 
-def load_module(path: str | os.PathLike) -> Module:
+def load_module(path: str | os.PathLike) -> Any:
     """Load a library written by ``Module.export_library`` (works in a fresh process).
+
+    A compiled model (``ex.export_library("model.so")`` at graph level) is a library plus a JSON
+    manifest beside it naming its loader; that loader is called and the model's executable is
+    returned (run it with ``ingot.graph.Executor(ex, ingot.cpu())``). The loader must be a
+    function inside the ``ingot`` package: a manifest is data and never chooses arbitrary code.
 
     Example::
 
-        >>> mod = load_module("/tmp/model.so")     # doctest: +SKIP
+        >>> mod = load_module("/tmp/kernels.so")     # doctest: +SKIP
+        >>> ex = load_module("/tmp/model.so")        # doctest: +SKIP
     """
+    manifest = _model_manifest(path)
+    if manifest is not None:
+        return _call_loader(manifest, path)
     return Module(path)
+
+
+def _model_manifest(path: "str | os.PathLike") -> "dict | None":
+    stem, _ = os.path.splitext(os.fspath(path))
+    manifest_path = stem + ".json"
+    if not os.path.isfile(manifest_path):
+        return None
+    try:
+        with open(manifest_path) as f:
+            manifest = json.load(f)
+    except (OSError, ValueError):
+        return None
+    return manifest if isinstance(manifest, dict) and "loader" in manifest else None
+
+
+def _call_loader(manifest: dict, path: "str | os.PathLike") -> Any:
+    import importlib
+
+    loader = str(manifest["loader"])
+    module_name, _, func_name = loader.rpartition(".")
+    if not module_name.startswith("ingot.") or not func_name.isidentifier():
+        raise ModuleLoadError(
+            f"{os.fspath(path)}: its manifest names the loader {loader!r}, which is not an ingot function; "
+            "re-export the model with ingot"
+        )
+    try:
+        func = getattr(importlib.import_module(module_name), func_name)
+    except (ImportError, AttributeError) as err:
+        raise ModuleLoadError(f"{os.fspath(path)}: cannot find the loader {loader!r} named by its manifest: {err}") from err
+    return func(os.fspath(path))
