@@ -529,8 +529,8 @@ class CPrinter:
         with restrict parameters restores the no-alias facts (it is ``noinline`` so the facts are
         not lost again when GCC would inline it back into the region).
 
-        The body may not set ``ingot_fail`` (a heap workspace or an assertion inside); then the
-        loop is printed inline as before.
+        A failure inside the body (a heap workspace, an assertion) sets the function's own
+        ``ingot_fail``, which it returns; the loop copies it into the kernel's flag.
         """
         if self.outlined is None:
             return False
@@ -556,17 +556,24 @@ class CPrinter:
         finally:
             self.in_parallel -= 1
             body, self.writer = self.writer.text(), saved
-        if len(self.failures) != n_fail or "ingot_fail" in body:
-            del self.failures[n_fail:]
-            return False
         fn = f"{self.outline_prefix}_par{len(self.outlined)}"
         params = [decl for decl, _ in free] + [f"{self.value_type(node.loop_var.dtype)} {name}"]
         args = [cname for _, cname in free] + [name]
-        self.outlined.append(f"static __attribute__((noinline)) void {fn}({', '.join(params)}) {{\n"
-                             f"{body.rstrip()}\n}}\n")
+        # The function has its own failure flag (set by guards in the body, see the module
+        # note) and returns it; the loop copies a failure into the kernel's flag.
+        self.outlined.append(f"static __attribute__((noinline)) int32_t {fn}({', '.join(params)}) {{\n"
+                             f"  int32_t ingot_fail = 0;\n{body.rstrip()}\n  return ingot_fail;\n}}\n")
         self.writer.line("#pragma omp parallel for schedule(static)")
         self.writer.line(f"for ({self.value_type(node.loop_var.dtype)} {name} = {lo}; {name} < {end}; ++{name}) {{")
-        self.writer.line(f"  {fn}({', '.join(args)});")
+        if len(self.failures) != n_fail:
+            t = self.fresh("f")
+            self.writer.line(f"  int32_t {t} = {fn}({', '.join(args)});")
+            self.writer.line(f"  if ({t} != 0) {{")
+            self.writer.line("  #pragma omp atomic write")
+            self.writer.line(f"    ingot_fail = {t};")
+            self.writer.line("  }")
+        else:
+            self.writer.line(f"  (void){fn}({', '.join(args)});")
         self.writer.line("}")
         return True
 
