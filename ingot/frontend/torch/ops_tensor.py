@@ -18,7 +18,6 @@ from typing import Any
 import numpy as np
 
 from ingot import graph as G
-from ingot.graph.op import torch_extra
 
 from .importer import register
 from .ops_math import tensor
@@ -189,13 +188,20 @@ def _squeeze(ctx: Any, node: Any) -> Any:
     return ctx.emit(G.op.squeeze(x, dims))
 
 
+def _broadcast(ctx: Any, x: G.Expr, shape: tuple) -> Any:
+    """``broadcast_to(x, shape)``; a constant ``x`` with a symbolic ``shape`` is bound to a variable
+    first, because FoldConstant would try to evaluate the broadcast (it cannot: the size is only
+    known at run time)."""
+    if tuple(ctx.shape(x)) == tuple(shape):
+        return x
+    if isinstance(x, G.Constant) and not all(isinstance(d, int) for d in shape):
+        x = ctx.bb.emit(x)
+    return ctx.emit(G.op.broadcast_to(x, shape))
+
+
 @register("aten.expand.default", "aten.expand_as.default", "aten.broadcast_to.default")
 def _expand(ctx: Any, node: Any) -> Any:
-    x = tensor(ctx, node.arg("self"))
-    shape = node.out_shape
-    if tuple(ctx.shape(x)) == shape:
-        return x
-    return ctx.emit(torch_extra.broadcast_to(x, shape))
+    return _broadcast(ctx, tensor(ctx, node.arg("self")), node.out_shape)
 
 
 @register("aten.constant_pad_nd.default", "aten.pad.default")
@@ -212,7 +218,8 @@ def _pad(ctx: Any, node: Any) -> Any:
         width[2 * axis], width[2 * axis + 1] = pad[2 * k], pad[2 * k + 1]
     if any(w < 0 for w in width):
         raise node.error(f"negative padding {pad} (cropping) is not supported; slice the tensor instead")
-    return ctx.emit(torch_extra.pad(x, width, 0.0 if value is None else float(value)))
+    pairs = [(width[2 * a], width[2 * a + 1]) for a in range(ndim)]
+    return ctx.emit(G.op.pad(x, pairs, 0.0 if value is None else float(value)))
 
 
 # -- tensor creation with symbolic sizes --------------------------------------------------------------
@@ -222,7 +229,7 @@ def _filled(ctx: Any, node: Any, value: Any) -> Any:
     shape, dtype = node.out_shape, node.out_dtype
     if all(isinstance(d, int) for d in shape):
         return np.full(shape, value, dtype=dtype)
-    return ctx.emit(torch_extra.broadcast_to(ctx.expr(np.array(value, dtype=dtype)), shape))
+    return _broadcast(ctx, ctx.expr(np.array(value, dtype=dtype)), shape)
 
 
 @register("aten.full.default", "aten.zeros.default", "aten.ones.default", "aten.empty.memory_format",
