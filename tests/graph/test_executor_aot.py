@@ -171,7 +171,7 @@ def test_export_and_load_in_a_fresh_process(mlp_ex, tmp_path):
         "out = Executor(ex, ingot.cpu())['main'](x).numpy()\n"
         "slow = Executor(ex, use_aot=False)['main'](x).numpy()\n"
         f"np.save({str(tmp_path / 'out.npy')!r}, np.stack([out, slow]))\n"
-        "print(sorted(ingot.runtime.load_module(sys.argv[1]).function_names))\n"
+        "print(sorted(ingot.runtime.Module(sys.argv[1]).function_names))\n"
     )
     res = subprocess.run([sys.executable, "-c", script, path], capture_output=True, text=True, timeout=120,
                          cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
