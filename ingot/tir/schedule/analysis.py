@@ -244,10 +244,36 @@ def simplify(expr: PrimExpr, dom: "dict[Var, Range] | None" = None) -> PrimExpr:
         from ingot.arith import Analyzer  # type: ignore[attr-defined]
     except ImportError:
         return _fold(expr)
+    if isinstance(expr, IntImm):
+        return expr
     ana = Analyzer()
-    for var, rng in (dom or {}).items():
-        ana.bind(var, rng)
+    if dom:
+        # Bind only the variables the expression uses (and those their ranges use): binding
+        # simplifies each range, and schedules pass every enclosing loop, so binding them all
+        # made this the most expensive step of split/fuse during tuning replays.
+        needed = _vars_needed(expr, dom)
+        for var, rng in dom.items():
+            if id(var) in needed:
+                ana.bind(var, rng)
     return ana.simplify(expr)
+
+
+def _vars_needed(expr: PrimExpr, dom: "dict[Var, Range]") -> "set[int]":
+    """ids of the variables of ``expr``, closed over the variables of their ranges in ``dom``."""
+    from ingot.ir.functor import collect_vars
+
+    by_id = {id(v): r for v, r in dom.items()}
+    needed: set[int] = set()
+    todo = collect_vars(expr)
+    while todo:
+        v = todo.pop()
+        if id(v) in needed:
+            continue
+        needed.add(id(v))
+        rng = by_id.get(id(v))
+        if rng is not None and not (isinstance(rng.min, IntImm) and isinstance(rng.extent, IntImm)):
+            todo.extend(collect_vars(rng.min) + collect_vars(rng.extent))
+    return needed
 
 
 def _fold(e: PrimExpr) -> PrimExpr:
