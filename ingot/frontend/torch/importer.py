@@ -335,8 +335,8 @@ def find_unsupported(ep: Any, keep_params_as_input: bool = False) -> dict[str, l
                 dynamic.add(node.name)
         elif node.op == "call_function":
             key = target_key(node.target)
-            if key in _IGNORED:
-                continue
+            if key in _IGNORED or not node.users:
+                continue  # run-time checks, and dead nodes (e.g. the unused indices of max.dim)
             if not any(a.name in dynamic for a in node.all_input_nodes):
                 continue  # evaluated with PyTorch at import time
             dynamic.add(node.name)
@@ -476,7 +476,7 @@ def _convert_node(ctx: Context, node: Any, values: dict) -> Any:
     import torch
 
     key = target_key(node.target)
-    if key in _IGNORED:
+    if key in _IGNORED or not node.users:
         return None
     args = torch.fx.node.map_arg(node.args, lambda n: values[n.name])
     kwargs = dict(torch.fx.node.map_arg(node.kwargs, lambda n: values[n.name]))

@@ -337,3 +337,20 @@ def _var(ctx: Any, node: Any) -> Any:
           "aten.to.other")
 def _to(ctx: Any, node: Any) -> Any:
     return tensor(ctx, node.arg("self"), node.out_dtype)
+
+
+@register("aten.cumsum.default")
+def _cumsum(ctx: Any, node: Any) -> Any:
+    return ctx.emit(G.op.cumsum(tensor(ctx, node.arg("self"), node.out_dtype), axis=int(node.arg("dim"))))
+
+
+@register("aten.remainder.Scalar", "aten.remainder.Tensor")
+def _remainder(ctx: Any, node: Any) -> Any:
+    # Python's modulo (the sign of the divisor): a - floor(a / b) * b.
+    dtype = node.out_dtype
+    a, b = tensor(ctx, node.arg("self"), dtype), tensor(ctx, node.arg("other"), dtype)
+    if np.dtype(dtype).kind in "iu":
+        q = ctx.expr(ctx.emit(G.op.floor_divide(a, b)))
+    else:
+        q = ctx.expr(ctx.emit(G.op.floor(ctx.expr(ctx.emit(G.op.divide(a, b))))))
+    return ctx.emit(G.op.subtract(a, ctx.expr(ctx.emit(G.op.multiply(q, b)))))

@@ -272,11 +272,22 @@ def _adaptive_avg_pool2d(ctx: Any, node: Any) -> Any:
     if out == [1, 1]:
         return ctx.emit(G.op.global_avg_pool2d(x))
     h, w = shape[-2], shape[-1]
-    if not (isinstance(h, int) and isinstance(w, int)) or h % out[0] or w % out[1]:
-        raise node.error(f"adaptive_avg_pool2d from {h}x{w} to {out[0]}x{out[1]} is supported only when the "
-                         f"output size divides the (static) input size")
-    kernel = [h // out[0], w // out[1]]
-    return ctx.emit(G.op.avg_pool2d(x, kernel, kernel))
+    if not (isinstance(h, int) and isinstance(w, int)):
+        raise node.error(f"adaptive_avg_pool2d to {out[0]}x{out[1]} needs a static input size, got {h}x{w}")
+    if h % out[0] == 0 and w % out[1] == 0:
+        kernel = [h // out[0], w // out[1]]
+        return ctx.emit(G.op.avg_pool2d(x, kernel, kernel))
+    # Uneven bins (PyTorch: bin i covers [floor(i*H/oh), ceil((i+1)*H/oh))): one mean per bin.
+    rows = []
+    for i in range(out[0]):
+        h0, h1 = (i * h) // out[0], -(-((i + 1) * h) // out[0])
+        cells = []
+        for j in range(out[1]):
+            w0, w1 = (j * w) // out[1], -(-((j + 1) * w) // out[1])
+            cell = ctx.expr(ctx.emit(G.op.strided_slice(x, [h0, w0], [h1, w1], axes=[2, 3])))
+            cells.append(ctx.expr(ctx.emit(G.op.mean(cell, axis=(2, 3), keepdims=True))))
+        rows.append(ctx.expr(ctx.emit(G.op.concat(cells, axis=3))) if len(cells) > 1 else cells[0])
+    return ctx.emit(G.op.concat(rows, axis=2)) if len(rows) > 1 else rows[0]
 
 
 # -- softmax and attention -------------------------------------------------------------------------------
