@@ -165,11 +165,13 @@ def reduction_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: int)
 
 
 def gemm_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: int, *, epilogue: bool = True,
-              mr: Optional[int] = None, nvec: Optional[int] = None, k_unroll: int = 1) -> None:
+              mr: Optional[int] = None, nvec: Optional[int] = None, k_unroll: int = 1,
+              local_layout: Any = None) -> None:
     """The register-tiled micro-kernel of the module note on a ``"gemm"`` block.
 
     ``mr``/``nvec`` override the tile (rows, vectors per row); ``k_unroll`` splits the innermost
-    reduce loop and unrolls the inner part. With ``epilogue`` the elementwise consumers of the
+    reduce loop and unrolls the inner part; ``local_layout`` (an index map) re-lays out the local
+    accumulator tile so that the vector axis is innermost when it is not the output's last axis. With ``epilogue`` the elementwise consumers of the
     output (bias, relu, residual) are moved under the tile loop too.
 
     Example:
@@ -209,6 +211,8 @@ def gemm_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: int, *, e
     tile_loop = sch.get_loops(block)[len(sch.get_loops(block)) - 3 - len(reduce) - 1]
     # Step 3. accumulators in registers: a local cache of the output, written back per tile.
     write_back = sch.cache_write(block, 0, "local")
+    if local_layout is not None:
+        sch.transform_layout(block, ("write", 0), local_layout)
     sch.reverse_compute_at(write_back, tile_loop)
     _vectorize_tail(sch, write_back, vl)
     first_reduce = sch.get_loops(block)[len(sch.get_loops(block)) - 3 - len(reduce)]

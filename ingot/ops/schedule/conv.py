@@ -1,0 +1,106 @@
+"""NCHW convolutions vectorized over output channels (weights packed per call).
+
+Note: `gemm_rule` treats an NCHW conv2d as an implicit GEMM with the output width as the vector
+axis. ResNet/MobileNet widths (56, 28, 14, 7) are not multiples of 16, so the last vector of each
+row is predicated, which the C backend scalarizes (no zmm FMA, hundreds of stack accesses in
+the micro-kernel). Output channels (64 … 2048) are multiples of 16, so this rule swaps the roles:
+
+    w_global[o // NR, c, ky, kx, o % NR] = w[o, c, ky, kx]     # cache_read + transform_layout
+    for n, oh (parallel, fused), ow tiles, oc blocks:
+        acc[MR ow, NR oc] local, laid out (…, ow, oc) so that oc is contiguous (transform_layout)
+        for c, ky, kx:                      # the whole reduction in registers
+            for r in unroll(MR): for v in unroll(NR / 16): for l in vectorized(16):
+                acc[r, v*16 + l] += x_pad[n, c, oh*s + ky, (ow0 + r)*s + kx] * w_global[...]
+        write back (a strided store per output channel, once per tile) + fused epilogue
+
+MR divides the output width (56 → 8, 28/14/7 → 7), so there are no predicates. The cost: the
+weights are re-packed on every call (O(weights); ~10% at 28x28, more for 7x7 layers). A graph
+level layout pass that packs constant weights once would remove it (see docs/performance.md).
+Depthwise convolutions (the input depends on the output channel) are refused: vectorizing over
+channels would gather the input, they keep `gemm_rule`.
+
+Example:
+    >>> # conv_oc_rule(sch, "conv2d_nchw", info, lanes=16, cores=2)
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from ingot.ir.expr import BufferLoad, Var
+from ingot.ir.functor import collect_vars
+from ingot.tir.schedule.error import ScheduleError
+
+from .analysis import BlockInfo
+from .rules import choose_mr, gemm_rule
+
+__all__ = ["conv_oc_rule"]
+
+
+def _loads(e: Any, out: list) -> list:
+    if isinstance(e, BufferLoad):
+        out.append(e)
+        return out
+    for f in getattr(e, "_fields", ()):
+        child = getattr(e, f)
+        if hasattr(child, "_fields"):
+            _loads(child, out)
+    return out
+
+
+def conv_oc_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: int, *, epilogue: bool = True) -> None:
+    """Register-tiled NCHW convolution vectorized over output channels (module note). Raises
+    `ScheduleError` when the block is not such a convolution (the driver then uses `gemm_rule`):
+    the vector axis of `analyze_block` must be the last output axis (width) with the row axis an
+    earlier one (channels) that is a multiple of ``lanes``, indexes the weights by a plain
+    variable, and does not index the input (not depthwise).
+
+    Example:
+        >>> # conv_oc_rule(sch, "conv2d_nchw", info, lanes=16, cores=2)
+    """
+    if info.kind != "gemm" or not info.simple_loops or None in info.extents or len(info.reduce) < 2:
+        raise ScheduleError(f"conv_oc_rule: block {name!r} is not a convolution with static shapes")
+    o, x = info.i_index, info.j_index
+    ext_o, ext_x = info.extents[o], info.extents[x]
+    if ext_o % lanes or x != max(info.spatial) or o > x:
+        raise ScheduleError(f"conv_oc_rule: block {name!r}: {ext_o} output channels are not a multiple of "
+                            f"{lanes} lanes")
+    if ext_x % lanes == 0 and ext_x >= 2 * lanes:
+        raise ScheduleError(f"conv_oc_rule: block {name!r}: the width {ext_x} vectorizes without predicates "
+                            "(gemm_rule is the better fit)")
+    # Step 1. Find the weights (indexed by a plain o) and check the input does not use o.
+    block = sch.get(sch.get_block(name))
+    ov = block.iter_vars[o].var
+    weight, wdim = None, None
+    for ld in _loads(block.body.value, []):
+        if ld.buffer is block.body.buffer:
+            continue
+        dims = [d for d, ix in enumerate(ld.indices) if isinstance(ix, Var) and ix is ov]
+        if dims:
+            weight, wdim = ld.buffer, dims[0]
+        elif ov in collect_vars(ld):
+            raise ScheduleError(f"conv_oc_rule: block {name!r}: the input depends on the output channel "
+                                "(depthwise/grouped): vectorizing over channels would gather it")
+    if weight is None:
+        raise ScheduleError(f"conv_oc_rule: block {name!r}: no operand indexed by the output channel")
+    nvec = 2 if ext_o % (2 * lanes) == 0 else 1
+    nr = nvec * lanes
+    mr = choose_mr(ext_x, nvec)
+    if ext_x % mr:
+        raise ScheduleError(f"conv_oc_rule: block {name!r}: no register-tile height divides the width {ext_x}")
+    # Step 2. Pack the weights into NR-wide output-channel panels (a parallel copy per call).
+    from .blocked import _pack
+
+    read_index = next(k for k, r in enumerate(block.reads) if r.buffer is weight)
+    _pack(sch, name, read_index, wdim, len(weight.shape), nr, lanes, cores)
+    # Step 3. The register tile with rows = output width, vectors = output channels; the local
+    # accumulator moves the channel axis last so that each vector is contiguous.
+    ndim = len(block.body.indices)
+    out_o = next(d for d, ix in enumerate(block.body.indices) if ix is ov)
+
+    def local_layout(*idx: Any) -> tuple:
+        return (*(v for d, v in enumerate(idx) if d != out_o), idx[out_o])
+
+    swapped = replace(info, i_index=x, j_index=o)
+    gemm_rule(sch, name, swapped, lanes, cores, epilogue=epilogue, mr=mr, nvec=nvec, local_layout=local_layout)
+    del ndim
