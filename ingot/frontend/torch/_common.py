@@ -29,9 +29,9 @@ class UnsupportedTorchOpsError(UnsupportedOpsError):
     `ingot.frontend.UnsupportedOpsError`, so one ``except`` catches both importers' errors).
 
     Example:
-        >>> e = UnsupportedTorchOpsError({"aten.cumsum.default": ["cumsum", "cumsum_1"]})
-        >>> str(e).splitlines()[0]
-        "<exported program>: 1 unsupported operator type(s): aten.cumsum.default (2 nodes, e.g. cumsum, cumsum_1)"
+        >>> e = UnsupportedTorchOpsError({"aten.flip.default": ["flip", "flip_1"]})
+        >>> print(str(e).splitlines()[0])
+        <exported program>: 1 unsupported operator type(s): aten.flip.default (2 nodes, e.g. flip, flip_1)
     """
 
     def __init__(self, ops: Mapping[str, Sequence[str]], source: str = "<exported program>"):

@@ -204,10 +204,15 @@ class Context:
             return value
         if isinstance(value, np.ndarray):
             return G.const(value if dtype is None else value.astype(dtype))
-        if isinstance(value, (bool, int, float, np.generic)):
+        if isinstance(value, np.generic):
+            return G.const(np.array(value, dtype=dtype or value.dtype))
+        if isinstance(value, (bool, int, float)):
             return G.const(np.array(value, dtype=dtype or ("bool" if isinstance(value, bool) else
                                                            "int64" if isinstance(value, int) else "float32")))
-        raise IngotError(f"internal: expected a tensor value, got {type(value).__name__}: {value!r}")
+        if isinstance(value, PrimExpr):
+            raise IngotError(f"the symbolic size `{value}` is used as tensor data, which is not supported; export "
+                             f"with a static size for it")
+        raise IngotError(f"expected a tensor, got {type(value).__name__}: {value!r}")
 
     def emit(self, call: G.Expr) -> Any:
         """Bind ``call``; when all its arguments are constants it is evaluated now (numpy value).
