@@ -1,0 +1,153 @@
+"""Apply-best at compile time: the ``apply_schedule`` hook that puts tuned traces into a model.
+
+Note: `apply_records(source, target)` returns an `ApplyBest` hook for
+``ingot.graph.build(mod, target, apply_schedule=hook)`` (``ingot.compile(..., tuning_records=...)``
+passes it). For each fused kernel the hook
+Step 1. computes its workload key (`ingot.tune.tasks.workload_key`: structural hash of the kernel
+   with its name attributes normalized) and asks the database for the best valid record on
+   ``target``;
+Step 2. on a hit, replays the record's trace on a fresh `Schedule` of the normalized kernel and
+   returns the scheduled function under the kernel's own attributes (``"tuned"``);
+Step 3. on a miss, returns None: the graph layer uses the default schedule (``"default"``);
+Step 4. when the trace does not replay, warns (``RuntimeWarning`` naming the kernel and the
+   error) and returns None (``"failed"``: default schedule).
+A tuned kernel that the build then rejects (lowering/codegen) falls back in the graph layer too;
+`ApplyBest.report(build_report)` counts it as failed. Nothing is silent: the report (printed by
+``ingot.compile`` and kept as ``package.schedule_report``) says how many kernels were tuned,
+default (no record) or failed.
+
+Example:
+    >>> # hook = apply_records("tune_mlp", "llvm -num-cores=2")
+    >>> # ex = ingot.graph.build(mod, "llvm -num-cores=2", apply_schedule=hook)
+    >>> # print(hook.report(ex.schedule_report))   # 2 kernels: 2 tuned, 0 default (no record), 0 failed
+"""
+from __future__ import annotations
+
+import warnings
+from typing import Any, Mapping
+
+from .tasks.extract import workload_module
+from .tasks.records import open_database
+
+
+class ScheduleReport(dict):
+    """``{kernel: "tuned" | "default" | "failed" | <graph status>}`` with counts and a summary.
+
+    Example:
+        >>> r = ScheduleReport({"a": "tuned", "b": "default", "c": "failed"})
+        >>> r.counts["tuned"], r.num_failed
+        (1, 1)
+        >>> str(r)
+        'schedules: 3 kernels: 1 tuned, 1 default (no tuning record), 1 failed to apply (default used)'
+    """
+
+    @property
+    def counts(self) -> dict:
+        out = {"tuned": 0, "default": 0, "failed": 0}
+        for how in self.values():
+            out[how] = out.get(how, 0) + 1
+        return out
+
+    @property
+    def num_tuned(self) -> int:
+        return self.counts["tuned"]
+
+    @property
+    def num_default(self) -> int:
+        return self.counts["default"]
+
+    @property
+    def num_failed(self) -> int:
+        return self.counts["failed"]
+
+    def __str__(self) -> str:
+        c = self.counts
+        text = (f"schedules: {len(self)} kernels: {c['tuned']} tuned, {c['default']} default (no tuning record), "
+                f"{c['failed']} failed to apply (default used)")
+        other = {k: v for k, v in c.items() if k not in ("tuned", "default", "failed")}
+        if other:
+            text += ", " + ", ".join(f"{v} {k}" for k, v in sorted(other.items()))
+        return text
+
+
+class ApplyBest:
+    """The hook returned by `apply_records`; call it with a fused kernel (see the module note).
+
+    ``status`` maps each kernel seen to ``"tuned"``, ``"default"`` or ``"failed"``; ``errors``
+    holds the replay error of failed kernels.
+
+    Example:
+        >>> # hook = ApplyBest(SQLiteDatabase("w/database.db"), "llvm"); scheduled = hook(kernel)
+    """
+
+    def __init__(self, database: Any, target: Any):
+        from ingot.target import as_target
+
+        self.database = database
+        self.target = as_target(target)
+        self.status: dict = {}
+        self.errors: dict = {}
+
+    def __call__(self, func: Any) -> Any:
+        from ingot.tir.function import PrimFunc
+        from ingot.tir.schedule import Schedule
+
+        kernel = str(func.attrs.get("global_symbol", "?"))
+        # Step 1: look up.
+        workload = workload_module(func)
+        record = self.database.query_best(workload, self.target)
+        if record is None:  # Step 3: miss
+            self.status[kernel] = "default"
+            return None
+        # Step 2: replay on a fresh schedule of the normalized kernel.
+        try:
+            sch = Schedule(workload)
+            record.trace.apply_to_schedule(sch, remove_postproc=False)
+            scheduled = sch.mod["main"]
+        except Exception as err:  # noqa: BLE001 - Step 4: any replay failure falls back, loudly
+            self.status[kernel] = "failed"
+            self.errors[kernel] = f"{type(err).__name__}: {err}"
+            warnings.warn(f"tuning record of kernel {kernel!r} (workload {record.workload_hash[:12]}) does not apply "
+                          f"({type(err).__name__}: {str(err).splitlines()[0] if str(err) else ''}); using the default "
+                          f"schedule. Re-tune the model with this Ingot version to refresh the records.",
+                          RuntimeWarning, stacklevel=2)
+            return None
+        self.status[kernel] = "tuned"
+        # The kernel keeps its own name and attributes (the workload had them normalized).
+        return PrimFunc(scheduled.params, scheduled.body, {**dict(scheduled.attrs), **dict(func.attrs)})
+
+    def report(self, build_report: "Mapping[str, str] | None" = None) -> ScheduleReport:
+        """Combine the hook's view with the build's ``schedule_report``: a kernel counts as
+        tuned only if the build kept the tuned schedule; one the build rejected is "failed".
+
+        Example:
+            >>> h = ApplyBest.__new__(ApplyBest); h.status = {"k": "tuned"}; h.errors = {}
+            >>> str(h.report({"k": "default"})).split(": ", 1)[1]
+            '1 kernels: 0 tuned, 0 default (no tuning record), 1 failed to apply (default used)'
+        """
+        out = ScheduleReport()
+        names = list(build_report) if build_report is not None else list(self.status)
+        for name in names:
+            mine = self.status.get(name)
+            built = build_report.get(name) if build_report is not None else mine
+            if mine == "tuned" and built != "tuned":
+                out[name] = "failed"
+            elif mine is not None:
+                out[name] = mine
+            else:  # the hook never saw it: kept / unscheduled / lowered kernels
+                out[name] = built
+        return out
+
+
+def apply_records(records: Any, target: Any) -> ApplyBest:
+    """The apply-best hook for ``ingot.graph.build`` from tuning records: a `TuningRecords`, a
+    work directory, a ``.db`` or ``.jsonl`` file, or a `Database`.
+
+    Example:
+        >>> # hook = apply_records("tune_resnet50", "llvm -num-cores=2")
+        >>> # package = ingot.compile(model, "llvm -num-cores=2", tuning_records="tune_resnet50")
+    """
+    return ApplyBest(open_database(records), target)
+
+
+__all__ = ["apply_records", "ApplyBest", "ScheduleReport"]

@@ -1,0 +1,236 @@
+"""Tuning a whole model: extract tasks, share a trial or time budget among them, save records.
+
+Note, `tune_model` in steps:
+Step 1. extract the tasks (`ingot.tune.tasks.extract_tasks`: one per distinct fused kernel,
+   weight = calls per run, FLOPs per call);
+Step 2. one `TuneContext` per task (default design space, evolutionary search, XGBoost model),
+   one builder pool and one runner child shared by all tasks;
+Step 3. `ModelTaskScheduler` runs rounds: gradient-based task choice, the default schedule
+   measured as each task's baseline, early stop of tasks that stopped improving, the time budget
+   checked between rounds and between measurements, every measurement committed at once;
+Step 4. after every round ``work_dir/tasks.json`` (the per-task summary) is rewritten and the
+   progress display (a live bar, the per-task table, the end-to-end estimate = sum of
+   weight x best latency) is updated.
+Running again with the same ``work_dir`` resumes (records already measured count, are never
+measured again, train the cost model and seed the search). Ctrl-C or SIGTERM stop cleanly
+after saving; a SIGKILL loses at most the candidate being measured.
+
+Example:
+    >>> # records = tune_model(model, "llvm -num-cores=2", time_budget="10m", work_dir="tune_mlp")
+    >>> # package = ingot.compile(model, "llvm -num-cores=2", tuning_records=records)
+"""
+from __future__ import annotations
+
+import contextlib
+import logging
+import math
+import os
+import signal
+import sys
+import threading
+import time
+from typing import Any, Iterator
+
+from .tasks.records import TuningRecords, format_summary, parse_duration, read_tasks_file, write_tasks_file
+
+logger = logging.getLogger("ingot.tune")
+
+#: Used when neither ``trials`` nor ``time_budget`` is given: a few minutes buys most of the
+#: gain on small models (the largest kernels are tuned first), and never hours.
+DEFAULT_TIME_BUDGET = "10m"
+#: Seconds between two prints of the per-task table on the console (the log gets every round).
+TABLE_EVERY_S = 30.0
+
+
+def _task_rows(sched: Any, extracted: list) -> list:
+    rows = []
+    for i, (ctx, t) in enumerate(zip(sched.tasks, extracted)):
+        best, default = sched.best_secs[i], sched.default_secs[i]
+        rows.append({"name": t.name, "workload_hash": t.workload_hash, "weight": t.weight,
+                     "flop_count": t.flop_count, "kernels": list(t.kernels),
+                     "default_us": default * 1e6 if math.isfinite(default) else None,
+                     "best_us": best * 1e6 if math.isfinite(best) else None,
+                     "trials": sched.trials[i], "done": bool(sched.done[i])})
+    return rows
+
+
+class _Display:
+    """The live progress bar (rich on a terminal, one line per round otherwise) and the table."""
+
+    def __init__(self, verbose: int, budget_s: "float | None", max_trials: "int | None"):
+        self.verbose = verbose
+        self.budget_s, self.max_trials = budget_s, max_trials
+        self.t0 = time.perf_counter()
+        self._last_table = -math.inf
+        self._bar = None
+        if verbose and sys.stderr.isatty():
+            try:
+                from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+                self._bar = Progress(TextColumn("[bold]tuning"), BarColumn(), TextColumn("{task.description}"),
+                                     TimeElapsedColumn(), transient=False)
+                self._task = self._bar.add_task("", total=budget_s or max_trials or 1)
+                self._bar.start()
+            except ImportError:
+                self._bar = None
+
+    def update(self, rows: list, trials: int, final: bool = False) -> None:
+        elapsed = time.perf_counter() - self.t0
+        est = sum(r["weight"] * r["best_us"] for r in rows if r["best_us"] is not None)
+        base = sum(r["weight"] * r["default_us"] for r in rows if r["default_us"] is not None)
+        tuned = sum(1 for r in rows if r["best_us"] is not None)
+        text = (f"{trials} trials, {tuned}/{len(rows)} tasks measured, estimate {est / 1e3:.3f} ms"
+                + (f" (default {base / 1e3:.3f} ms)" if base else ""))
+        limit = f" / {self.budget_s:.0f} s" if self.budget_s else ""
+        logger.info("%s, %.1f s%s", text, elapsed, limit)
+        if self.verbose and (final or time.perf_counter() - self._last_table >= TABLE_EVERY_S):
+            self._last_table = time.perf_counter()
+            self._print(format_summary(rows, elapsed))
+        if self._bar is not None:
+            done = elapsed if self.budget_s else trials
+            self._bar.update(self._task, completed=min(done, self._bar.tasks[0].total), description=text)
+        elif self.verbose:
+            print(f"[ingot.tune] {elapsed:.0f} s{limit}: {text}", file=sys.stderr, flush=True)
+
+    def _print(self, text: str) -> None:
+        logger.info("\n%s", text)
+        if self._bar is not None:
+            self._bar.console.print(text, highlight=False)
+        else:
+            print(text, file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.stop()
+            self._bar = None
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    # `kill PID` should stop as cleanly as Ctrl-C: shut the worker processes down, save the
+    # summary. Signal handlers can only be installed from the main thread.
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: Any) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    old = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
+def tune_model(model: Any, target: Any = "llvm", *, trials: "int | None" = None, time_budget: Any = None,
+               work_dir: "str | os.PathLike | None" = None, params: "dict | None" = None,
+               num_trials_per_iter: int = 16, strategy: str = "evolutionary", cost_model: Any = "xgb",
+               seed: "int | None" = None, num_workers: "int | None" = None, runner_config: Any = None,
+               patience: int = 3, min_improvement: float = 0.01, measure_default: bool = True,
+               max_tasks: "int | None" = None, verbose: int = 1) -> TuningRecords:
+    """Tune every distinct kernel of ``model`` for ``target``; returns the `TuningRecords`.
+
+    ``model``: an ``ingot.Model`` (``ingot.load``) or a graph IRModule (``params`` bound into it).
+    Budget: ``trials`` (total measured candidates) and/or ``time_budget`` (seconds or ``"30m"``,
+    ``"1h30m"``; the whole call, extraction included, ends within a few percent of it); neither:
+    `DEFAULT_TIME_BUDGET`. ``work_dir``: where records live (default ``./ingot_tune``); an
+    existing one is resumed. ``max_tasks``: tune only the N heaviest tasks (weight x FLOPs).
+    ``patience``/``min_improvement``: a task stops after ``patience`` rounds that improved its best
+    latency by less than ``min_improvement`` (relative). ``measure_default``: measure each task's
+    default schedule as a baseline record (apply-best then never picks a slower schedule).
+
+    Example:
+        >>> # records = tune_model(ingot.load("mlp.onnx"), "llvm -num-cores=2", trials=64, work_dir="w")
+        >>> # print(records.summary())
+    """
+    from ingot.target import as_target
+
+    from .builder import LocalBuilder
+    from .database import SQLiteDatabase
+    from .runner import LocalRunner
+    from .tasks.extract import extract_tasks
+    from .tasks.scheduler import ModelTaskScheduler
+    from .tune import _cost_model_factory, _setup_logging
+    from .tune_context import TuneContext
+
+    # Step 0: budget.
+    t0 = time.perf_counter()
+    if trials is None and time_budget is None:
+        time_budget = DEFAULT_TIME_BUDGET
+    budget_s = parse_duration(time_budget) if time_budget is not None else None
+    if trials is not None and int(trials) < 1:
+        raise ValueError(f"tune: trials must be >= 1, got {trials}")
+    deadline = t0 + budget_s if budget_s is not None else None
+    target = as_target(target)
+    work_dir = os.path.abspath(os.fspath(work_dir if work_dir is not None else "ingot_tune"))
+    os.makedirs(work_dir, exist_ok=True)
+    handler = _setup_logging(work_dir)
+    source = getattr(model, "source", type(model).__name__)
+    info = {"target": str(target), "source": source, "tasks": [], "elapsed_s": 0.0}
+    previous = read_tasks_file(work_dir)  # refuses a newer format before anything is written
+    if previous.get("target") not in (None, str(target)):
+        logger.warning("work dir %s holds records for target %r; adding records for %r", work_dir,
+                       previous.get("target"), str(target))
+    builder = runner = display = None
+    sched = None
+    try:
+        with _sigterm_as_interrupt():
+            # Step 1: tasks.
+            extracted = extract_tasks(model, target, params)
+            if max_tasks is not None:
+                extracted = extracted[:max(int(max_tasks), 0)]
+            if not extracted:
+                raise ValueError(f"tune: {source} has no kernels to tune (every kernel is lowered or hand-scheduled)")
+            logger.info("tuning %d task(s) of %s for %s in %s (%s)", len(extracted), source, target, work_dir,
+                        f"{budget_s:.0f} s" if budget_s else f"{trials} trials")
+            # Step 2: contexts, builder, runner.
+            ctxs = [TuneContext(t.mod, target, search_strategy=strategy, task_name=t.name, weight=t.weight,
+                                seed=seed, flop_count=t.flop_count) for t in extracted]
+            database = SQLiteDatabase(os.path.join(work_dir, "database.db"))
+            builder = LocalBuilder(max_workers=num_workers)
+            runner = LocalRunner(runner_config)
+            display = _Display(verbose, budget_s, trials)
+
+            def on_round(s: Any) -> None:
+                # Step 4: summary file + display after every round.
+                info["tasks"] = _task_rows(s, extracted)
+                info["elapsed_s"] = time.perf_counter() - t0
+                write_tasks_file(work_dir, info)
+                display.update(info["tasks"], sum(s.trials))
+
+            sched = ModelTaskScheduler(ctxs, builder, runner, database, trials if trials is not None else 1 << 62,
+                                       num_trials_per_iter, cost_model_factory=_cost_model_factory(cost_model, seed),
+                                       verbose=0, deadline=deadline, patience=patience,
+                                       min_improvement=min_improvement, measure_default=measure_default,
+                                       on_round=on_round)
+            # Step 3: the rounds.
+            try:
+                sched.tune()
+            except KeyboardInterrupt:
+                sched.stop_reason = "interrupted"
+                logger.warning("tuning interrupted; every measured candidate is in %s; run again with the same "
+                               "work_dir to continue", work_dir)
+                raise
+            finally:
+                on_round(sched)
+    finally:
+        if display is not None:
+            display.close()
+        for worker in (builder, runner):
+            if worker is not None:
+                with contextlib.suppress(Exception):
+                    worker.shutdown()
+        if sched is not None:
+            info["elapsed_s"] = time.perf_counter() - t0
+            info["stop_reason"] = sched.stop_reason
+            write_tasks_file(work_dir, info)
+            if verbose:
+                print(f"{format_summary(info['tasks'], info['elapsed_s'])}\nstopped: {sched.stop_reason}; records in "
+                      f"{work_dir}", file=sys.stderr, flush=True)
+        logger.removeHandler(handler)
+        handler.close()
+    return TuningRecords(work_dir, database, read_tasks_file(work_dir))
+
+
+__all__ = ["tune_model", "TuningRecords", "DEFAULT_TIME_BUDGET"]

@@ -1,0 +1,289 @@
+"""`TuningRecords` (what ``ingot.tune(model, ...)`` returns), opening record sources, merging.
+
+Note, the model tuning work directory (format ``ingot-tune-model`` version 1):
+
+```
+work_dir/database.db   SQLite tuning database, schema version 1 (docs/tuning.md): every measured
+                       candidate of every task, failed ones included, keyed by workload hash + target
+work_dir/tasks.json    {"format": "ingot-tune-model", "version": 1, "target": "...", "source": "...",
+                        "tasks": [{"name", "workload_hash", "weight", "flop_count", "kernels",
+                                   "default_us", "best_us", "trials"}], "elapsed_s": ...}
+work_dir/logs/tune.log the per-round log and per-task tables
+```
+
+``tasks.json`` is rewritten (atomically) after every round; the database is the source of truth
+(apply-best only needs it), ``tasks.json`` is the summary humans and `merge_records` read.
+A source for `open_database` may be a `TuningRecords`, a `Database`, a work directory, a
+``.db`` file or a ``.jsonl`` export.
+
+Example:
+    >>> parse_duration("1h30m"), parse_duration("90s"), parse_duration(45)
+    (5400.0, 90.0, 45.0)
+"""
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from typing import Any, Iterable
+
+FORMAT = "ingot-tune-model"
+FORMAT_VERSION = 1
+TASKS_FILE = "tasks.json"
+DB_FILE = "database.db"
+
+_UNITS = {"s": 1.0, "sec": 1.0, "m": 60.0, "min": 60.0, "h": 3600.0, "hr": 3600.0}
+
+
+def parse_duration(value: Any) -> float:
+    """Seconds from ``"30m"``, ``"1h30m"``, ``"90s"``, ``"45"`` or a number.
+
+    Example:
+        >>> parse_duration("30m")
+        1800.0
+    """
+    if isinstance(value, (int, float)):
+        if value <= 0:
+            raise ValueError(f"time budget must be > 0 seconds, got {value}")
+        return float(value)
+    text = str(value).strip().lower()
+    if re.fullmatch(r"\d+(\.\d+)?", text):
+        return parse_duration(float(text))
+    parts = re.findall(r"(\d+(?:\.\d+)?)\s*(h|hr|min|m|sec|s)", text)
+    if not parts or "".join(n + u for n, u in parts) != re.sub(r"\s+", "", text):
+        raise ValueError(f"time budget {value!r} not understood; write e.g. '30m', '1h30m', '90s' or seconds")
+    return parse_duration(sum(float(n) * _UNITS[u] for n, u in parts))
+
+
+def open_database(source: Any) -> Any:
+    """The tuning `Database` behind ``source`` (see the module note).
+
+    Example:
+        >>> # db = open_database("tune_resnet50"); len(db)
+    """
+    from ..database import Database, MemoryDatabase, SQLiteDatabase
+
+    if isinstance(source, TuningRecords):
+        return source.database
+    if isinstance(source, Database):
+        return source
+    path = os.fspath(source)
+    if os.path.isdir(path):
+        db_path = os.path.join(path, DB_FILE)
+        if not os.path.isfile(db_path):
+            raise FileNotFoundError(f"tuning records {path!r}: the directory has no {DB_FILE}; pass the --work-dir "
+                                    f"of an `ingot tune` run")
+        return SQLiteDatabase(db_path)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"tuning records {path!r}: no such file or directory; pass a tuning work dir, a "
+                                f".db database or a .jsonl export")
+    if path.endswith(".jsonl") or path.endswith(".json"):
+        db = MemoryDatabase()
+        db.import_jsonl(path)
+        return db
+    return SQLiteDatabase(path)
+
+
+class TuningRecords:
+    """The result of tuning a model: the work directory, its database and task summary.
+
+    Pass it (or its ``work_dir``) to ``ingot.compile(model, tuning_records=...)``.
+    ``os.fspath(records)`` is the work directory.
+
+    Example:
+        >>> # records = ingot.tune(model, target="llvm -num-cores=2", time_budget="10m", work_dir="w")
+        >>> # print(records.summary()); records.estimated_latency_us
+    """
+
+    def __init__(self, work_dir: "str | os.PathLike", database: Any = None, info: "dict | None" = None):
+        self.work_dir = os.path.abspath(os.fspath(work_dir))
+        self._database = database
+        self.info = info if info is not None else read_tasks_file(self.work_dir)
+
+    @property
+    def database(self) -> Any:
+        """The `SQLiteDatabase` in the work directory (opened on first use)."""
+        if self._database is None:
+            self._database = open_database(self.work_dir)
+        return self._database
+
+    @property
+    def tasks(self) -> list:
+        """The task summaries (dicts, see the module note)."""
+        return list(self.info.get("tasks", []))
+
+    @property
+    def target(self) -> "str | None":
+        return self.info.get("target")
+
+    def _weighted(self, key: str) -> float:
+        return sum(t["weight"] * t[key] for t in self.tasks if t.get(key) is not None and math.isfinite(t[key]))
+
+    @property
+    def estimated_latency_us(self) -> float:
+        """Sum over tasks of weight x best measured latency (kernels only, no graph overhead)."""
+        return self._weighted("best_us")
+
+    @property
+    def default_latency_us(self) -> float:
+        """Sum over tasks of weight x the default schedule's measured latency."""
+        return self._weighted("default_us")
+
+    def summary(self) -> str:
+        """A per-task table (default vs best latency) and the end-to-end estimate.
+
+        Example:
+            >>> TuningRecords("/nonexistent", info={"tasks": []}).summary().splitlines()[0].split()[:2]
+            ['ID', '|']
+        """
+        return format_summary(self.tasks, self.info.get("elapsed_s"))
+
+    def export_jsonl(self, path: "str | os.PathLike") -> int:
+        """Write every record (and workload) as JSON lines; returns the number of records."""
+        return self.database.export_jsonl(path)
+
+    def __fspath__(self) -> str:
+        return self.work_dir
+
+    def __repr__(self) -> str:
+        return (f"<TuningRecords {self.work_dir} tasks={len(self.tasks)} "
+                f"estimate={self.estimated_latency_us / 1e3:.3f} ms>")
+
+
+def _fmt_us(x: Any) -> str:
+    return f"{x:.1f}" if isinstance(x, (int, float)) and math.isfinite(x) else "N/A"
+
+
+def format_summary(tasks: list, elapsed_s: "float | None" = None) -> str:
+    """The per-task table of a model tuning run plus the weighted end-to-end estimate.
+
+    Example:
+        >>> print(format_summary([{"name": "dense", "weight": 2, "flop_count": 1e6, "default_us": 10.0,
+        ...                        "best_us": 5.0, "trials": 8, "done": True}]).splitlines()[-1])
+        estimated kernel time per run: 10.0 us (default schedules 20.0 us, 2.00x)
+    """
+    header = ("ID", "Task", "Weight", "MFLOP", "Default (us)", "Best (us)", "Speed-up", "GFLOP/s", "Trials", "Done")
+    rows = []
+    for i, t in enumerate(tasks):
+        best, default = t.get("best_us"), t.get("default_us")
+        ok = best is not None and math.isfinite(best) and best > 0
+        speed = f"{default / best:.2f}x" if ok and default is not None and math.isfinite(default) else ""
+        gflops = f"{t['flop_count'] / (best * 1e-6) / 1e9:.2f}" if ok else "N/A"
+        rows.append((str(i), t["name"], f"{t['weight']:g}", f"{t['flop_count'] / 1e6:.2f}", _fmt_us(default),
+                     _fmt_us(best), speed, gflops, str(t.get("trials", 0)), "Y" if t.get("done") else ""))
+    widths = [max([len(h)] + [len(r[k]) for r in rows]) for k, h in enumerate(header)]
+
+    def line(vals: Iterable[str]) -> str:
+        return " | ".join(v.ljust(w) if k == 1 else v.rjust(w) for k, (v, w) in enumerate(zip(vals, widths)))
+
+    out = [line(header), "-" * (sum(widths) + 3 * (len(widths) - 1))] + [line(r) for r in rows]
+    best = sum(t["weight"] * t["best_us"] for t in tasks if t.get("best_us") is not None and math.isfinite(t["best_us"]))
+    default = sum(t["weight"] * t["default_us"] for t in tasks
+                  if t.get("default_us") is not None and math.isfinite(t["default_us"]))
+    tail = f"estimated kernel time per run: {best:.1f} us"
+    if default > 0 and best > 0:
+        tail += f" (default schedules {default:.1f} us, {default / best:.2f}x)"
+    if elapsed_s is not None:
+        out.append(f"tuning time: {elapsed_s:.1f} s")
+    out.append(tail)
+    return "\n".join(out)
+
+
+def read_tasks_file(work_dir: str) -> dict:
+    """``work_dir/tasks.json`` (an empty summary when absent); refuses a newer format version.
+
+    Example:
+        >>> read_tasks_file("/nonexistent")["tasks"]
+        []
+    """
+    path = os.path.join(work_dir, TASKS_FILE)
+    if not os.path.isfile(path):
+        return {"format": FORMAT, "version": FORMAT_VERSION, "tasks": []}
+    with open(path) as f:
+        info = json.load(f)
+    if info.get("format") != FORMAT or int(info.get("version", 0)) > FORMAT_VERSION:
+        raise ValueError(f"{path}: format {info.get('format')!r} v{info.get('version')} is not readable by this "
+                         f"Ingot (reads {FORMAT} v{FORMAT_VERSION}); upgrade Ingot or re-tune")
+    return info
+
+
+def write_tasks_file(work_dir: str, info: dict) -> None:
+    """Write ``tasks.json`` atomically (a kill mid-write leaves the previous version).
+
+    Example:
+        >>> # write_tasks_file("w", {"format": FORMAT, "version": 1, "tasks": []})
+    """
+    path = os.path.join(work_dir, TASKS_FILE)
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "w") as f:
+        json.dump({**info, "format": FORMAT, "version": FORMAT_VERSION}, f, indent=1, default=_json_default)
+    os.replace(tmp, path)
+
+
+def _json_default(x: Any) -> Any:
+    return float(x) if isinstance(x, float) else str(x)
+
+
+def _finite_or_none(x: Any) -> Any:
+    return x if isinstance(x, (int, float)) and math.isfinite(x) else None
+
+
+def merge_records(sources: Iterable[Any], out: "str | os.PathLike", top_k: "int | None" = None) -> TuningRecords:
+    """Merge tuning records from several sources (work dirs, databases, ``.jsonl``) into the
+    work directory ``out``; the best record per workload and target wins at apply time.
+
+    ``top_k=None`` keeps every record (failed ones too, so resuming from ``out`` measures nothing
+    twice); ``top_k=k`` keeps only the k fastest valid records per workload and target.
+    Task summaries are merged by workload hash (largest weight, best latency, summed trials).
+
+    Example:
+        >>> # merged = merge_records(["tune_a", "tune_b"], "tune_all"); merged.estimated_latency_us
+    """
+    from ..database import MemoryDatabase, SQLiteDatabase
+
+    out = os.path.abspath(os.fspath(out))
+    os.makedirs(out, exist_ok=True)
+    dst = SQLiteDatabase(os.path.join(out, DB_FILE))
+    merged: dict = {t["workload_hash"]: dict(t) for t in read_tasks_file(out)["tasks"]}
+    target = read_tasks_file(out).get("target")
+    for src in sources:
+        db = open_database(src)
+        if top_k is not None:
+            db = _top_k_copy(db, int(top_k), MemoryDatabase)
+        dst.merge(db)
+        info = src.info if isinstance(src, TuningRecords) else (
+            read_tasks_file(os.fspath(src)) if isinstance(src, (str, os.PathLike)) and os.path.isdir(src) else {})
+        target = target or info.get("target")
+        for t in info.get("tasks", []):
+            m = merged.setdefault(t["workload_hash"], dict(t))
+            if m is not t:
+                m["weight"] = max(m["weight"], t["weight"])
+                m["trials"] = m.get("trials", 0) + t.get("trials", 0)
+                for key in ("best_us", "default_us"):
+                    vals = [v for v in (m.get(key), t.get(key)) if _finite_or_none(v) is not None]
+                    m[key] = min(vals) if vals else None
+    # The merged database decides the best latency (a source may have tuned further than its summary).
+    for t in merged.values():
+        best = dst.query_best(t["workload_hash"], target)
+        if best is not None:
+            t["best_us"] = best.mean_sec * 1e6
+    info = {"target": target, "source": "merge_records", "tasks": list(merged.values())}
+    write_tasks_file(out, info)
+    return TuningRecords(out, dst, read_tasks_file(out))
+
+
+def _top_k_copy(db: Any, k: int, memory_cls: Any) -> Any:
+    mem = memory_cls()
+    for shash, name, text in db._workload_rows():
+        mem._put_workload(shash, name, text)
+    best: dict = {}
+    for r in db.get_all_tuning_records():
+        if r.is_valid:
+            best.setdefault((r.workload_hash, r.target), []).append(r)
+    keep = []
+    for rs in best.values():
+        keep += sorted(rs, key=lambda r: r.mean_sec)[:k]
+    if keep:
+        mem._put_records(keep)
+    return mem
