@@ -12,12 +12,14 @@ Example:
 from __future__ import annotations
 
 import importlib
+import sys
+import types
 from typing import Any
 
 _SUBPACKAGES = {
     "database", "builder", "runner", "task_scheduler", "feature_extractor", "cost_model",
     "space_generator", "schedule_rule", "mutator", "postproc", "search_strategy", "utils",
-    "tune_context", "tune",
+    "tune_context", "tune", "tasks", "model", "apply",
 }
 _ALIASES = {"space": "space_generator"}
 _LAZY = {
@@ -33,6 +35,13 @@ _LAZY = {
     "LocalBuilder": ("ingot.tune.builder", "LocalBuilder"),
     "LocalRunner": ("ingot.tune.runner", "LocalRunner"),
     "estimate_flops": ("ingot.tune.utils", "estimate_flops"),
+    # Whole-model tuning (ingot/tune/model.py, ingot/tune/tasks/, ingot/tune/apply.py).
+    "tune_model": ("ingot.tune.model", "tune_model"),
+    "extract_tasks": ("ingot.tune.tasks.extract", "extract_tasks"),
+    "ExtractedTask": ("ingot.tune.tasks.extract", "ExtractedTask"),
+    "TuningRecords": ("ingot.tune.tasks.records", "TuningRecords"),
+    "merge_records": ("ingot.tune.tasks.records", "merge_records"),
+    "apply_records": ("ingot.tune.apply", "apply_records"),
 }
 
 
@@ -52,3 +61,17 @@ def __getattr__(name: str) -> Any:
 
 def __dir__() -> list:
     return sorted(set(globals()) | set(_LAZY) | _SUBPACKAGES | set(_ALIASES))
+
+
+class _CallableModule(types.ModuleType):
+    """``ingot.tune`` is a module (``from ingot import tune as ms; ms.tune_tir(...)``) and also
+    the model tuning entry point ``ingot.tune(model, target=..., trials=N | time_budget="30m",
+    work_dir=...)`` (TVM's tvmc ``tune``), which `ingot.driver.tune.tune` implements."""
+
+    def __call__(self, model: Any, *args: Any, **kwargs: Any) -> Any:
+        # The one call that goes up the layer list: loading a model file is the driver's job, and
+        # ingot.tune must not import the driver at import time (the driver imports ingot.tune).
+        return importlib.import_module("ingot.driver.tune").tune(model, *args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule
