@@ -146,6 +146,9 @@ class Package:
         self.target = str(target)
         self.source = source
         self._vm = None
+        # {kernel: how it was scheduled}; with tuning records, an ingot.tune ScheduleReport whose
+        # str() counts tuned / default / failed kernels.
+        self.schedule_report = dict(getattr(executable, "schedule_report", None) or {})
 
     def manifest(self) -> dict:
         """The JSON manifest written by `export`."""
@@ -211,10 +214,18 @@ def compile(model: Any, target: Any = "llvm", tuning_records: Any = None, opt_le
 
         mod = BindParams("main", model.params)(mod)
     kwargs = {}
+    hook = None
     if tuning_records is not None:
-        kwargs["apply_schedule"] = _tuned_schedule_fn(tuning_records, target)
+        hook = kwargs["apply_schedule"] = _tuned_schedule_fn(tuning_records, target)
     executable = G.build(mod, target, **kwargs)
-    return Package(executable, model.inputs, model.outputs, str(target), model.source)
+    package = Package(executable, model.inputs, model.outputs, str(target), model.source)
+    if hook is not None:
+        # Never silent about tuning: say how many kernels got a tuned / default schedule.
+        import sys
+
+        package.schedule_report = hook.report(executable.schedule_report)
+        print(f"ingot.compile: {package.schedule_report}", file=sys.stderr)
+    return package
 
 
 def _tuned_schedule_fn(records: Any, target: Any) -> Any:
