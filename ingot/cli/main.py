@@ -227,5 +227,9 @@ def bench_cmd(package: str, repeat: int, warmup: int, inputs: "str | None", prof
                 click.echo(str(prof("main", *arrays)))
 
 
+from .tune import tune_cmd as _tune_cmd  # noqa: E402 - `ingot tune` lives in ingot/cli/tune.py
+main.add_command(_tune_cmd)
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -1,0 +1,50 @@
+"""``ingot tune``: tune a model's kernels and save the records (TVM's ``tvmc tune``).
+
+Note: ``--trials`` and/or ``--time-budget`` bound the search (neither: 10 minutes); the records
+go to ``--work-dir`` (an existing one is resumed), and ``ingot compile ... --tuning-records DIR``
+applies them. Ctrl-C (or ``kill``) stops after saving: run the same command again to continue.
+
+Example:
+    $ ingot tune model.onnx --target "llvm -num-cores=2" --time-budget 30m --work-dir tune_model
+    $ ingot compile model.onnx -o model.ingot --target "llvm -num-cores=2" --tuning-records tune_model
+"""
+from __future__ import annotations
+
+import click
+
+
+@click.command("tune")
+@click.argument("model", type=click.Path(dir_okay=False))
+@click.option("--target", default="llvm", show_default=True, help='target string, e.g. "llvm -num-cores=2"')
+@click.option("--trials", default=None, type=click.IntRange(min=1), help="total measured candidates")
+@click.option("--time-budget", default=None, help="wall-clock budget: 30m, 1h30m, 90s or seconds (default 10m)")
+@click.option("--work-dir", required=True, type=click.Path(file_okay=False), help="records directory (resumed)")
+@click.option("--input-shapes", default=None, help="NAME:1x3x224x224[,NAME2:...] fixes input shapes")
+@click.option("--trials-per-round", default=16, show_default=True, type=click.IntRange(min=1))
+@click.option("--max-tasks", default=None, type=click.IntRange(min=1), help="tune only the N heaviest kernels")
+@click.option("--seed", default=None, type=int)
+def tune_cmd(model: str, target: str, trials: "int | None", time_budget: "str | None", work_dir: str,
+             input_shapes: "str | None", trials_per_round: int, max_tasks: "int | None", seed: "int | None") -> None:
+    """Tune MODEL (.onnx) for TARGET; records go to --work-dir."""
+    from ingot.tune.tasks.records import parse_duration
+
+    from .main import _errors, parse_shapes  # here: main.py imports this module to register it
+
+    if time_budget is not None:
+        try:
+            parse_duration(time_budget)
+        except ValueError as err:
+            raise click.BadParameter(str(err), param_hint="--time-budget") from None
+    from ingot.driver.tune import tune
+
+    shapes = parse_shapes(input_shapes)
+    try:
+        with _errors():
+            records = tune(model, target=target, trials=trials, time_budget=time_budget, work_dir=work_dir,
+                           shape_dict=shapes or None, num_trials_per_iter=trials_per_round, max_tasks=max_tasks,
+                           seed=seed)
+    except KeyboardInterrupt:
+        click.echo(f"interrupted: measured records are in {work_dir}; run the same command to continue", err=True)
+        raise SystemExit(130) from None
+    click.echo(f"records in {records.work_dir}; apply them with: ingot compile {model} -o OUT.ingot "
+               f"--target \"{target}\" --tuning-records {work_dir}")
