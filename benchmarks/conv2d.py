@@ -1,0 +1,163 @@
+"""ResNet-50 / MobileNetV2 convolution layers: Ingot's default schedule vs PyTorch (and ONNX
+Runtime when installed), batch 1, fp32, NCHW, 2 threads.
+
+Every layer is ``relu(conv2d(x, w) + bias)`` — the fused kernel the graph compiler hands to
+``default_schedule`` — built with ``ingot.ops.schedule.default_schedule``. Columns: the rule the
+conv block got, GFLOP/s of Ingot / PyTorch (``torch.nn.functional.conv2d`` + bias + relu,
+``torch.set_num_threads(2)``) / ONNX Runtime, and Ingot's ratio to the faster reference.
+
+``--check`` builds every layer, compares with PyTorch and reports the micro-kernel of the
+assembly (zmm FMAs, stack accesses) without timing anything.
+
+Usage:
+    python benchmarks/conv2d.py            # the table (run on a quiet machine: load < 1)
+    python benchmarks/conv2d.py --check    # numerics + assembly only
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+import ingot  # noqa: E402
+from ingot import ops, te  # noqa: E402
+
+# name, in channels, size, out channels, kernel, stride, groups
+LAYERS = [
+    ("res2 3x3", 64, 56, 64, 3, 1, 1),
+    ("res2 1x1 expand", 64, 56, 256, 1, 1, 1),
+    ("res3 3x3", 128, 28, 128, 3, 1, 1),
+    ("res3 3x3 stride 2", 128, 56, 128, 3, 2, 1),
+    ("res4 3x3", 256, 14, 256, 3, 1, 1),
+    ("res4 1x1 stride 2 (down)", 512, 28, 1024, 1, 2, 1),
+    ("res5 3x3", 512, 7, 512, 3, 1, 1),
+    ("mbv2 dw 3x3 112", 96, 112, 96, 3, 2, 96),
+    ("mbv2 dw 3x3 28", 192, 28, 192, 3, 1, 192),
+    ("mbv2 dw 3x3 14", 576, 14, 576, 3, 1, 576),
+]
+
+
+def layer_func(c: int, hw: int, o: int, k: int, s: int, g: int):
+    """The fused PrimFunc ``relu(conv2d_nchw(x, w) + bias)`` of one layer."""
+    x = te.placeholder((1, c, hw, hw), name="x")
+    w = te.placeholder((o, c // g, k, k), name="w")
+    b = te.placeholder((1, o, 1, 1), name="bias")
+    y = ops.relu(ops.add(ops.nn.conv2d_nchw(x, w, strides=s, padding=k // 2, groups=g), b))
+    return te.create_prim_func([x, w, b, y]), [tuple(int(d) for d in t.shape) for t in (x, w, b, y)]
+
+
+def build(layer, threads: int = 2):
+    """(schedule log, built module, shapes) of a layer's default schedule."""
+    from ingot.ops.schedule import schedule_blocks
+    from ingot.target import Target
+    from ingot.tir.schedule import Schedule
+
+    func, shapes = layer_func(*layer[1:])
+    log: list = []
+    target = f"llvm -num-cores={threads}"
+    sch = schedule_blocks(Schedule(func), Target(target), log=log)
+    return sch, log, ingot.build(sch.mod, target), shapes
+
+
+def flops(layer) -> float:
+    _, c, hw, o, k, s, g = layer
+    oh = (hw + 2 * (k // 2) - k) // s + 1
+    return 2.0 * o * oh * oh * (c // g) * k * k
+
+
+def torch_reference(layer, x, w, b):
+    import torch
+
+    _, c, hw, o, k, s, g = layer
+    with torch.no_grad():
+        return torch.relu(torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w), stride=s,
+                                                     padding=k // 2, groups=g) + torch.from_numpy(b)).numpy()
+
+
+def _inputs(shapes):
+    rng = np.random.default_rng(0)
+    return [rng.standard_normal(sh).astype("float32") for sh in shapes[:3]] + [np.zeros(shapes[3], "float32")]
+
+
+def check() -> None:
+    from gemm import micro_kernel_report
+
+    for layer in LAYERS:
+        sch, log, lib, shapes = build(layer)
+        x, w, b, y = _inputs(shapes)
+        lib["main"](x, w, b, y)
+        np.testing.assert_allclose(y, torch_reference(layer, x, w, b), rtol=1e-4, atol=1e-3)
+        rule = dict((n, r) for n, r, _ in log).get("conv2d_nchw")
+        print(f"{layer[0]:26s} ok  rule={rule:13s} micro-kernel: {json.dumps(micro_kernel_report(sch))}")
+
+
+def _onnxruntime_seconds(layer, x, w, b, threads: int) -> "float | None":
+    try:
+        import onnx
+        import onnxruntime as ort
+        from onnx import TensorProto, helper, numpy_helper
+    except ImportError:
+        return None
+    from common import median_seconds
+
+    _, c, hw, o, k, s, g = layer
+    p = k // 2
+    nodes = [helper.make_node("Conv", ["x", "w", "bv"], ["c"], strides=[s, s], pads=[p, p, p, p], group=g),
+             helper.make_node("Relu", ["c"], ["y"])]
+    graph = helper.make_graph(nodes, "conv", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x.shape))],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b.reshape(-1), "bv")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = threads
+    sess = ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
+    return median_seconds(lambda: sess.run(None, {"x": x}), repeat=9, min_seconds=0.05)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--check", action="store_true", help="numerics and assembly only (no timing)")
+    parser.add_argument("--threads", type=int, default=2)
+    args = parser.parse_args()
+    if args.check:
+        check()
+        return
+    import torch
+    from common import banner, ingot_median_seconds, load_average, markdown_table, median_seconds
+
+    torch.set_num_threads(args.threads)
+    banner(f"conv2d layers (batch 1, fp32, NCHW, {args.threads} threads): Ingot default schedule vs PyTorch / ONNX Runtime")
+    rows = []
+    for layer in LAYERS:
+        _, log, lib, shapes = build(layer, args.threads)
+        x, w, b, y = _inputs(shapes)
+        lib["main"](x, w, b, y)
+        np.testing.assert_allclose(y, torch_reference(layer, x, w, b), rtol=1e-4, atol=1e-3)
+        t = ingot_median_seconds(lib, "main", (x, w, b, y), repeat=9, min_repeat_ms=50)
+        tx, tw, tb = (torch.from_numpy(a) for a in (x, w, b))
+        _, c, hw, o, k, s, g = layer
+
+        def run_torch():
+            with torch.no_grad():
+                torch.relu(torch.nn.functional.conv2d(tx, tw, stride=s, padding=k // 2, groups=g) + tb)
+
+        tt = median_seconds(run_torch, repeat=9, min_seconds=0.05)
+        to = _onnxruntime_seconds(layer, x, w, b, args.threads)
+        f = flops(layer) / 1e9
+        best = min(tt, to or tt)
+        rule = dict((n, r) for n, r, _ in log).get("conv2d_nchw")
+        rows.append([layer[0], rule, f"{f / t:.1f}", f"{f / tt:.1f}", "-" if to is None else f"{f / to:.1f}",
+                     f"{best / t:.2f}"])
+        print(f"  {layer[0]}: {f / t:.1f} GFLOP/s", flush=True)
+    print(markdown_table(["layer", "rule", "Ingot GFLOP/s", "PyTorch", "ONNX Runtime", "Ingot / best"], rows))
+    print(f"load average after: {load_average()}")
+
+
+if __name__ == "__main__":
+    main()
