@@ -119,8 +119,10 @@ class BasicBlock(nn.Module):
         return torch.flatten(F.adaptive_avg_pool2d(out, (1, 1)), 1)
 
 
-def test_resnet_basic_block():
-    _check(_randomize_bn(BasicBlock()), (torch.randn(2, 8, 16, 16),))
+def test_resnet_basic_block_dynamic_batch():
+    batch = torch.export.Dim("batch", min=1, max=32)
+    _check(_randomize_bn(BasicBlock()), (torch.randn(2, 8, 16, 16),), dynamic_shapes={"x": {0: batch}},
+           more_args=[(torch.randn(3, 8, 16, 16),)])
 
 
 def test_resnet_basic_block_core_aten():
