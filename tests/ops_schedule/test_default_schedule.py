@@ -167,7 +167,7 @@ def test_analysis_and_tile_choices():
     info = analyze_block(sch, sch.get_block(C.op.name))
     assert (info.kind, info.i_index, info.j_index) == ("gemm", 0, 1)
     assert choose_mr(1024, 2) == 8 and choose_mr(1, 2) == 1 and choose_mr(None, 1) == 4
-    assert choose_nr(1024, 16) == (2, 16) and choose_nr(56, 16) == (1, 16) and choose_nr(7, 16) == (1, 1)
+    assert choose_nr(1024, 16) == (2, 16) and choose_nr(56, 16) == (1, 8) and choose_nr(28, 16) == (1, 4) and choose_nr(7, 16) == (1, 1)
     E = te.compute((8, 16), lambda i, j: tir.exp(C[i, j]), name="E")
     sch = Schedule(te.create_prim_func([A, B, E]))
     assert analyze_block(sch, sch.get_block("E")).kind == "elementwise"

@@ -56,13 +56,22 @@ def choose_nr(extent: Optional[int], lanes: int) -> "tuple[int, int]":
     """(vectors per row, lanes) of the register tile for a vector axis of ``extent``.
 
     Example:
-        >>> choose_nr(1024, 16), choose_nr(56, 16), choose_nr(8, 16), choose_nr(7, 16)
-        ((2, 16), (1, 16), (1, 8), (1, 1))
+        >>> choose_nr(1024, 16), choose_nr(56, 16), choose_nr(8, 16), choose_nr(7, 16), choose_nr(18, 16)
+        ((2, 16), (1, 8), (1, 8), (1, 1), (1, 16))
     """
     if extent is None:
         return 1, lanes
     if extent >= 2 * lanes and extent % (2 * lanes) == 0:
         return 2, lanes
+    if extent % lanes == 0:
+        return 1, lanes
+    # A ragged axis (56, 28 in ResNet/MobileNet) would need a predicated last vector, which the
+    # C backend scalarizes through the stack: use the widest power-of-two vector dividing it.
+    vl = lanes
+    while vl > 4 and extent % vl:
+        vl //= 2
+    if extent % vl == 0:
+        return 1, vl
     if extent >= lanes:
         return 1, lanes
     # GCC vector types need a power-of-two lane count: use the largest that fits the axis.
