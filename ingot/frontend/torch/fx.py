@@ -29,7 +29,8 @@ from .importer import from_exported_program
 _EXAMPLE_SIZES = (5, 7, 11, 13, 17, 19, 23, 29)
 
 
-def from_fx(graph_module: Any, input_info: Sequence[tuple], keep_params_as_input: bool = False) -> tuple[IRModule, dict]:
+def from_fx(graph_module: Any, input_info: Sequence[tuple],
+            keep_params_as_input: bool = False) -> tuple[IRModule, dict]:
     """Import a ``torch.fx.GraphModule`` (or any ``nn.Module``) given its inputs' ``(shape, dtype)``.
 
     Args:

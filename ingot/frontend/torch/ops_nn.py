@@ -37,10 +37,6 @@ def _ints(value: Any, n: int, what: str, node: Any) -> list[int]:
     return value
 
 
-def _weight(ctx: Any, value: Any) -> G.Expr:
-    return ctx.expr(value)
-
-
 # -- convolution -----------------------------------------------------------------------------------
 
 
@@ -73,7 +69,7 @@ def _conv(ctx: Any, node: Any, x: Any, w: Any, b: Any, stride: Any, padding: Any
         pads = (0, lo[0], 0, hi[0])
     else:
         pads = (lo[0], lo[1], hi[0], hi[1])
-    y = ctx.expr(ctx.emit(G.op.conv2d(x, _weight(ctx, w), strides=stride, padding=pads, dilation=dilation,
+    y = ctx.expr(ctx.emit(G.op.conv2d(x, ctx.expr(w), strides=stride, padding=pads, dilation=dilation,
                                       groups=int(groups))))
     if b is not None:
         if ctx.is_static(b):
@@ -107,7 +103,7 @@ def _conv_nd(ctx: Any, node: Any) -> Any:
 @register("aten.linear.default")
 def _linear(ctx: Any, node: Any) -> Any:
     bias = node.arg("bias")
-    return ctx.emit(G.op.linear(tensor(ctx, node.arg("input")), _weight(ctx, node.arg("weight")),
+    return ctx.emit(G.op.linear(tensor(ctx, node.arg("input")), ctx.expr(node.arg("weight")),
                                 None if bias is None else ctx.expr(bias)))
 
 
@@ -354,7 +350,7 @@ def _embedding(ctx: Any, node: Any) -> Any:
     indices = tensor(ctx, node.arg("indices"))
     if not str(indices.struct_info.dtype).startswith(("int", "uint")):
         raise node.error(f"embedding indices must be integers, got {indices.struct_info.dtype}")
-    return ctx.emit(G.op.take(_weight(ctx, node.arg("weight")), indices, axis=0))
+    return ctx.emit(G.op.take(ctx.expr(node.arg("weight")), indices, axis=0))
 
 
 @register("aten.dropout.default", "aten.feature_dropout.default", "aten.alpha_dropout.default")
