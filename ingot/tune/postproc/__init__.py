@@ -7,7 +7,7 @@ into loop kinds; `VerifyLoops` rejects programs code generation would mishandle.
 
 Example:
     >>> [repr(p) for p in default_postprocs()]
-    ['RewriteParallelVectorizeUnroll', 'VerifyLoops']
+    ['RewriteParallelVectorizeUnroll', 'RewriteReductionBlock', 'VerifyLoops']
 """
 from __future__ import annotations
 
@@ -64,6 +64,7 @@ class RewriteParallelVectorizeUnroll(Postproc):
             keys = [k for k in ("meta_schedule.parallel", "meta_schedule.vectorize", "meta_schedule.unroll_explicit")
                     if k in ann]
             if not keys:
+                self._vectorize_moved_block(sch, block)
                 continue
             max_par = int(ann.get("meta_schedule.parallel", 0) or 0)
             max_vec = int(ann.get("meta_schedule.vectorize", 0) or 0)
@@ -96,6 +97,51 @@ class RewriteParallelVectorizeUnroll(Postproc):
             if unroll > 0:
                 sch.annotate(loops[0], "pragma_auto_unroll_max_step", unroll)
                 sch.annotate(loops[0], "pragma_unroll_explicit", 1)
+        return True
+
+
+    @staticmethod
+    def _vectorize_moved_block(sch: Any, block: Any, max_vec: int = 64) -> None:
+        """A spatial block moved under a parallel loop (a cache write-back, a fused epilogue) has
+        no annotations of its own: vectorize its innermost loop when it is a power of two in
+        [4, max_vec] (the tile of the block it follows)."""
+        b = sch.get(block)
+        if b.init is not None or any(iv.kind != "S" for iv in b.iter_vars):
+            return
+        loops = sch.get_loops(block)
+        if len(loops) < 2 or not any(sch.get(l).kind == ForKind.PARALLEL for l in loops[:-1]):
+            return
+        inner = sch.get(loops[-1])
+        ext = as_const_int(inner.extent)
+        kinds = loop_iter_kinds(sch, block, loops[-1:], strict=False)
+        if (inner.kind == ForKind.SERIAL and ext is not None and 4 <= ext <= max_vec and ext & (ext - 1) == 0
+                and kinds and kinds[-1] == "S"):
+            sch.vectorize(loops[-1])
+
+
+class RewriteReductionBlock(Postproc):
+    """Split every reduction block that still has an ``init`` with ``decompose_reduction`` at its
+    first reduce loop (TVM's postproc of the same name): the init then runs in its own loop nest
+    before the reduction instead of behind a ``k == 0`` test in the innermost loop.
+
+    Example:
+        >>> repr(RewriteReductionBlock())
+        'RewriteReductionBlock'
+    """
+
+    def apply(self, sch: Any) -> bool:
+        for block in _blocks(sch):
+            if sch.get(block).init is None:
+                continue
+            loops = sch.get_loops(block)
+            kinds = loop_iter_kinds(sch, block, loops, strict=False) or []
+            first = next((l for l, k in zip(loops, kinds) if k == "R"), None)
+            if first is None:
+                continue  # every reduce loop has extent 1 or is fused with spatial ones: keep the init
+            try:
+                sch.decompose_reduction(block, first)
+            except Exception:  # a layout the primitive refuses: the guarded init stays correct
+                continue
         return True
 
 
@@ -135,10 +181,10 @@ def default_postprocs() -> list:
 
     Example:
         >>> len(default_postprocs())
-        2
+        3
     """
-    return [RewriteParallelVectorizeUnroll(), VerifyLoops()]
+    return [RewriteParallelVectorizeUnroll(), RewriteReductionBlock(), VerifyLoops()]
 
 
 
-__all__ = ["Postproc", "RewriteParallelVectorizeUnroll", "VerifyLoops", "default_postprocs"]
+__all__ = ["Postproc", "RewriteParallelVectorizeUnroll", "RewriteReductionBlock", "VerifyLoops", "default_postprocs"]

@@ -58,6 +58,9 @@ def find_realize(sch: Any, block: Any) -> "Optional[BlockRealize]":
     from ingot.ir.functor import Visitor
 
     target = sch.get(block)
+    realize = getattr(sch.get_sref(block), "realize", None)  # kept current by the schedule state
+    if realize is not None and realize.block is target:
+        return realize
     func = sch.mod[sch.get_sref(block).func_name]
     found: list = []
 

@@ -77,9 +77,11 @@ class EvolutiveSearch(SearchStrategy):
         return None
 
     def generate_measure_candidates(self, num):
-        # Step 1. initial population
+        # Step 1. initial population (the first round also holds the fixed design-space members,
+        # e.g. the default schedule, which are measured in any case)
+        fixed = self.take_fixed_candidates()[:num]
         n_measured = int(self.population_size * self.init_measured_ratio)
-        population = self._measured_seeds(n_measured)
+        population = fixed + self._measured_seeds(n_measured)
         seen = {c.candidate_hash for c in population}
         population += self.sample_random(self.population_size - len(population), seen)
         if not population:
@@ -109,9 +111,11 @@ class EvolutiveSearch(SearchStrategy):
                 break
             population = children
         # Step 3. epsilon-greedy selection of unmeasured candidates
-        ranked = sorted((v for h, v in pool.items() if h not in self.measured), key=lambda v: -v[1])
+        fixed_hashes = {c.candidate_hash for c in fixed}
+        ranked = sorted((v for h, v in pool.items() if h not in self.measured and h not in fixed_hashes),
+                        key=lambda v: -v[1])
         n_random = int(round(num * self.eps_greedy))
-        chosen = [c for c, _ in ranked[: num - n_random]]
+        chosen = fixed + [c for c, _ in ranked[: max(0, num - n_random - len(fixed))]]
         taken = {c.candidate_hash for c in chosen} | self.measured
         chosen += self.sample_random(num - len(chosen), taken)
         return chosen or None

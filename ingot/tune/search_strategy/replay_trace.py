@@ -17,5 +17,6 @@ class ReplayTrace(SearchStrategy):
     """
 
     def generate_measure_candidates(self, num):
-        cands = self.sample_random(num, self.measured)
+        cands = self.take_fixed_candidates()[:num]
+        cands += self.sample_random(num - len(cands), self.measured | {c.candidate_hash for c in cands})
         return cands or None

@@ -76,11 +76,13 @@ class PostOrderApply(SpaceGenerator):
         >>> # PostOrderApply().generate_design_space(mod)   # default CPU rules
     """
 
-    def __init__(self, rules: "Optional[Sequence[Any]]" = None, postprocs=None, mutators=None):
+    def __init__(self, rules: "Optional[Sequence[Any]]" = None, postprocs=None, mutators=None,
+                 include_default_schedule: bool = True):
         from ..schedule_rule import default_rules
 
         super().__init__(postprocs, mutators)
         self.rules = list(default_rules() if rules is None else rules)
+        self.include_default_schedule = include_default_schedule
 
     def generate_design_space(self, mod):
         from ingot.tir.schedule import Schedule
@@ -97,7 +99,34 @@ class PostOrderApply(SpaceGenerator):
                         continue
                     out.extend(rule.apply(sch, sch.get_block(name, func_name)))
                 spaces = out
+        if self.include_default_schedule:
+            default = default_schedule_space(mod, getattr(getattr(self, "context", None), "target", None))
+            if default is not None:
+                spaces.append(default)
         return spaces
+
+
+def default_schedule_space(mod: Any, target: Any) -> "Optional[Any]":
+    """The rule-based default schedule (`ingot.ops.schedule.schedule_blocks`) of ``mod`` as a
+    design-space member: a trace without sampling decisions, so the search measures it in its
+    first round and starts from it (DESIGN.md: the tuner's space contains the default
+    schedules). None when it schedules nothing or fails (logged).
+
+    Example:
+        >>> # sch = default_schedule_space(mod, Target("llvm -num-cores=2")); print(sch.trace)
+    """
+    from ingot.tir.schedule import Schedule
+
+    if target is None:
+        return None
+    try:
+        from ingot.ops.schedule import schedule_blocks
+
+        sch = schedule_blocks(Schedule(mod, seed=0), target)
+    except Exception as err:  # the default rules do not cover this workload
+        logger.info("default schedule not in the design space: %s", str(err).splitlines()[0] if str(err) else err)
+        return None
+    return sch if any(not i.kind.is_pure for i in sch.trace.insts) else None
 
 
 __all__ = ["SpaceGenerator", "ScheduleFn", "PostOrderApply"]
