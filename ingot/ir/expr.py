@@ -545,44 +545,19 @@ class IterVar(Node):
     def _as_expr(self) -> Var:
         return self.var
 
-    def __add__(self, other):
-        return self.var + other
 
-    def __radd__(self, other):
-        return other + self.var
+def _forward_to_var(name: str):
+    def method(self, *args):
+        return getattr(self.var, name)(*args)
 
-    def __sub__(self, other):
-        return self.var - other
+    method.__name__ = name
+    return method
 
-    def __rsub__(self, other):
-        return other - self.var
 
-    def __mul__(self, other):
-        return self.var * other
-
-    def __rmul__(self, other):
-        return other * self.var
-
-    def __floordiv__(self, other):
-        return self.var // other
-
-    def __mod__(self, other):
-        return self.var % other
-
-    def __lt__(self, other):
-        return self.var < other
-
-    def __le__(self, other):
-        return self.var <= other
-
-    def __gt__(self, other):
-        return self.var > other
-
-    def __ge__(self, other):
-        return self.var >= other
-
-    def __neg__(self):
-        return -self.var
+for _name in ("__add__", "__radd__", "__sub__", "__rsub__", "__mul__", "__rmul__", "__floordiv__",
+              "__rfloordiv__", "__mod__", "__rmod__", "__truediv__", "__lt__", "__le__", "__gt__", "__ge__",
+              "__neg__", "astype"):
+    setattr(IterVar, _name, _forward_to_var(_name))
 
 
 # --------------------------------------------------------------------------------------------
