@@ -354,3 +354,30 @@ def _remainder(ctx: Any, node: Any) -> Any:
     else:
         q = ctx.expr(ctx.emit(G.op.floor(ctx.expr(ctx.emit(G.op.divide(a, b))))))
     return ctx.emit(G.op.subtract(a, ctx.expr(ctx.emit(G.op.multiply(q, b)))))
+
+
+@register("aten.elu.default")
+def _elu(ctx: Any, node: Any) -> Any:
+    # elu(x) = scale * (x if x > 0 else alpha * (exp(input_scale * x) - 1)).
+    x = tensor(ctx, node.arg("self"))
+    dtype = str(x.struct_info.dtype)
+    alpha, scale, input_scale = (float(node.arg(n)) for n in ("alpha", "scale", "input_scale"))
+    scaled = x if input_scale == 1 else ctx.expr(ctx.emit(G.op.multiply(x, ctx.expr(input_scale, dtype))))
+    neg = ctx.expr(ctx.emit(G.op.subtract(ctx.expr(ctx.emit(G.op.exp(scaled))), ctx.expr(1.0, dtype))))
+    neg = ctx.expr(ctx.emit(G.op.multiply(neg, ctx.expr(alpha, dtype))))
+    y = ctx.expr(ctx.emit(G.op.where(ctx.expr(ctx.emit(G.op.greater(x, ctx.expr(0.0, dtype)))), x, neg)))
+    return y if scale == 1 else ctx.emit(G.op.multiply(y, ctx.expr(scale, dtype)))
+
+
+@register("aten.linalg_vector_norm.default")
+def _vector_norm(ctx: Any, node: Any) -> Any:
+    x = tensor(ctx, node.arg("self"), node.out_dtype)
+    order, axis, keepdims = float(node.arg("ord")), _dims(node.arg("dim")), bool(node.arg("keepdim"))
+    if order == 2:
+        total = ctx.expr(ctx.emit(G.op.sum(ctx.expr(ctx.emit(G.op.multiply(x, x))), axis=axis, keepdims=keepdims)))
+        return ctx.emit(G.op.sqrt(total))
+    if order == 1:
+        return ctx.emit(G.op.sum(ctx.expr(ctx.emit(G.op.abs(x))), axis=axis, keepdims=keepdims))
+    if order == math.inf:
+        return ctx.emit(G.op.max(ctx.expr(ctx.emit(G.op.abs(x))), axis=axis, keepdims=keepdims))
+    raise node.error(f"vector norm of order {order} is not supported (1, 2 and inf are)")

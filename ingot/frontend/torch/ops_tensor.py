@@ -265,3 +265,20 @@ def _getitem(ctx: Any, node: Any) -> Any:
         raise node.error(f"output {index} of {producer.name!r} ({producer.target}) is not supported (only the main "
                          f"result is imported: e.g. max_pool2d indices, batch-norm statistics)")
     return value
+
+
+@register("aten.index.Tensor")
+def _index(ctx: Any, node: Any) -> Any:
+    # x[:, idx] with ONE integer index tensor → take along that axis (advanced indexing in general
+    # — several index tensors broadcast together, bool masks — is not supported).
+    x = tensor(ctx, node.arg("self"))
+    indices = list(node.arg("indices"))
+    given = [k for k, i in enumerate(indices) if i is not None]
+    if len(given) != 1:
+        raise node.error(f"indexing with {len(given)} index tensors is not supported; only x[..., idx, ...] with one "
+                         f"integer index tensor is")
+    index = tensor(ctx, indices[given[0]])
+    if not str(index.struct_info.dtype).startswith(("int", "uint")):
+        raise node.error(f"boolean-mask indexing is not supported (index dtype {index.struct_info.dtype}); use "
+                         f"torch.where")
+    return ctx.emit(G.op.take(x, index, axis=given[0]))
