@@ -256,8 +256,10 @@ def merge_records(sources: Iterable[Any], out: "str | os.PathLike", top_k: "int 
             read_tasks_file(os.fspath(src)) if isinstance(src, (str, os.PathLike)) and os.path.isdir(src) else {})
         target = target or info.get("target")
         for t in info.get("tasks", []):
-            m = merged.setdefault(t["workload_hash"], dict(t))
-            if m is not t:
+            m = merged.get(t["workload_hash"])
+            if m is None:
+                merged[t["workload_hash"]] = dict(t)
+            else:
                 m["weight"] = max(m["weight"], t["weight"])
                 m["trials"] = m.get("trials", 0) + t.get("trials", 0)
                 for key in ("best_us", "default_us"):

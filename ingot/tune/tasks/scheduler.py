@@ -149,6 +149,8 @@ class ModelTaskScheduler(GradientBased):
         # Step 1. search (the baseline takes one slot of the task's first round)
         t = time.perf_counter()
         baseline = self._baseline_candidate(i) if budget > 1 or self.rounds[i] == 0 else None
+        if baseline is not None and hasattr(ctx.search_strategy, "measured"):
+            ctx.search_strategy.measured.add(baseline.candidate_hash)  # the search must not propose it again
         want = budget - (baseline is not None)
         cands = list(ctx.search_strategy.generate_measure_candidates(want) or [])[:want] if want > 0 else []
         self.time_split["search"] += time.perf_counter() - t

@@ -1,0 +1,89 @@
+"""End to end: tune the 2-kernel MLP for a handful of trials, compile with the records, time
+budget, merge, record format version."""
+import json
+import os
+import sys
+import time
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))
+from conftest import N, TARGET, fast_runner, mlp_model, mlp_params, mlp_reference  # noqa: E402
+
+import ingot  # noqa: E402
+from ingot.tune.database import SQLiteDatabase  # noqa: E402
+
+FAST = dict(num_trials_per_iter=3, seed=0, num_workers=2, verbose=0)
+
+
+def test_tune_model_end_to_end_then_compile(tmp_path, capsys):
+    work = tmp_path / "w"
+    records = ingot.tune(mlp_model(), target=TARGET, trials=8, work_dir=str(work), runner_config=fast_runner(), **FAST)
+    assert isinstance(records, ingot.tune.TuningRecords) and records.work_dir == str(work)
+    info = json.loads((work / "tasks.json").read_text())
+    assert info["format"] == "ingot-tune-model" and info["version"] == 1 and info["target"] == TARGET
+    assert [t["weight"] for t in records.tasks] == [2, 1] and sum(t["trials"] for t in records.tasks) == 8
+    # every task has its default schedule measured as the baseline, and a best latency
+    assert all(t["default_us"] and t["best_us"] <= t["default_us"] for t in records.tasks)
+    assert records.estimated_latency_us == pytest.approx(sum(t["weight"] * t["best_us"] for t in records.tasks))
+    assert "estimated kernel time per run" in records.summary()
+    db = SQLiteDatabase(work / "database.db")
+    assert len(db) == 8 and len({r.candidate_hash for r in db.get_all_tuning_records()}) == 8
+    package = ingot.driver.model.compile(mlp_model(), TARGET, tuning_records=records)
+    assert package.schedule_report.counts == {"tuned": 2, "default": 0, "failed": 0}
+    assert "2 tuned" in capsys.readouterr().err
+    x = np.random.default_rng(3).standard_normal((1, N)).astype("float32")
+    out = ingot.driver.model.run(package, {"x": x})["y"]
+    np.testing.assert_allclose(out, mlp_reference(x, mlp_params()), rtol=1e-4, atol=1e-5)
+
+
+def test_time_budget_is_honoured(tmp_path):
+    budget = 8.0
+    t0 = time.perf_counter()
+    records = ingot.tune(mlp_model(), target=TARGET, time_budget=budget, work_dir=str(tmp_path / "w"),
+                         runner_config=fast_runner(), patience=0, **FAST)
+    elapsed = time.perf_counter() - t0
+    info = records.info
+    assert "time budget" in info["stop_reason"], info["stop_reason"]
+    # The shared 2-core CI machine is noisy: "roughly" = within 15 % plus one candidate's slack.
+    assert budget * 0.7 <= elapsed <= budget * 1.15 + 1.0, elapsed
+    assert sum(t["trials"] for t in records.tasks) >= 2
+
+
+def _fake_work_dir(path, secs_by_trace):
+    """A work dir with one workload and records of the given latencies (no tuning needed)."""
+    from ingot.tune.database import TuningRecord
+    from ingot.tune.tasks import extract_tasks
+    from ingot.tune.tasks.records import write_tasks_file
+
+    task = extract_tasks(mlp_model(), TARGET)[1]
+    os.makedirs(path, exist_ok=True)
+    db = SQLiteDatabase(os.path.join(path, "database.db"))
+    db.commit_workload(task.mod)
+    for i, secs in enumerate(secs_by_trace):
+        trace = {"version": 1, "insts": [], "decisions": [], "tag": i}
+        db.commit_tuning_record(TuningRecord(trace, task.workload_hash, [secs], TARGET, candidate_hash=f"c{i}"))
+    write_tasks_file(path, {"target": TARGET, "tasks": [
+        {"name": task.name, "workload_hash": task.workload_hash, "weight": 1, "flop_count": task.flop_count,
+         "kernels": task.kernels, "default_us": 50.0, "best_us": min(secs_by_trace) * 1e6,
+         "trials": len(secs_by_trace), "done": False}]})
+    return task
+
+
+def test_merge_records_keeps_best(tmp_path):
+    task = _fake_work_dir(str(tmp_path / "a"), [3e-5, 2e-5])
+    _fake_work_dir(str(tmp_path / "b"), [4e-5, 3e-5, 1e-5])  # trace "tag 0/1" duplicates a's, tag 2 is new
+    merged = ingot.tune.merge_records([str(tmp_path / "a"), str(tmp_path / "b")], str(tmp_path / "m"))
+    db = merged.database
+    assert db.query_best(task.workload_hash, TARGET).mean_sec == pytest.approx(1e-5)
+    assert len(db) == 3  # duplicates of the same trace keep the faster one
+    assert merged.tasks[0]["best_us"] == pytest.approx(10.0) and merged.tasks[0]["trials"] == 5
+    top1 = ingot.tune.merge_records([str(tmp_path / "a"), str(tmp_path / "b")], str(tmp_path / "t"), top_k=1)
+    assert len(top1.database) == 2  # the best of each source (same workload, different traces)
+
+
+def test_newer_format_is_refused(tmp_path):
+    (tmp_path / "tasks.json").write_text(json.dumps({"format": "ingot-tune-model", "version": 99, "tasks": []}))
+    with pytest.raises(ValueError, match="v99"):
+        ingot.tune.TuningRecords(str(tmp_path))
