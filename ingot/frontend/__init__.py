@@ -20,7 +20,7 @@ from .errors import ConversionError, FrontendError, ModelLoadError, ShapeDictErr
 
 
 def __getattr__(name: str) -> Any:
-    # onnx is an optional dependency: import the importer on first use only.
-    if name in ("onnx", "reference"):
+    # onnx and torch are optional dependencies: import the importers on first use only.
+    if name in ("onnx", "reference", "torch"):
         return importlib.import_module(f"ingot.frontend.{name}")
     raise AttributeError(f"module 'ingot.frontend' has no attribute {name!r}")

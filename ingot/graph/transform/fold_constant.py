@@ -49,6 +49,9 @@ def try_fold(call: Any) -> "Constant | None":
     op_def = get_op_def(call.op.name)
     if op_def.numpy is None or not isinstance(call.struct_info, TensorStructInfo):
         return None
+    if not call.struct_info.is_static:
+        # A symbolic output shape (e.g. broadcast_to(const, (batch, 1, 16))) is known only at run time.
+        return None
     result = np.asarray(op_def.numpy(values, call.attrs))
     return Constant(result.astype(str(call.struct_info.dtype)))
 
