@@ -33,7 +33,7 @@ from ingot.ir.expr import BufferLoad, Var
 from ingot.ir.functor import collect_vars
 from ingot.tir.stmt import BlockRealize, BufferStore
 
-__all__ = ["BlockInfo", "analyze_block"]
+__all__ = ["BlockInfo", "analyze_block", "panel_layout"]
 
 
 @dataclass
@@ -138,4 +138,29 @@ def _gemm_axes(block: Any, store: BufferStore) -> "tuple[int, int] | None":
     for k in reversed(out_idx[:-1]):
         if iter_vars[k] in bcast_vars:
             return k, j
+    return None
+
+
+def panel_layout(load: Any, var: Var) -> "tuple[int, int] | None":
+    """``(dim, P)`` when ``load`` reads ``var`` as a packed panel: index ``dim`` is exactly
+    ``var // P`` and the last index is exactly ``var % P`` (the layout of the pre-packed weights
+    of `ingot.ops.packed`, and of the copies `blocked_gemm_rule` packs per call); else None.
+
+    Example:
+        >>> from ingot import te
+        >>> from ingot.ir.expr import BufferLoad
+        >>> w = te.placeholder((2, 8, 16), name="w")
+        >>> j, k = Var("j", "int32"), Var("k", "int32")
+        >>> panel_layout(w[j // 16, k, j % 16], j)
+        (0, 16)
+    """
+    if not isinstance(load, BufferLoad) or len(load.indices) < 2:
+        return None
+    last = load.indices[-1]
+    if not (isinstance(last, E.FloorMod) and last.a is var and _const(last.b) is not None):
+        return None
+    p = _const(last.b)
+    for dim, ix in enumerate(load.indices[:-1]):
+        if isinstance(ix, E.FloorDiv) and ix.a is var and _const(ix.b) == p:
+            return dim, p
     return None

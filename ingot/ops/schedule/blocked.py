@@ -31,7 +31,7 @@ from ingot.ir.expr import BufferLoad
 from ingot.ir.functor import collect_vars
 from ingot.tir.schedule.error import ScheduleError
 
-from .analysis import BlockInfo
+from .analysis import BlockInfo, panel_layout
 
 __all__ = ["blocked_gemm_rule", "is_large_gemm", "KC", "MC"]
 
@@ -58,7 +58,8 @@ def is_large_gemm(info: BlockInfo) -> bool:
 
 def _operand_reads(sch: Any, name: str, info: BlockInfo) -> "tuple[int, int, int, int]":
     """(read index, dimension of j) of the vector operand and (read index, dimension of i) of
-    the broadcast operand, from the block's loads."""
+    the broadcast operand, from the block's loads. A vector operand already packed into
+    ``[N / P, K, P]`` panels (`analysis.panel_layout`) reports ``-P`` as its dimension."""
     block = sch.get(sch.get_block(name))
     iv = [v.var for v in block.iter_vars]
     jv, ivar = iv[info.j_index], iv[info.i_index]
@@ -85,6 +86,10 @@ def _operand_reads(sch: Any, name: str, info: BlockInfo) -> "tuple[int, int, int
                 found["vec"] = (ld.buffer, dim)
             if ivar in used and ix is ivar:
                 found["bc"] = (ld.buffer, dim)
+        packed = panel_layout(ld, jv)
+        if packed is not None and ivar not in collect_vars(ld):
+            # pre-packed weights (ingot.ops.packed): already [N / P, K, P] panels; -P marks them
+            found["vec"] = (ld.buffer, -packed[1])
     if "vec" not in found or "bc" not in found:
         raise ScheduleError(f"blocked_gemm_rule: block {name!r}: operands are not indexed by plain i / j")
     names = [r.buffer for r in block.reads]
@@ -126,6 +131,14 @@ def blocked_gemm_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: i
         raise ScheduleError(f"blocked_gemm_rule: block {name!r} is not a large plain GEMM")
     i, j, r = info.i_index, info.j_index, info.reduce[0]
     m, n, k = info.extents[i], info.extents[j], info.extents[r]
+    vi, vdim, bi, bdim = _operand_reads(sch, name, info)
+    prepacked = vdim < 0
+    if prepacked:
+        # The graph packed the weights at compile time (PackWeights): the tile width is the panel.
+        if -vdim % lanes:
+            raise ScheduleError(f"blocked_gemm_rule: block {name!r}: weight panel width {-vdim} is not a multiple "
+                                f"of {lanes} lanes")
+        nvec = -vdim // lanes
     nr = nvec * lanes
     kc = kc or KC
     mc = mc or min(MC, max(mr, (m // max(1, 2 * cores)) // mr * mr))
@@ -135,10 +148,10 @@ def blocked_gemm_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: i
         raise ScheduleError(f"blocked_gemm_rule: block {name!r}: sizes {m}x{n}x{k} are not multiples of the "
                             f"tiles (MR={mr}, NR={nr}, KC={kc})")
     # Step 1. Pack the vector operand into NR-wide panels, the broadcast one into MR-row panels.
-    vi, vdim, bi, bdim = _operand_reads(sch, name, info)
     block = sch.get(sch.get_block(name))
     vbuf, bbuf = block.reads[vi].buffer, block.reads[bi].buffer
-    _pack(sch, name, vi, vdim, len(vbuf.shape), nr, lanes, cores)
+    if not prepacked:
+        _pack(sch, name, vi, vdim, len(vbuf.shape), nr, lanes, cores)
     if pack_a:
         bi = next(n_ for n_, rg in enumerate(sch.get(sch.get_block(name)).reads) if rg.buffer is bbuf)
         _pack(sch, name, bi, bdim, len(bbuf.shape), mr, lanes, cores)

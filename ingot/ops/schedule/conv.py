@@ -31,7 +31,7 @@ from ingot.ir.expr import BufferLoad, Var
 from ingot.ir.functor import collect_vars
 from ingot.tir.schedule.error import ScheduleError
 
-from .analysis import BlockInfo
+from .analysis import BlockInfo, panel_layout
 from .rules import choose_mr, gemm_rule
 
 __all__ = ["conv_oc_rule"]
@@ -65,34 +65,51 @@ def conv_oc_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: int, *
     if ext_o % lanes or x != max(info.spatial) or o > x:
         raise ScheduleError(f"conv_oc_rule: block {name!r}: {ext_o} output channels are not a multiple of "
                             f"{lanes} lanes")
-    if ext_x % lanes == 0 and ext_x >= 2 * lanes:
-        raise ScheduleError(f"conv_oc_rule: block {name!r}: the width {ext_x} vectorizes without predicates "
-                            "(gemm_rule is the better fit)")
-    # Step 1. Find the weights (indexed by a plain o) and check the input does not use o.
+    # Step 1. Find the weights (indexed by the output channel, not by the width) and the input.
     block = sch.get(sch.get_block(name))
-    ov = block.iter_vars[o].var
-    weight, wdim = None, None
+    ov, xv = block.iter_vars[o].var, block.iter_vars[x].var
+    weight, wdim, panel, input_panel = None, None, None, None
     for ld in _loads(block.body.value, []):
         if ld.buffer is block.body.buffer:
             continue
         dims = [d for d, ix in enumerate(ld.indices) if isinstance(ix, Var) and ix is ov]
-        if dims:
-            weight, wdim = ld.buffer, dims[0]
+        packed = panel_layout(ld, ov)
+        uses_x = xv in collect_vars(ld)
+        if not uses_x and (dims or packed):
+            weight, wdim, panel = ld.buffer, (dims[0] if dims else None), (packed[1] if packed and not dims else None)
+        elif uses_x and packed and not dims:
+            # the NCHWc input of a packed depthwise conv: P channels contiguous, like the weights
+            input_panel = packed[1]
         elif ov in collect_vars(ld):
             raise ScheduleError(f"conv_oc_rule: block {name!r}: the input depends on the output channel "
                                 "(depthwise/grouped): vectorizing over channels would gather it")
     if weight is None:
         raise ScheduleError(f"conv_oc_rule: block {name!r}: no operand indexed by the output channel")
-    nvec = 2 if ext_o % (2 * lanes) == 0 else 1
+    if input_panel is not None and input_panel != panel:
+        raise ScheduleError(f"conv_oc_rule: block {name!r}: the channel-blocked input (panel {input_panel}) and "
+                            f"the weights (panel {panel}) disagree")
+    if input_panel is None and ext_x % lanes == 0 and ext_x >= 2 * lanes:
+        raise ScheduleError(f"conv_oc_rule: block {name!r}: the width {ext_x} vectorizes without predicates "
+                            "(gemm_rule is the better fit)")
+    if panel is not None:
+        # Pre-packed weights (ingot.ops.packed): the register tile's channel vectors are the panel.
+        if panel % lanes:
+            raise ScheduleError(f"conv_oc_rule: block {name!r}: weight panel width {panel} is not a multiple of "
+                                f"{lanes} lanes")
+        nvec = panel // lanes
+    else:
+        nvec = 2 if ext_o % (2 * lanes) == 0 else 1
     nr = nvec * lanes
     mr = choose_mr(ext_x, nvec)
     if ext_x % mr:
         raise ScheduleError(f"conv_oc_rule: block {name!r}: no register-tile height divides the width {ext_x}")
-    # Step 2. Pack the weights into NR-wide output-channel panels (a parallel copy per call).
-    from .blocked import _pack
+    # Step 2. Pack the weights into NR-wide output-channel panels (a parallel copy per call)
+    # unless the graph pre-packed them at compile time (PackWeights).
+    if panel is None:
+        from .blocked import _pack
 
-    read_index = next(k for k, r in enumerate(block.reads) if r.buffer is weight)
-    _pack(sch, name, read_index, wdim, len(weight.shape), nr, lanes, cores)
+        read_index = next(k for k, r in enumerate(block.reads) if r.buffer is weight)
+        _pack(sch, name, read_index, wdim, len(weight.shape), nr, lanes, cores)
     # Step 3. The register tile with rows = output width, vectors = output channels; the local
     # accumulator moves the channel axis last so that each vector is contiguous.
     ndim = len(block.body.indices)
