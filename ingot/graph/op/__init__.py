@@ -28,3 +28,5 @@ from .unary import (
     abs, astype, cast, ceil, clip, cos, erf, exp, floor, gelu, gelu_tanh, hard_swish, leaky_relu, log, negative,
     relu, round, rsqrt, sigmoid, silu, sin, sqrt, tanh,
 )
+from . import packed  # noqa: E402 - registers the pre-packed weight ops (PackWeights)
+from .packed import conv2d_packed_weight, dense_packed_weight, depthwise_conv2d_packed_weight  # noqa: E402

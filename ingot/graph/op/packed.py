@@ -1,0 +1,202 @@
+"""Operators on pre-packed weights, produced by `ingot.graph.transform.PackWeights`.
+
+Note: these are ``linear``/``conv2d`` whose constant weight was re-laid out once at compile time
+into ``P``-wide panels (see `ingot.ops.packed`, which holds the layouts, the numpy packing and the
+TE computes). Users normally never build them: PackWeights rewrites ``conv2d``/``linear``/
+``matmul`` with a `Constant` weight into them when the shapes allow. They fuse like the originals
+(out-elementwise-fusable) and have numpy references (unpack + the original op), so FoldConstant
+and the tests treat them like any other op.
+
+* ``dense_packed_weight(x, w_packed[N/P, K, P], bias?)`` = ``x @ w.T (+ bias)``
+* ``conv2d_packed_weight(x, w_packed[O/P, C, KH, KW, P])`` = NCHW ``conv2d`` (groups = 1)
+* ``depthwise_conv2d_packed_weight(x, w_packed[C/P, KH, KW, P])`` = NCHW ``conv2d`` (groups = C)
+
+Example:
+    >>> import numpy as np
+    >>> from ingot import graph as G
+    >>> from ingot.ops.packed import pack_dense_weight
+    >>> x = G.Var("x", G.TensorStructInfo((1, 8), "float32"))
+    >>> w = G.const(pack_dense_weight(np.ones((32, 8), "float32"), 16))
+    >>> dense_packed_weight(x, w).struct_info.shape
+    (1, 32)
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..expr import Call, Expr
+from ..op_registry import OpPattern, make_call, op_error, register_op
+from ..struct_info import TensorStructInfo, dims_equal
+from . import _ref
+from ._common import known_shape, tensor_sinfo, topi
+from .nn import _pad4, _pair, _window_out
+
+__all__ = ["dense_packed_weight", "conv2d_packed_weight", "depthwise_conv2d_packed_weight"]
+
+
+def _unpack(kind: str, w: np.ndarray) -> np.ndarray:
+    from ingot.ops import packed
+
+    return getattr(packed, f"unpack_{kind}_weight")(w)
+
+
+def _same_dtype(name: str, x: TensorStructInfo, w: TensorStructInfo) -> None:
+    if x.dtype != w.dtype:
+        raise op_error(name, f"data and packed weight dtypes differ ({x.dtype} vs {w.dtype}); cast one with G.op.cast")
+
+
+# -- dense ---------------------------------------------------------------------------------------
+
+
+def _infer_dense(args: Any, attrs: Any) -> TensorStructInfo:
+    name = "dense_packed_weight"
+    x, w = tensor_sinfo(name, args[0], 0), tensor_sinfo(name, args[1], 1)
+    sx, sw = known_shape(name, x, 0), known_shape(name, w, 1)
+    if len(sw) != 3 or not all(isinstance(d, int) for d in sw) or len(sx) < 1:
+        raise op_error(name, f"the packed weight must be 3-D (N/P, K, P) with static dims, got {sw}; "
+                             f"pack it with ingot.ops.packed.pack_dense_weight")
+    if not dims_equal(sx[-1], sw[1]):
+        raise op_error(name, f"reduction dimensions differ: data {sx[-1]} vs packed weight {sw[1]}")
+    _same_dtype(name, x, w)
+    n = sw[0] * sw[2]
+    if len(args) == 3:
+        sb = known_shape(name, tensor_sinfo(name, args[2], 2), 2)
+        if len(sb) != 1 or not dims_equal(sb[0], n):
+            raise op_error(name, f"bias must have shape ({n},), got {sb}")
+    return TensorStructInfo(tuple(sx[:-1]) + (n,), attrs["out_dtype"] or x.dtype)
+
+
+def _np_dense(args: Any, attrs: Any) -> np.ndarray:
+    out = np.matmul(args[0], _unpack("dense", args[1]).T)
+    if len(args) == 3:
+        out = out + args[2]
+    return out.astype(attrs["out_dtype"] or args[0].dtype)
+
+
+register_op(
+    "dense_packed_weight", num_inputs=None, pattern=OpPattern.OUT_ELEMWISE_FUSABLE, attrs={"out_dtype": None},
+    infer=_infer_dense, numpy=_np_dense,
+    legalize=lambda inputs, attrs, out: topi("packed").dense_packed_weight(
+        inputs[0], inputs[1], inputs[2] if len(inputs) == 3 else None, out_dtype=str(out.dtype)),
+    doc="x @ w.T (+ bias) with w pre-packed as [N/P, K, P] panels (PackWeights).",
+)
+
+
+def dense_packed_weight(x: Expr, w_packed: Expr, bias: "Expr | None" = None, out_dtype: "str | None" = None) -> Call:
+    """``x @ w.T (+ bias)`` with ``w`` packed as ``[N / P, K, P]`` (`ingot.ops.packed.pack_dense_weight`).
+
+    Example:
+        >>> import numpy as np
+        >>> from ingot import graph as G
+        >>> x = G.Var("x", G.TensorStructInfo((2, 128, 8), "float32"))
+        >>> G.op.packed.dense_packed_weight(x, G.const(np.zeros((2, 8, 32), "float32"))).struct_info.shape
+        (2, 128, 64)
+    """
+    args = [x, w_packed] + ([bias] if bias is not None else [])
+    return make_call("dense_packed_weight", args, out_dtype=out_dtype)
+
+
+# -- conv2d --------------------------------------------------------------------------------------
+
+_CONV_ATTRS = {"strides": 1, "padding": 0, "dilation": 1, "out_dtype": None}
+
+
+def _norm_conv(name: str) -> Any:
+    def norm(attrs: Any, args: Any) -> dict:
+        out = dict(attrs)
+        out["strides"] = _pair(name, "strides", attrs["strides"])
+        out["dilation"] = _pair(name, "dilation", attrs["dilation"])
+        out["padding"] = _pad4(name, attrs["padding"])
+        return out
+
+    return norm
+
+
+def _infer_conv(name: str, depthwise: bool) -> Any:
+    def infer(args: Any, attrs: Any) -> TensorStructInfo:
+        x, w = tensor_sinfo(name, args[0], 0), tensor_sinfo(name, args[1], 1)
+        sx, sw = known_shape(name, x, 0), known_shape(name, w, 1)
+        rank = 4 if depthwise else 5
+        if len(sx) != 4 or len(sw) != rank or not all(isinstance(d, int) for d in sw):
+            layout = "(C/P, KH, KW, P)" if depthwise else "(O/P, C, KH, KW, P)"
+            raise op_error(name, f"data must be 4-D NCHW and the packed weight {rank}-D {layout} with static dims, "
+                                 f"got {sx} and {sw}")
+        _same_dtype(name, x, w)
+        n, c, h, wd = sx
+        if depthwise:
+            o, cw, kh, kw = sw[0] * sw[3], c, sw[1], sw[2]
+        else:
+            o, cw, kh, kw = sw[0] * sw[4], sw[1], sw[2], sw[3]
+        if not dims_equal(c, cw) and not (isinstance(c, int) and c == cw):
+            raise op_error(name, f"input channels {c} != the packed weight's {cw}")
+        (sh, sw_), (dh, dw), (pt, pl, pb, pr) = attrs["strides"], attrs["dilation"], attrs["padding"]
+        shape = (n, o, _window_out(h, pt, pb, kh, sh, dh), _window_out(wd, pl, pr, kw, sw_, dw))
+        return TensorStructInfo(shape, attrs["out_dtype"] or x.dtype)
+
+    return infer
+
+
+def _np_conv(depthwise: bool) -> Any:
+    def ref(args: Any, attrs: Any) -> np.ndarray:
+        x, wp = args
+        w = _unpack("depthwise" if depthwise else "conv2d", wp)
+        groups = x.shape[1] if depthwise else 1
+        out = _ref.conv2d_nchw(x, w, attrs["strides"], attrs["padding"], attrs["dilation"], groups)
+        return out.astype(attrs["out_dtype"] or x.dtype)
+
+    return ref
+
+
+register_op(
+    "conv2d_packed_weight", num_inputs=2, pattern=OpPattern.OUT_ELEMWISE_FUSABLE, attrs=dict(_CONV_ATTRS),
+    normalize_attrs=_norm_conv("conv2d_packed_weight"), infer=_infer_conv("conv2d_packed_weight", False),
+    numpy=_np_conv(False),
+    legalize=lambda inputs, attrs, out: topi("packed").conv2d_nchw_packed_weight(
+        inputs[0], inputs[1], attrs["strides"], attrs["padding"], attrs["dilation"], out_dtype=str(out.dtype)),
+    doc="NCHW conv2d (groups = 1) with the OIHW weight pre-packed as [O/P, C, KH, KW, P] (PackWeights).",
+)
+
+register_op(
+    "depthwise_conv2d_packed_weight", num_inputs=2, pattern=OpPattern.OUT_ELEMWISE_FUSABLE,
+    attrs=dict(_CONV_ATTRS), normalize_attrs=_norm_conv("depthwise_conv2d_packed_weight"),
+    infer=_infer_conv("depthwise_conv2d_packed_weight", True), numpy=_np_conv(True),
+    legalize=lambda inputs, attrs, out: topi("packed").depthwise_conv2d_nchw_packed_weight(
+        inputs[0], inputs[1], attrs["strides"], attrs["padding"], attrs["dilation"], out_dtype=str(out.dtype)),
+    doc="Depthwise NCHW conv2d (groups = C = O) with the weight pre-packed as [C/P, KH, KW, P] (PackWeights).",
+)
+
+
+def conv2d_packed_weight(x: Expr, w_packed: Expr, strides: Any = 1, padding: Any = 0, dilation: Any = 1,
+                         out_dtype: "str | None" = None) -> Call:
+    """NCHW ``conv2d`` (groups = 1) with the weight packed as ``[O / P, C, KH, KW, P]``
+    (`ingot.ops.packed.pack_conv2d_weight`).
+
+    Example:
+        >>> import numpy as np
+        >>> from ingot import graph as G
+        >>> x = G.Var("x", G.TensorStructInfo((1, 3, 8, 8), "float32"))
+        >>> w = G.const(np.zeros((2, 3, 3, 3, 16), "float32"))
+        >>> G.op.packed.conv2d_packed_weight(x, w, padding=1).struct_info.shape
+        (1, 32, 8, 8)
+    """
+    return make_call("conv2d_packed_weight", [x, w_packed], strides=strides, padding=padding, dilation=dilation,
+                     out_dtype=out_dtype)
+
+
+def depthwise_conv2d_packed_weight(x: Expr, w_packed: Expr, strides: Any = 1, padding: Any = 0, dilation: Any = 1,
+                                   out_dtype: "str | None" = None) -> Call:
+    """Depthwise NCHW ``conv2d`` (groups = C) with the weight packed as ``[C / P, KH, KW, P]``
+    (`ingot.ops.packed.pack_depthwise_weight`).
+
+    Example:
+        >>> import numpy as np
+        >>> from ingot import graph as G
+        >>> x = G.Var("x", G.TensorStructInfo((1, 32, 7, 7), "float32"))
+        >>> w = G.const(np.zeros((2, 3, 3, 16), "float32"))
+        >>> G.op.packed.depthwise_conv2d_packed_weight(x, w, padding=1).struct_info.shape
+        (1, 32, 7, 7)
+    """
+    return make_call("depthwise_conv2d_packed_weight", [x, w_packed], strides=strides, padding=padding,
+                     dilation=dilation, out_dtype=out_dtype)
