@@ -18,7 +18,7 @@ from typing import Any, Callable
 from . import expr as E
 from .node import Node
 
-_NODE_PRINTERS: list[tuple[type, Callable[[Any], str]]] = []
+_NODE_PRINTERS: list[tuple[type, Callable[..., str], bool]] = []
 
 _PRECEDENCE = {
     E.Or: 1,
@@ -31,19 +31,32 @@ _PRECEDENCE = {
 _ATOM = 10
 
 
-def register_node_printer(base: type, printer: Callable[[Any], str]) -> None:
-    """Print nodes of class ``base`` (and subclasses) with ``printer`` (used by `ingot.script`)."""
-    _NODE_PRINTERS.insert(0, (base, printer))
+def register_node_printer(base: type, printer: Callable[..., str], accepts_marks: bool = False) -> None:
+    """Print nodes of class ``base`` (and subclasses) with ``printer`` (used by `ingot.script`).
+
+    With ``accepts_marks``, the printer takes a ``marks`` keyword (nodes to underline with ``^^^``),
+    which error messages use to point at the offending loops and blocks.
+    """
+    _NODE_PRINTERS.insert(0, (base, printer, accepts_marks))
 
 
-def node_to_str(node: Node) -> str:
-    """Text of any node: expressions in TVMScript syntax, other nodes through registered printers."""
+def node_to_str(node: Node, marks: "tuple | list" = ()) -> str:
+    """Text of any node: expressions in TVMScript syntax, other nodes through registered printers.
+
+    ``marks``: statements to underline with ``^^^`` (honoured by printers registered with
+    ``accepts_marks``; see `can_mark`).
+    """
     if isinstance(node, E.PrimExpr):
         return expr_to_str(node)
-    for base, printer in _NODE_PRINTERS:
+    for base, printer, accepts_marks in _NODE_PRINTERS:
         if isinstance(node, base):
-            return printer(node)
+            return printer(node, marks=tuple(marks)) if (accepts_marks and marks) else printer(node)
     return _generic(node)
+
+
+def can_mark(node: Node) -> bool:
+    """Whether a registered printer for ``node`` can underline statements (see `node_to_str`)."""
+    return any(isinstance(node, base) and accepts for base, _, accepts in _NODE_PRINTERS)
 
 
 def _generic(node: Node) -> str:

@@ -233,6 +233,9 @@ class _Printer:
         self.data_owner: dict[int, Buffer] = {}
         self.views: dict[int, list[Buffer]] = {}
         self.loops: dict[int, For] = {}
+        # ids of statements to underline with ^^^ (error messages); loops are then never merged
+        # into T.grid, so each marked loop has a line of its own.
+        self.marks: set[int] = set()
 
     # -- output ----------------------------------------------------------------------------------
     def emit(self, text: str) -> None:
@@ -405,7 +408,18 @@ class _Printer:
         if method is None:
             self.emit(f"# unprintable statement {type(s).__name__}")
             return
+        first = len(self.lines)
         method(s, tail)
+        if self.marks and self._is_marked(s) and len(self.lines) > first:
+            line = self.lines[first]
+            indent = len(line) - len(line.lstrip())
+            self.lines.insert(first + 1, " " * indent + "^" * (len(line) - indent))
+
+    def _is_marked(self, s: Stmt) -> bool:
+        if id(s) in self.marks:
+            return True
+        return isinstance(s, BlockRealize) and (id(s.block) in self.marks
+                                                 or any(id(iv) in self.marks for iv in s.block.iter_vars))
 
     def body(self, s: Stmt) -> None:
         self.depth += 1
@@ -476,7 +490,7 @@ class _Printer:
 
     def s_For(self, s: For, tail: bool) -> None:
         chain = [s]
-        if _plain_serial(s):
+        if _plain_serial(s) and not self.marks:
             while isinstance(chain[-1].body, For) and _plain_serial(chain[-1].body):
                 inner = chain[-1].body
                 outer_vars = {id(f.loop_var) for f in chain}
@@ -593,8 +607,9 @@ def _func_name(func: PrimFunc, fallback: str = "main") -> str:
     return _sanitize(name) if isinstance(name, str) else fallback
 
 
-def script(node: Any) -> str:
-    """TVMScript text of a `PrimFunc`, `IRModule`, statement, buffer or region.
+def script(node: Any, marks: Any = ()) -> str:
+    """TVMScript text of a `PrimFunc`, `IRModule`, statement, buffer or region; the statements in
+    ``marks`` (loops, blocks, stores) are underlined with ``^^^`` (used by error messages).
 
     Example:
         >>> from ingot.ir import decl_buffer
@@ -602,6 +617,7 @@ def script(node: Any) -> str:
         'W = T.Buffer((4, 4), "float16")'
     """
     p = _Printer()
+    p.marks = {id(n) for n in marks}
     if isinstance(node, IRModule):
         p.lines += [_I_HEADER, _T_HEADER, "", "@I.ir_module", "class Module:"]
         p.depth = 1
@@ -643,7 +659,7 @@ def install_printers() -> None:
         >>> install_printers()
     """
     for cls in (Stmt, PrimFunc, IRModule, Buffer, BufferRegion):
-        register_node_printer(cls, script)
+        register_node_printer(cls, script, accepts_marks=True)
 
 
 __all__ = ["script", "install_printers"]

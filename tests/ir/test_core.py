@@ -152,3 +152,20 @@ def test_nodes_pickle():
     e = A[n - 1] + 1.0
     e2 = pickle.loads(pickle.dumps(e))
     assert structural_equal(e, e2, map_free_vars=True)
+
+
+def test_schedule_error_prints_tvmscript_with_marked_loop():
+    import ingot
+    from ingot import te
+
+    A = te.placeholder((64, 64), name="A")
+    k = te.reduce_axis((0, 64), name="k")
+    B = te.compute((64,), lambda i: te.sum(A[i, k], axis=k), name="B")
+    sch = ingot.tir.Schedule(te.create_prim_func([A, B]))
+    _, reduce_loop = sch.get_loops(sch.get_block("B"))
+    with pytest.raises(ingot.tir.ScheduleError) as info:
+        sch.parallel(reduce_loop)
+    lines = str(info.value).splitlines()
+    loop_line = next(i for i, line in enumerate(lines) if line.strip() == "for k in range(64):")
+    assert set(lines[loop_line + 1].strip()) == {"^"}
+    assert "@T.prim_func" in str(info.value)

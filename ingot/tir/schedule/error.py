@@ -2,9 +2,9 @@
 
 Note: STYLE §8 — an error carries the function and the offending nodes and prints the function
 with those nodes marked. `ingot.tir.schedule` sits below `ingot.script` in the layer list, so it
-cannot import the TVMScript printer; instead it renders a compact TVMScript-like *outline* of the
-statement tree (loops, blocks, bindings, stores) itself, with a ``^^^`` marker line under every
-offending loop or block. The outline is what a reader needs to see which loop was refused.
+does not import the TVMScript printer: it prints through `ingot.ir.printer.node_to_str`, where
+`ingot.script` registers itself (``import ingot`` does), with a ``^^^`` line under every offending
+loop or block. Without a registered printer it falls back to a compact outline of its own.
 
 Example:
     >>> from ingot.tir.schedule import ScheduleError
@@ -18,7 +18,7 @@ from typing import Any, Iterable, Sequence
 
 from ingot.ir.error import IngotError
 from ingot.ir.expr import is_const_int
-from ingot.ir.printer import expr_to_str
+from ingot.ir.printer import can_mark, expr_to_str, node_to_str
 
 # How much an error prints: "detail" (summary, detail and the marked function), "fast" (summary
 # and detail only; used by the tuner, which discards thousands of failing candidates), "none"
@@ -62,7 +62,10 @@ class ScheduleError(IngotError, ValueError):
             lines.append(self.detail)
         if self.render_level == "detail" and self.func is not None:
             lines.append("The function, with the offending loops/blocks marked by ^^^:")
-            lines.append(render_outline(self.func, self.nodes))
+            if can_mark(self.func):
+                lines.append(node_to_str(self.func, marks=self.nodes))
+            else:
+                lines.append(render_outline(self.func, self.nodes))
         return "\n".join(lines)
 
     def __str__(self) -> str:
