@@ -13,12 +13,14 @@ from .dead_code_elimination import DeadCodeElimination
 from .fold_constant import FoldConstant
 from .fuse_ops import FuseOps, FuseTIR
 from .legalize_ops import LegalizeOps
+from .pack_weights import PackWeights
 from .simplify_inference import SimplifyInference
 
 
 def default_build_pipeline() -> Any:
-    """FoldConstant → SimplifyInference → EliminateCommonSubexpr → DeadCodeElimination → FuseOps →
-    FuseTIR → LegalizeOps → DeadCodeElimination, as one `Sequential` (ConvertLayout is opt-in).
+    """FoldConstant → SimplifyInference → FoldConstant → PackWeights → EliminateCommonSubexpr →
+    DeadCodeElimination → FuseOps → FuseTIR → LegalizeOps → DeadCodeElimination, as one
+    `Sequential` (ConvertLayout is opt-in; PackWeights pre-packs constant conv/dense weights).
 
     Example:
         >>> p = default_build_pipeline()
@@ -26,7 +28,8 @@ def default_build_pipeline() -> Any:
     from ingot.ir import transform
 
     return transform.Sequential(
-        [FoldConstant(), SimplifyInference(), FoldConstant(), EliminateCommonSubexpr(), DeadCodeElimination(),
+        [FoldConstant(), SimplifyInference(), FoldConstant(), PackWeights(), EliminateCommonSubexpr(),
+         DeadCodeElimination(),
          FuseOps(), FuseTIR(), LegalizeOps(), DeadCodeElimination()],
         name="graph.default_build_pipeline",
     )
