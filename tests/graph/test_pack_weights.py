@@ -171,7 +171,9 @@ def test_compiled_cnn_reads_packed_weights_and_matches_numpy():
     mod, ref = _cnn()
     lowered = default_build_pipeline()(mod)
     kernels = {n: f for n, f in lowered.functions.items() if isinstance(f, PrimFunc)}
-    assert any("packed_weight" in n for n in kernels), sorted(kernels)
+    # fused kernels keep their names (PackWeights runs after FuseOps); unfused calls are renamed
+    assert {"fused_conv2d_add_relu", "fused_conv2d_relu", "conv2d_packed_weight", "dense_packed_weight"} <= \
+        set(kernels), sorted(kernels)
     target = Target("llvm -num-cores=2")
     for name, func in kernels.items():
         log: list = []
@@ -188,3 +190,31 @@ def test_compiled_cnn_reads_packed_weights_and_matches_numpy():
     np.testing.assert_allclose(G.Executor(ex)["main"](data).numpy(), ref(data), rtol=1e-4, atol=1e-4)
     assert all(how == "default" for how in ex.schedule_report.values()), ex.schedule_report
     _ = ingot
+
+
+def test_fused_group_weights_are_packed_through_parameters():
+    from ingot.graph.transform import FuseOps
+
+    w = W(32, 64)
+    x = G.Var("x", T((1, 64)))
+    bb = G.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            gv = bb.emit_output(G.op.relu(bb.emit(G.op.linear(x, G.const(w)))))
+        bb.emit_func_output(gv)
+    fused = FuseOps()(bb.get())
+    after = PackWeights(P, L)(fused)
+    group = after["fused_linear_relu"]
+    assert [b.value.op.name for b in group.body.blocks[0].bindings] == ["dense_packed_weight", "relu"]
+    assert group.params[1].struct_info.shape == (1, 64, 32)
+    site = after["main"].body.blocks[0].bindings[0].value
+    np.testing.assert_array_equal(site.args[1].data, packed.pack_dense_weight(w, P))
+    # a group whose weight is a function input keeps the original operator
+    xw = G.Var("w", T((32, 64)))
+    bb = G.BlockBuilder()
+    with bb.function("main", [x, xw]):
+        with bb.dataflow():
+            gv = bb.emit_output(G.op.relu(bb.emit(G.op.linear(x, xw))))
+        bb.emit_func_output(gv)
+    fused = FuseOps()(bb.get())
+    assert structural_equal(PackWeights(P, L)(fused), fused)

@@ -18,9 +18,9 @@ from .simplify_inference import SimplifyInference
 
 
 def default_build_pipeline() -> Any:
-    """FoldConstant → SimplifyInference → FoldConstant → PackWeights → EliminateCommonSubexpr →
-    DeadCodeElimination → FuseOps → FuseTIR → LegalizeOps → DeadCodeElimination, as one
-    `Sequential` (ConvertLayout is opt-in; PackWeights pre-packs constant conv/dense weights).
+    """FoldConstant → SimplifyInference → FoldConstant → EliminateCommonSubexpr →
+    DeadCodeElimination → FuseOps → PackWeights → FuseTIR → LegalizeOps → DeadCodeElimination, as
+    one `Sequential` (ConvertLayout is opt-in; PackWeights pre-packs constant conv/dense weights).
 
     Example:
         >>> p = default_build_pipeline()
@@ -28,8 +28,7 @@ def default_build_pipeline() -> Any:
     from ingot.ir import transform
 
     return transform.Sequential(
-        [FoldConstant(), SimplifyInference(), FoldConstant(), PackWeights(), EliminateCommonSubexpr(),
-         DeadCodeElimination(),
-         FuseOps(), FuseTIR(), LegalizeOps(), DeadCodeElimination()],
+        [FoldConstant(), SimplifyInference(), FoldConstant(), EliminateCommonSubexpr(), DeadCodeElimination(),
+         FuseOps(), PackWeights(), FuseTIR(), LegalizeOps(), DeadCodeElimination()],
         name="graph.default_build_pipeline",
     )

@@ -17,7 +17,10 @@ P is two vectors of the target's float32 lanes when the channels allow, else one
 other case (weights that are not constants, other layouts or dtypes, channel counts that are
 not multiples of a vector, grouped convs) keeps the original operator, so the pass is correct
 for any shape. Run it after BindParams / FoldConstant / SimplifyInference (batch norm folded
-into the weights first) and before FuseOps; it is part of `default_build_pipeline`.
+into the weights first). In `default_build_pipeline` it runs after FuseOps (before FuseTIR) so
+that fused kernels keep their names (``fused_conv2d_add_relu``): inside a fused group it packs
+a weight parameter when every call site passes a constant, and replaces those constants by the
+packed ones. Before FuseOps (or on calls left unfused) it rewrites the calls directly.
 
 Example:
     >>> import numpy as np
@@ -39,9 +42,9 @@ import numpy as np
 
 from ingot.ir import IRModule
 
-from ..expr import Call, Constant, Op, VarBinding
+from ..expr import Call, Constant, Function, Op, Var, VarBinding
 from ..op_registry import make_call
-from ._util import graph_functions, make_pass, map_bindings
+from ._util import graph_functions, make_pass, map_bindings, used_vars
 
 __all__ = ["PackWeights", "pack_weights_module", "default_panel"]
 
@@ -119,6 +122,59 @@ def _rewrite(call: Call, panel: int, lanes: int) -> "Call | None":
     return make_call("dense_packed_weight", args, out_dtype=out_dtype)
 
 
+def _callers(mod: IRModule) -> "dict[str, list]":
+    """``{primitive function name: [calls to it]}`` over the non-primitive graph functions."""
+    from ingot.ir.module import GlobalVar
+
+    sites: dict = {}
+    for _, func in graph_functions(mod):
+        if func.attrs.get("Primitive"):
+            continue
+        for block in func.body.blocks:
+            for b in block.bindings:
+                if isinstance(b.value, Call) and isinstance(b.value.op, GlobalVar):
+                    sites.setdefault(b.value.op.name_hint, []).append(b.value)
+    return sites
+
+
+def _pack_primitive(func: Function, calls: list, panel: int, lanes: int) -> "tuple[Function, dict] | None":
+    """``func`` (a fused group) with its weight parameters packed, and ``{id(call): {arg index:
+    packed Constant}}`` for its call sites; None when nothing packs. A parameter is packed only
+    when it is used once, as the weight of a packable call, and every call site passes a Constant."""
+    uses = used_vars(func.body)
+    index = {id(p): k for k, p in enumerate(func.params)}
+    params, site_args, vmap = list(func.params), {id(c): {} for c in calls}, {}
+    for block in func.body.blocks:
+        for b in block.bindings:
+            call = b.value
+            w = call.args[1] if isinstance(call, Call) and len(call.args) >= 2 else None
+            if not isinstance(w, Var) or id(w) not in index or uses.get(id(w)) != 1:
+                continue
+            k = index[id(w)]
+            consts = [c.args[k] for c in calls]
+            if not consts or not all(isinstance(c, Constant) for c in consts):
+                continue
+            # The rewrite depends on shapes and attributes only: the same for every call site.
+            rewritten = [_rewrite(Call(call.op, [call.args[0], c, *call.args[2:]], call.attrs, call.sinfo_args,
+                                       call.struct_info), panel, lanes) for c in consts]
+            if rewritten[0] is None:
+                continue
+            new = rewritten[0]
+            param = Var(w.name_hint, new.args[1].struct_info)
+            params[k] = param
+            vmap[id(b.var)] = Call(new.op, [call.args[0], param, *call.args[2:]], new.attrs, (), new.struct_info)
+            for c, r in zip(calls, rewritten):
+                site_args[id(c)][k] = r.args[1]
+    if not vmap:
+        return None
+
+    def rewrite(b: VarBinding, _: dict) -> VarBinding:
+        return VarBinding(b.var, vmap[id(b.var)]) if id(b.var) in vmap else b
+
+    body = map_bindings(func, rewrite)
+    return Function(params, body.body, func.ret_struct_info, func.attrs), site_args
+
+
 def pack_weights_module(mod: IRModule, panel: "int | None" = None, lanes: "int | None" = None) -> IRModule:
     """Apply PackWeights to every graph function of ``mod`` (see the module note).
 
@@ -130,12 +186,27 @@ def pack_weights_module(mod: IRModule, panel: "int | None" = None, lanes: "int |
         panel, lanes = panel or default_p, lanes or default_l
     if panel % lanes:
         raise ValueError(f"PackWeights: panel width {panel} must be a multiple of the vector lanes {lanes}")
+    # Step 1. Fused groups (after FuseOps): pack weight parameters, remember the call-site constants.
+    sites = _callers(mod)
+    site_args: dict = {}
+    for name, func in graph_functions(mod):
+        if func.attrs.get("Primitive") and name in sites:
+            done = _pack_primitive(func, sites[name], panel, lanes)
+            if done is not None:
+                mod = mod.with_function(name, done[0])
+                site_args.update(done[1])
+    # Step 2. Other functions: pass the packed constants to the rewritten groups; rewrite the
+    # operator calls with constant weights in place (before FuseOps, or calls left unfused).
     for name, func in graph_functions(mod):
         if func.attrs.get("Primitive"):
-            continue  # fused groups are packed before fusion (their weights are parameters there)
+            continue
 
         def rewrite(b: VarBinding, vmap: dict) -> VarBinding:
-            new = _rewrite(b.value, panel, lanes)
+            value = b.value
+            if id(value) in site_args:
+                args = [site_args[id(value)].get(k, a) for k, a in enumerate(value.args)]
+                return VarBinding(b.var, Call(value.op, args, value.attrs, value.sinfo_args, value.struct_info))
+            new = _rewrite(value, panel, lanes)
             return b if new is None else VarBinding(b.var, new)
 
         mod = mod.with_function(name, map_bindings(func, rewrite))
