@@ -166,9 +166,38 @@ def find_unsupported(model: Any, opset: int) -> dict[str, list[str]]:
     missing: dict[str, list[str]] = {}
     for node in model.graph.node:
         key = node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}.{node.op_type}"
-        if node.domain not in ("", "ai.onnx") or get_converter(node.op_type, opset) is None:
+        if not _convertible(node.op_type, node.domain, opset):
             missing.setdefault(key, []).append(node.name)
     return missing
+
+
+def _convertible(op_type: str, domain: str, opset: int, depth: int = 0) -> bool:
+    # An op converts when it has a converter, or a function body (see functions.py) whose ops do.
+    # Context-dependent bodies are only known once the input types are: assumed convertible here
+    # (an unsupported op inside one is reported when the node is converted).
+    from .functions import function_body, is_expandable
+
+    if domain not in ("", "ai.onnx"):
+        return False
+    if get_converter(op_type, opset) is not None:
+        return True
+    if depth > 4 or not is_expandable(op_type, opset):
+        return False
+    import onnx
+
+    try:
+        body = function_body(onnx.helper.make_node(op_type, [], []), opset, [])
+    except Exception:  # a context-dependent body needs the node's types: decided at conversion
+        return True
+    body_opset = _body_opset(body, opset)
+    return all(_convertible(n.op_type, n.domain, body_opset, depth + 1) for n in body.node)
+
+
+def _body_opset(body: Any, opset: int) -> int:
+    for imp in body.opset_import:
+        if imp.domain in ("", "ai.onnx"):
+            return int(imp.version)
+    return opset
 
 
 def graph_inputs(model: Any) -> list[Any]:
@@ -461,7 +490,7 @@ def _dim_var(name: str, dims: dict) -> DimVar:
     return dims[name]
 
 
-def _convert_node(ctx: Context, proto: Any, values: dict, opset: int, source: str) -> None:
+def _convert_node(ctx: Context, proto: Any, values: dict, opset: int, source: str, depth: int = 0) -> None:
     ins = []
     for name in proto.input:
         if name == "":
@@ -474,6 +503,9 @@ def _convert_node(ctx: Context, proto: Any, values: dict, opset: int, source: st
                                   f"({source} is not topologically sorted or is incomplete)")
     node = Node(proto, ins, opset)
     fn = get_converter(proto.op_type, opset)
+    if fn is None:
+        _expand_function(ctx, node, values, source, depth)
+        return
     try:
         result = fn(ctx, node)
     except ConversionError:
@@ -497,3 +529,38 @@ def _as_value(value: Any) -> Any:
     out = np.empty((), dtype=object)
     out[()] = value
     return out
+
+
+def _expand_function(ctx: Context, node: Node, values: dict, source: str, depth: int) -> None:
+    """Convert a node without a converter through its ONNX function body (see functions.py)."""
+    from .functions import bind_attributes, function_body, is_expandable, type_proto, with_default_attributes
+
+    proto = node.proto
+    if depth > 8 or proto.domain not in ("", "ai.onnx") or not is_expandable(proto.op_type, node.opset):
+        raise UnsupportedOpsError({proto.op_type: [proto.name]}, source, node.opset)
+    # Step 1. the body for these input types (context-dependent bodies read them).
+    types = [type_proto(*ctx.sinfo(v)) if v is not None else type_proto(None, None) for v in node.inputs]
+    try:
+        body = function_body(proto, node.opset, types)
+    except Exception as exc:
+        raise node.error(f"no converter, and expanding its ONNX function body failed: {exc}") from None
+    # Step 2. a scope of its own: formal inputs bound to the caller's values (absent ones left out).
+    scope = {formal: value for formal, value in zip(body.input, node.inputs) if value is not None}
+    caller = with_default_attributes(proto, body, node.opset)
+    body_opset = _body_opset(body, node.opset)
+    prefix = proto.name or (proto.output[0] if proto.output else proto.op_type)
+    import onnx
+
+    for inner in body.node:
+        bound = bind_attributes(inner, caller)
+        named = onnx.NodeProto()
+        named.CopyFrom(bound)
+        named.name = f"{prefix}/{inner.name or inner.op_type}"
+        _convert_node(ctx, named, scope, body_opset, source, depth + 1)
+    # Step 3. the caller's outputs are the body's outputs.
+    for formal, name in zip(body.output, proto.output):
+        if not name:
+            continue
+        if formal not in scope:
+            raise node.error(f"its ONNX function body does not compute output {formal!r}")
+        values[name] = scope[formal]
