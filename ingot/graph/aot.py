@@ -15,7 +15,9 @@ the output is an input, a weight, or a value returned twice). Weights and the wo
 passed once per call as two pointers, so the Python side makes exactly one foreign call per
 inference; the weights stay in a binary blob (never in the C source).
 
-Plans with symbolic shapes, packed calls or calls of other graph functions have no AOT entry;
+A ``call_tir`` with constant ``tir_vars`` passes them as int arguments after the outputs;
+plans with symbolic ``tir_vars`` are refused by `ingot.graph.plan.is_aot_compatible` (as are
+plans with symbolic shapes). Plans with symbolic shapes, packed calls or calls of other graph functions have no AOT entry;
 they run on the Python plan interpreter (`ingot.graph.executor`).
 
 Example:
@@ -123,12 +125,19 @@ def emit_aot_function(plan: dict, symbol: str, kernel_symbols: dict, constants: 
     # Step 3: the kernels, in order.
     for step in plan["steps"]:
         refs = list(step["args"]) + [["value", v] for v in step["outs"]]
-        n = len(refs)
+        scalars = list(step.get("scalars", ()))
+        if not all(isinstance(d, int) for d in scalars):
+            raise ValueError(f"AOT entry {symbol}: kernel {step['func']} takes symbolic scalar arguments "
+                             f"{scalars}; such plans run on the Python executor (is_aot_compatible is False)")
+        n = len(refs) + len(scalars)
+        codes = ["INGOT_ARG_TENSOR"] * len(refs) + ["INGOT_ARG_INT"] * len(scalars)
         w.line("{")
         w.line(f"  IngotValue a[{n}];")
-        w.line(f"  int32_t c[{n}] = {{{', '.join(['INGOT_ARG_TENSOR'] * n)}}};")
+        w.line(f"  int32_t c[{n}] = {{{', '.join(codes)}}};")
         for j, r in enumerate(refs):
             w.line(f"  a[{j}].v_handle = {tensor_ptr(r)};")
+        for j, value in enumerate(scalars, start=len(refs)):
+            w.line(f"  a[{j}].v_int64 = INT64_C({value});")
         w.line(f"  INGOT_CHECK({kernel_symbols[step['func']]}(a, c, {n}, err, err_len));")
         w.line("}")
 

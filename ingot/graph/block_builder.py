@@ -228,7 +228,8 @@ class BlockBuilder:
         """A ``call_tir`` of the PrimFunc made from ``te_func(*placeholders, **kwargs)`` (not emitted).
 
         Graph tensor arguments become placeholders (shapes and symbolic dims kept); other arguments
-        are passed to ``te_func`` as they are.
+        are passed to ``te_func`` as they are. Symbolic sizes that the PrimFunc takes as scalar
+        parameters are passed as the call's ``tir_vars``.
 
         Example:
             >>> from ingot import graph as G, ops
@@ -237,7 +238,7 @@ class BlockBuilder:
             >>> call = bb.call_te(ops.elemwise.relu, x)  # doctest: +SKIP
         """
         from .op.base import call_tir
-        from .te_bridge import create_prim_func, placeholder_for, tensor_sinfo_of
+        from .te_bridge import call_tir_scalars, create_prim_func, placeholder_for, tensor_sinfo_of
 
         placeholders, graph_args, te_args = [], [], []
         for index, a in enumerate(args):
@@ -252,9 +253,12 @@ class BlockBuilder:
         out = te_func(*te_args, **kwargs)
         outs = list(out) if isinstance(out, (list, tuple)) else [out]
         name = primfunc_name_hint or getattr(te_func, "__name__", "te_func")
-        gvar = self.add_func(create_prim_func(placeholders, outs, name), name)
+        func = create_prim_func(placeholders, outs, name)
         sinfos = [tensor_sinfo_of(t) for t in outs]
-        return call_tir(gvar, graph_args, sinfos if len(sinfos) > 1 else sinfos[0])
+        # Symbolic sizes the kernel takes as scalar parameters travel as tir_vars (TVM's call_te).
+        tir_vars = call_tir_scalars(func, [a.struct_info for a in graph_args] + sinfos)
+        gvar = self.add_func(func, name)
+        return call_tir(gvar, graph_args, sinfos if len(sinfos) > 1 else sinfos[0], tir_vars=tir_vars or None)
 
     def emit_te(self, te_func: Any, *args: Any, primfunc_name_hint: str = "", **kwargs: Any) -> Var:
         """Emit a ``call_tir`` to the PrimFunc made from ``te_func`` (see `call_te`).

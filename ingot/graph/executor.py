@@ -419,7 +419,9 @@ class Executor:
                 raise IRError(f"{fname}: call_tir {step['func']} but the executable has no kernels")
             ins = [np.ascontiguousarray(resolve(a)) for a in step["args"]]
             outs = [alloc(v) for v in step["outs"]]
-            ex.lib[ex.kernels.get(step["func"], step["func"])](*ins, *outs)
+            # tir_vars: symbolic sizes evaluated from this call's shape environment, after the outputs.
+            scalars = resolve(["shape", step["scalars"]]) if "scalars" in step else ()
+            ex.lib[ex.kernels.get(step["func"], step["func"])](*ins, *outs, *scalars)
             for v, o in zip(step["outs"], outs):
                 values[v] = o
         elif op == "call_dps_packed":

@@ -4,7 +4,8 @@ Note: after the build pipeline a graph function is a sequence of ``call_tir`` (a
 bindings. `compile_plan` turns it into an `ExecutionPlan` that knows nothing of the graph IR:
   * ``inputs``: name, shape (ints or symbolic dims) and dtype of each parameter;
   * ``steps``: ``call_tir`` / ``call_dps_packed`` / ``call_packed`` / ``call_graph``, whose
-    arguments are *refs* (``["input", i]``, ``["const", k]``, ``["value", v]`` — the v-th tensor a
+    arguments are *refs* (a ``call_tir`` with ``tir_vars`` also has ``"scalars"``: one JSON
+    dimension per scalar parameter of the kernel, passed as ints after the outputs) (``["input", i]``, ``["const", k]``, ``["value", v]`` — the v-th tensor a
     step produced —, ``["tuple", [refs]]``, ``["item", ref, i]``, ``["shape", [dims]]``);
   * ``output``: the ref of the result;
   * ``memory`` (static shapes only): the static memory plan of the intermediate tensors.
@@ -239,7 +240,10 @@ class _Compiler:
             fname = callee.name_hint if op.name == "call_tir" else callee.global_symbol
             args = self.ref(e.args[1])[1]
             ids, result = self.new_values(e.sinfo_args[0], f"{self.name}: {op.name} {fname}")
-            self.steps.append({"op": op.name, "func": fname, "args": args, "outs": ids})
+            step = {"op": op.name, "func": fname, "args": args, "outs": ids}
+            if len(e.args) > 2:
+                step["scalars"] = [dim_to_json(v) for v in e.args[2].values]
+            self.steps.append(step)
             return result
         if isinstance(op, ExternFunc):
             self.steps.append({"op": "call_packed", "func": op.global_symbol, "args": [self.ref(a) for a in e.args],
@@ -332,7 +336,9 @@ def compile_plan(func: Function, name: str, consts: ConstantTable) -> dict:
 
 
 def is_aot_compatible(plan: dict) -> bool:
-    """Whether ``plan`` can run as one C entry: static shapes, tensor inputs, only ``call_tir``.
+    """Whether ``plan`` can run as one C entry: static shapes, tensor inputs, only ``call_tir``
+    whose scalar arguments (``tir_vars``) are constants (a symbolic one cannot be evaluated
+    without run-time shapes, which the AOT entry does not compute).
 
     Example:
         >>> is_aot_compatible({"steps": [], "memory": None, "inputs": [], "output": ["input", 0]})
@@ -343,6 +349,8 @@ def is_aot_compatible(plan: dict) -> bool:
     if any(i["dtype"] is None or i["shape"] is None for i in plan["inputs"]):
         return False
     if any(s["op"] != "call_tir" for s in plan["steps"]):
+        return False
+    if any(not isinstance(d, int) for s in plan["steps"] for d in s.get("scalars", ())):
         return False
     ok = [True]
 

@@ -135,7 +135,8 @@ class _FunctionPrinter:
             sinfo_args = items[0] if len(items) == 1 else "[" + ", ".join(items) + "]"
         if isinstance(op, E.Op) and op.name == "call_tir":
             callee, args = call.args[0], call.args[1]
-            return f"R.call_tir({self.expr(callee)}, {self.expr(args)}, out_sinfo={sinfo_args})"
+            tir_vars = f", tir_vars={self.expr(call.args[2])}" if len(call.args) > 2 else ""
+            return f"R.call_tir({self.expr(callee)}, {self.expr(args)}, out_sinfo={sinfo_args}{tir_vars})"
         if isinstance(op, E.ExternFunc):
             args = "".join(", " + self.expr(a) for a in call.args)
             return f'R.call_packed("{op.global_symbol}"{args}, sinfo_args=({sinfo_args},))'

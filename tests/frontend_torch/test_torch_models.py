@@ -159,9 +159,6 @@ def test_transformer_encoder_layer():
     _check(_encoder_layer(), (torch.randn(2, 6, 32),))
 
 
-@pytest.mark.xfail(strict=True, reason="graph executor: MultiheadAttention reshapes to (6*batch, 32); the kernels "
-                                       "on such tensors take `batch` as a scalar parameter that call_tir does not "
-                                       "pass yet (TVM's call_tir tir_vars)")
 def test_transformer_encoder_layer_dynamic_batch():
     layer = _encoder_layer()
     batch = torch.export.Dim("batch", min=1, max=16)

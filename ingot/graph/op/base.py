@@ -1,5 +1,12 @@
 """``call_tir`` (call a PrimFunc of the module) and ``call_packed`` (call a registered function).
 
+Note (``tir_vars``, TVM Relax's third ``call_tir`` argument): a PrimFunc may take scalar
+parameters after its tensors — symbolic sizes that are not a whole dimension of any parameter
+buffer (a reshape to ``(6 * batch, 32)`` makes ``batch`` one). The call then carries their values
+as graph-side symbolic expressions, ``R.call_tir(f, args, out_sinfo, tir_vars=R.shape([batch]))``,
+stored as ``call.args[2]`` (a `ShapeExpr`); the executor evaluates them from the shapes bound by
+the function's inputs and passes them, as ints, after the outputs.
+
 Example:
     >>> from ingot import graph as G
     >>> from ingot.ir import GlobalVar
@@ -15,7 +22,7 @@ from typing import Any, Sequence
 from ingot.ir.error import IRError
 from ingot.ir.module import GlobalVar
 
-from ..expr import Call, Expr, ExternFunc, Op, Tuple
+from ..expr import Call, Expr, ExternFunc, Op, ShapeExpr, Tuple
 from ..op_registry import OpPattern, register_op
 from ..struct_info import StructInfo, TensorStructInfo, TupleStructInfo
 
@@ -29,15 +36,21 @@ def _out_sinfo(out_sinfo: "StructInfo | Sequence[StructInfo]") -> StructInfo:
     return out_sinfo
 
 
-def call_tir(gvar: GlobalVar, args: "Sequence[Expr] | Expr", out_sinfo: "StructInfo | Sequence[StructInfo]") -> Call:
+def call_tir(gvar: GlobalVar, args: "Sequence[Expr] | Expr", out_sinfo: "StructInfo | Sequence[StructInfo]",
+             tir_vars: "ShapeExpr | Sequence[Any] | None" = None) -> Call:
     """Call the PrimFunc ``gvar`` with ``args``; the outputs (``out_sinfo``) are allocated by the
     executor and passed after the inputs (destination-passing style, as TVM's ``R.call_tir``).
+    ``tir_vars`` (a `ShapeExpr` or a sequence of ints / symbolic expressions) are the values of
+    the PrimFunc's scalar parameters, passed after the outputs.
 
     Example:
         >>> from ingot import graph as G
-        >>> x = G.Var("x", G.TensorStructInfo((4,), "float32"))
-        >>> str(call_tir(GlobalVar("f"), x, G.TensorStructInfo((4,), "float32")).struct_info)
-        'R.Tensor((4,), dtype="float32")'
+        >>> from ingot.ir import Var as SymVar
+        >>> n = SymVar("n", "int64")
+        >>> x = G.Var("x", G.TensorStructInfo((n * 2,), "float32"))
+        >>> call = call_tir(GlobalVar("f"), x, G.TensorStructInfo((n * 2,), "float32"), tir_vars=[n])
+        >>> str(call).split("out_sinfo=")[1]
+        'R.Tensor((n * T.int64(2),), dtype="float32"), tir_vars=R.shape([n]))'
     """
     if isinstance(gvar, str):
         gvar = GlobalVar(gvar)
@@ -50,7 +63,28 @@ def call_tir(gvar: GlobalVar, args: "Sequence[Expr] | Expr", out_sinfo: "StructI
     for field in (sinfo.fields if isinstance(sinfo, TupleStructInfo) else (sinfo,)):
         if not isinstance(field, TensorStructInfo) or field.shape is None:
             raise IRError(f"call_tir {gvar.name_hint}: each output needs a TensorStructInfo with a shape, got {field}")
-    return Call(Op.get("call_tir"), [gvar, args_tuple], {}, [sinfo], sinfo)
+    call_args: list = [gvar, args_tuple]
+    if tir_vars is not None:
+        if not isinstance(tir_vars, ShapeExpr):
+            if isinstance(tir_vars, (Expr, str)) or not isinstance(tir_vars, (list, tuple)):
+                raise IRError(f"call_tir {gvar.name_hint}: tir_vars must be a ShapeExpr or a list of ints / symbolic "
+                              f"expressions (e.g. tir_vars=[n]), got {type(tir_vars).__name__}: {tir_vars!r}")
+            tir_vars = ShapeExpr(list(tir_vars))
+        if tir_vars.values:
+            call_args.append(tir_vars)
+    return Call(Op.get("call_tir"), call_args, {}, [sinfo], sinfo)
+
+
+def call_tir_vars(call: Call) -> tuple:
+    """The ``tir_vars`` values of a ``call_tir`` (empty when it has none).
+
+    Example:
+        >>> from ingot import graph as G
+        >>> x = G.Var("x", G.TensorStructInfo((4,), "float32"))
+        >>> call_tir_vars(call_tir(GlobalVar("f"), x, x.struct_info, tir_vars=[4]))
+        (4,)
+    """
+    return call.args[2].values if len(call.args) > 2 else ()
 
 
 def call_packed(func_name: str, *args: Expr, sinfo_args: "StructInfo | Sequence[StructInfo]") -> Call:
@@ -89,7 +123,7 @@ def _infer_from_sinfo_args(args: Any, attrs: Any) -> StructInfo:  # pragma: no c
     raise IRError("call_tir/call_dps_packed are built with G.op.call_tir(...)/G.op.call_dps_packed(...)")
 
 
-register_op("call_tir", num_inputs=2, infer=_infer_from_sinfo_args, pattern=OpPattern.OPAQUE,
+register_op("call_tir", num_inputs=None, infer=_infer_from_sinfo_args, pattern=OpPattern.OPAQUE,
             doc="Call a PrimFunc of the module in destination-passing style.")
 register_op("call_dps_packed", num_inputs=2, infer=_infer_from_sinfo_args, pattern=OpPattern.OPAQUE,
             doc="Call a registered function in destination-passing style.")

@@ -42,7 +42,7 @@ from ..expr import (
 )
 from ..op.base import call_tir
 from ..op_registry import OpPattern, get_op_def
-from ..te_bridge import create_prim_func
+from ..te_bridge import call_tir_scalars, create_prim_func
 from ._util import graph_functions, make_pass, remap, used_vars
 from .legalize_ops import is_legalizable, te_inputs_for
 
@@ -204,9 +204,12 @@ def fuse_tir_module(mod: IRModule) -> IRModule:
     """Replace calls to primitive functions by ``call_tir`` of one PrimFunc each."""
     bb = BlockBuilder(mod)
     made: dict[str, GlobalVar] = {}
+    scalars: dict[str, tuple] = {}  # primitive function -> (its PrimFunc, struct infos of its params + output)
     for name, func in graph_functions(mod):
         if func.attrs.get("Primitive"):
-            made[name] = bb.add_func(primitive_to_prim_func(func, name), name + "_tir")
+            prim = primitive_to_prim_func(func, name)
+            scalars[name] = (prim, [p.struct_info for p in func.params] + _fields(func.ret_struct_info))
+            made[name] = bb.add_func(prim, name + "_tir")
     if not made:
         return mod
     for name, func in graph_functions(mod):
@@ -218,7 +221,8 @@ def fuse_tir_module(mod: IRModule) -> IRModule:
             for b in blk.bindings:
                 v = b.value
                 if isinstance(v, Call) and isinstance(v.op, GlobalVar) and v.op.name_hint in made:
-                    v = call_tir(made[v.op.name_hint], list(v.args), v.struct_info)
+                    v = call_tir(made[v.op.name_hint], list(v.args), v.struct_info,
+                                 tir_vars=_call_scalars(scalars[v.op.name_hint], v) or None)
                 bindings.append(VarBinding(b.var, v))
             blocks.append(type(blk)(bindings))
         bb.update_func(name, Function(func.params, SeqExpr(blocks, func.body.body), func.ret_struct_info, func.attrs))
@@ -238,6 +242,32 @@ def fuse_tir_module(mod: IRModule) -> IRModule:
     return IRModule(funcs, out.attrs)
 
 
+def _fields(sinfo: Any) -> list:
+    from ..struct_info import TupleStructInfo
+
+    return list(sinfo.fields) if isinstance(sinfo, TupleStructInfo) else [sinfo]
+
+
+def _call_scalars(made: tuple, call: Call) -> list:
+    """The ``tir_vars`` of a call of a primitive function: its PrimFunc's scalar parameters are the
+    primitive function's symbolic dims; at the call site they are the caller's (the same Vars
+    unless the function is shared, so they are mapped through the parameters' shapes)."""
+    from ..te_bridge import match_dims
+
+    prim, param_sinfos = made
+    inner = call_tir_scalars(prim, param_sinfos)
+    if not inner:
+        return []
+    bound: dict = {}
+    for p, a in zip(param_sinfos, [x.struct_info for x in call.args] + _fields(call.struct_info)):
+        if getattr(p, "shape", None) is not None and getattr(a, "shape", None) is not None:
+            for d, g in zip(p.shape, a.shape):
+                match_dims(d, g, bound)
+    from ingot.ir.functor import substitute
+
+    return [substitute(e, bound) if bound else e for e in inner]
+
+
 def _rename_calls(func: Function, renamed: dict) -> Function:
     blocks = []
     for blk in func.body.blocks:
@@ -246,8 +276,8 @@ def _rename_calls(func: Function, renamed: dict) -> Function:
             v = b.value
             if isinstance(v, Call) and isinstance(v.op, Op) and v.op.name == "call_tir" and \
                     v.args[0].name_hint in renamed:
-                v = Call(v.op, [GlobalVar(renamed[v.args[0].name_hint]), v.args[1]], v.attrs, v.sinfo_args,
-                         v.struct_info)
+                v = Call(v.op, [GlobalVar(renamed[v.args[0].name_hint])] + list(v.args[1:]), v.attrs,
+                         v.sinfo_args, v.struct_info)
             bindings.append(VarBinding(b.var, v))
         blocks.append(type(blk)(bindings))
     return Function(func.params, SeqExpr(blocks, func.body.body), func.ret_struct_info, func.attrs)

@@ -2,7 +2,8 @@
 
 Note: the PrimFunc comes from the operator's registered legalization (a TE compute in
 `ingot.ops`) through ``te.create_prim_func``; scalar (0-d) constant operands are inlined into the
-compute instead of becoming parameters. PrimFuncs are deduplicated by structural hash (two
+compute instead of becoming parameters. Symbolic sizes the PrimFunc takes as scalar parameters
+are passed as the call's ``tir_vars``. PrimFuncs are deduplicated by structural hash (two
 ``relu`` calls on the same shape share one kernel) and carry ``op_pattern`` (the fusion kind).
 
 Example:
@@ -29,7 +30,7 @@ from ..expr import Call, Constant, Expr, Function, Op, Tuple, VarBinding
 from ..op.base import call_tir
 from ..op_registry import get_op_def
 from ..struct_info import TensorStructInfo
-from ..te_bridge import create_prim_func, placeholder_for
+from ..te_bridge import call_tir_scalars, create_prim_func, placeholder_for
 from ._util import graph_functions, make_pass, map_bindings
 
 # Ops that already call a kernel or a registered function.
@@ -72,8 +73,17 @@ def legalize_call(call: Call, bb: BlockBuilder) -> Call:
     inputs = te_inputs_for(call.args, [f"A{i}" for i in range(len(call.args))], placeholders, graph_args)
     out = op_def.legalize(inputs, call.attrs, call.struct_info)
     func = create_prim_func(placeholders, [out], call.op.name).with_attr("op_pattern", op_def.pattern)
+    # Scalars are read off this function before `add_func` may swap it for an equal one with
+    # other Var objects: they are the call's own symbolic expressions.
+    tir_vars = call_tir_scalars(func, [a.struct_info for a in graph_args] + _fields(call.struct_info))
     gvar = bb.add_func(func, call.op.name)
-    return call_tir(gvar, graph_args, call.struct_info)
+    return call_tir(gvar, graph_args, call.struct_info, tir_vars=tir_vars or None)
+
+
+def _fields(sinfo: Any) -> list:
+    from ..struct_info import TupleStructInfo
+
+    return list(sinfo.fields) if isinstance(sinfo, TupleStructInfo) else [sinfo]
 
 
 def legalize_module(mod: IRModule) -> IRModule:
