@@ -11,8 +11,10 @@ Step 2. baseline: in a task's first round its default schedule (``ingot.ops.sche
    picks a tuned schedule slower than the default (and the untuned latency is known);
 Step 3. rounds: before each round the remaining time is compared with the measured seconds per
    candidate (an exponential average over rounds); a round is shrunk to what fits, and none is
-   started when not even one candidate fits. Between measurements the deadline is checked again;
-   each measured candidate is committed at once (a kill loses at most the one being measured);
+   started when not even one candidate fits (the first round of a time-limited run is a probe of
+   at most 4). Candidates are built in chunks of one per builder process and the deadline is
+   checked between chunks; each measured candidate is committed at once (a kill loses at most
+   the one being measured);
 Step 4. early stop: a task whose best latency improved less than ``min_improvement`` (relative)
    over its last ``patience`` rounds is marked done; the budget goes to the others.
 
@@ -57,6 +59,7 @@ class ModelTaskScheduler(GradientBased):
         self.default_secs = [math.inf] * n  # the default schedule's latency (Step 2)
         self.stop_reason = ""
         self._sec_per_cand: "float | None" = None  # exponential average of a round's wall time per candidate
+        self._task_sec_per_cand: dict = {}  # the same per task
         self._baseline_done = [False] * n
 
     # -- policy ----------------------------------------------------------------------------------------
@@ -114,9 +117,13 @@ class ModelTaskScheduler(GradientBased):
         remaining = self.remaining_s()
         if remaining <= 0:
             return "time budget"
-        if self._sec_per_cand is not None and math.isfinite(remaining):
+        # Seconds per candidate of this task (tasks differ a lot: a conv vs an add), else overall.
+        per_cand = self._task_sec_per_cand.get(i, self._sec_per_cand)
+        if per_cand is None and math.isfinite(remaining):
+            budget = min(budget, 4)  # a probe round: the cost per candidate is not known yet
+        elif math.isfinite(remaining):
             # Step 3: shrink the round to what fits (2 % slack for the bookkeeping after it).
-            fits = int(remaining * 0.98 / self._sec_per_cand)
+            fits = int(remaining * 0.98 / per_cand)
             if fits < 1:
                 return "time budget (no round fits in the time left)"
             budget = min(budget, fits)
@@ -125,6 +132,8 @@ class ModelTaskScheduler(GradientBased):
         if n:
             per = (time.perf_counter() - t) / n
             self._sec_per_cand = per if self._sec_per_cand is None else 0.5 * self._sec_per_cand + 0.5 * per
+            old_task = self._task_sec_per_cand.get(i)
+            self._task_sec_per_cand[i] = per if old_task is None else 0.5 * old_task + 0.5 * per
             self._check_early_stop(i)
         if self.on_round is not None:
             self.on_round(self)
@@ -160,37 +169,26 @@ class ModelTaskScheduler(GradientBased):
             self.done[i] = True
             logger.info("task %s: the search has no new candidates; done", ctx.task_name)
             return 0
-        # Step 2. build
+        # Step 2+3+4. build a chunk (one candidate per builder process), run and record each of
+        # its candidates at once (an interruption loses nothing measured), then check the deadline
+        # again: an overrun is bounded by one chunk, not by a whole round.
         t = time.perf_counter()
         ref = self._reference_path(i)
-        built = self.builder.build([BuilderInput(c.sch.mod, str(ctx.target)) for c in cands])
         self.time_split["build"] += time.perf_counter() - t
-        # Step 3+4. run and record one candidate at a time, so an interruption loses nothing measured.
+        chunk = max(1, int(getattr(self.builder, "max_workers", None) or 1))
         measured, means = [], []
-        for c, b in zip(cands, built):
+        for start in range(0, len(cands), chunk):
             if measured and self.remaining_s() <= 0:
-                logger.info("task %s: time budget reached; %d built candidate(s) not measured", ctx.task_name,
-                            len(cands) - len(measured))
+                logger.info("task %s: time budget reached; %d candidate(s) of the round not measured",
+                            ctx.task_name, len(cands) - len(measured))
                 break
+            part = cands[start:start + chunk]
             t = time.perf_counter()
-            if b.ok:
-                r = self.runner.run([RunnerInput(b.artifact_path, args_info, ref, shash, "main", ctx.num_cores)])[0]
-                secs, err = r.run_secs, r.error_msg
-            else:
-                secs, err = None, b.error_msg
-            self.time_split["run"] += time.perf_counter() - t
-            t = time.perf_counter()
-            rec = TuningRecord(c.sch.trace.as_json(), shash, secs, str(ctx.target), tuple(args_info),
-                               error_msg=err, candidate_hash=c.candidate_hash)
-            self.database.commit_tuning_records([rec])
-            measured.append(c)
-            means.append(rec.mean_sec)
-            if c is baseline:
-                self.default_secs[i] = rec.mean_sec
-            if err:
-                logger.debug("task %s candidate %s failed: %s", ctx.task_name, c.candidate_hash[:12],
-                             err.splitlines()[0] if err else "")
-            self.time_split["other"] += time.perf_counter() - t
+            built = self.builder.build([BuilderInput(c.sch.mod, str(ctx.target)) for c in part])
+            self.time_split["build"] += time.perf_counter() - t
+            for c, b in zip(part, built):
+                means.append(self._measure(i, c, b, ref, args_info, shash, c is baseline))
+                measured.append(c)
         searched = [(c, m) for c, m in zip(measured, means) if c is not baseline]
         if searched:
             ctx.search_strategy.notify_runner_results([c for c, _ in searched], [m for _, m in searched])
@@ -201,6 +199,28 @@ class ModelTaskScheduler(GradientBased):
         logger.info("task %s round %d: %d candidates, %d failed, best %.3f us", ctx.task_name, self.rounds[i],
                     len(measured), sum(1 for m in means if not math.isfinite(m)), self.best_secs[i] * 1e6)
         return len(measured)
+
+    def _measure(self, i: int, cand: Any, built: Any, ref: Any, args_info: list, shash: str, is_baseline: bool) -> float:
+        """Run one built candidate and commit its record at once; returns its mean seconds."""
+        ctx = self.tasks[i]
+        t = time.perf_counter()
+        if built.ok:
+            r = self.runner.run([RunnerInput(built.artifact_path, args_info, ref, shash, "main", ctx.num_cores)])[0]
+            secs, err = r.run_secs, r.error_msg
+        else:
+            secs, err = None, built.error_msg
+        self.time_split["run"] += time.perf_counter() - t
+        t = time.perf_counter()
+        rec = TuningRecord(cand.sch.trace.as_json(), shash, secs, str(ctx.target), tuple(args_info),
+                           error_msg=err, candidate_hash=cand.candidate_hash)
+        self.database.commit_tuning_records([rec])
+        if is_baseline:
+            self.default_secs[i] = rec.mean_sec
+        if err:
+            logger.debug("task %s candidate %s failed: %s", ctx.task_name, cand.candidate_hash[:12],
+                         err.splitlines()[0] if err else "")
+        self.time_split["other"] += time.perf_counter() - t
+        return rec.mean_sec
 
     def _baseline_candidate(self, i: int) -> Any:
         """The task's default schedule as a measure candidate (once per task; None when it is
