@@ -33,6 +33,7 @@ from ingot.tir.stmt import BlockRealize, For, ForKind, SeqStmt
 from .analysis import analyze_block
 from .blocked import blocked_gemm_rule
 from .conv import conv_oc_rule
+from .reduction import row_reduction_rule
 from .rules import elementwise_rule, gemm_rule, parallel_vectorize, reduction_rule
 
 __all__ = ["default_schedule", "schedule_blocks", "RULES"]
@@ -40,7 +41,7 @@ __all__ = ["default_schedule", "schedule_blocks", "RULES"]
 # kind -> rules to try in order (the last ones are the safe fallbacks).
 RULES: dict[str, list[Callable]] = {
     "gemm": [blocked_gemm_rule, conv_oc_rule, gemm_rule, reduction_rule],
-    "reduction": [reduction_rule],
+    "reduction": [row_reduction_rule, reduction_rule],
     "elementwise": [elementwise_rule],
     "opaque": [],
 }

@@ -1,0 +1,129 @@
+"""Row reductions with vector accumulators (softmax max/sum, layernorm mean/variance, sum/max).
+
+Note: `reduction_rule` keeps a reduction over the innermost axis serial — one scalar accumulator
+per row, a dependency chain of R adds. This rule splits the row into ``R / VL`` vectors and uses
+`rfactor` so that VL partial results (one per lane) are accumulated independently, then combined
+once per row — TVM's rfactor-based row reduction on CPU:
+
+    for rows in T.parallel(...):                      # spatial axes, fused
+        for ko in range(R / VL):                      # rf block: VL independent accumulators
+            for ki in T.vectorized(VL):
+                C_rf[row, ki] = op(C_rf[row, ki], X[row, ko * VL + ki])
+        for ki in range(VL):                          # write-back: combine the VL lanes
+            C[row] = op(C[row], C_rf[row, ki])
+
+The rf block is computed at the row loop, so ``C_rf`` is compacted to VL elements per row (one
+register). Floating-point sums are reassociated (VL interleaved partial sums: the usual
+vectorized-reduction rounding, like numpy's pairwise sum); max/min are exact. VL is the widest
+power of two (≥ 4) that divides R, so there is no predicate; other rows keep `reduction_rule`.
+
+Example:
+    >>> from ingot import te, ops
+    >>> from ingot.tir.schedule import Schedule
+    >>> from ingot.ops.schedule.analysis import analyze_block
+    >>> x = te.placeholder((8, 64), name="x")
+    >>> y = ops.sum(x, axis=1)
+    >>> sch = Schedule(te.create_prim_func([x, y]))
+    >>> row_reduction_rule(sch, y.op.name, analyze_block(sch, sch.get_block(y.op.name)), 16, 2)
+    >>> "T.vectorized(16)" in sch.mod["main"].script()
+    True
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ingot.tir.schedule.error import ScheduleError
+
+from .analysis import BlockInfo
+from .rules import _fuse_parallel
+
+__all__ = ["row_reduction_rule", "row_vector_lanes"]
+
+
+def row_vector_lanes(extent: "int | None", lanes: int) -> "int | None":
+    """The vector width for a row of ``extent``: the widest power of two ≤ ``lanes`` (and ≥ 4)
+    that divides it with at least two vectors per row, else None.
+
+    Example:
+        >>> row_vector_lanes(768, 16), row_vector_lanes(1000, 16), row_vector_lanes(7, 16)
+        (16, 8, None)
+    """
+    if extent is None:
+        return None
+    vl = lanes
+    while vl >= 4:
+        if extent % vl == 0 and extent >= 2 * vl:
+            return vl
+        vl //= 2
+    return None
+
+
+def _reads_rows(block: Any, kv: Any) -> bool:
+    """Whether every input load that uses the reduce variable ``kv`` uses it in its last index
+    only (the row is contiguous in memory), and at least one load does."""
+    from ingot.ir.expr import BufferLoad
+    from ingot.ir.functor import collect_vars
+
+    loads: list = []
+
+    def visit(e: Any) -> None:
+        if isinstance(e, BufferLoad):
+            loads.append(e)
+        for f in getattr(e, "_fields", ()):
+            child = getattr(e, f)
+            if isinstance(child, (list, tuple)):
+                for c in child:
+                    if hasattr(c, "_fields"):
+                        visit(c)
+            elif hasattr(child, "_fields"):
+                visit(child)
+
+    visit(block.body.value)
+    found = False
+    for ld in loads:
+        if ld.buffer is block.body.buffer or not ld.indices:
+            continue
+        if any(kv in collect_vars(ix) for ix in ld.indices[:-1]):
+            return False
+        found = found or kv in collect_vars(ld.indices[-1])
+    return found
+
+
+def row_reduction_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: int) -> None:
+    """Vector-accumulator row reduction of the module note on block ``name``. Raises
+    `ScheduleError` (the driver then uses `reduction_rule`) unless the block has one reduce axis,
+    innermost, with a static extent that `row_vector_lanes` accepts, and a combiner `rfactor`
+    knows (sum, product, max, min).
+
+    Example:
+        >>> # row_reduction_rule(sch, "T_softmax_maxelem", info, lanes=16, cores=2)
+    """
+    if info.kind not in ("reduction", "gemm") or not info.simple_loops or len(info.reduce) != 1:
+        raise ScheduleError(f"row_reduction_rule: block {name!r} is not a single-axis reduction")
+    r = info.reduce[0]
+    if r != len(info.extents) - 1:
+        raise ScheduleError(f"row_reduction_rule: block {name!r} reduces an outer axis (reduction_rule "
+                            "vectorizes over the inner spatial axis instead)")
+    block_node = sch.get(sch.get_block(name))
+    if not _reads_rows(block_node, block_node.iter_vars[r].var):
+        raise ScheduleError(f"row_reduction_rule: block {name!r} does not read its inputs contiguously along the "
+                            "reduce axis (a column reduction: reduction_rule vectorizes over the outputs)")
+    vl = row_vector_lanes(info.extents[r], lanes)
+    if vl is None:
+        raise ScheduleError(f"row_reduction_rule: block {name!r}: row of {info.extents[r]} has no vector split")
+    # Step 1. k -> (ko, ki); rfactor ki into the last axis of a partial-result buffer.
+    block = sch.get_block(name)
+    ndim = len(sch.get(block).body.indices)
+    loops = sch.get_loops(block)
+    _, ki = sch.split(loops[r], [None, vl])
+    rf = sch.rfactor(ki, ndim)
+    # Step 2. Parallel rows on the write-back block, the rf block computed per row under it.
+    write_back = sch.get_block(name)
+    spatial = sch.get_loops(write_back)[:-1]
+    s_ext = [info.extents[k] for k in info.spatial]
+    if not spatial:
+        raise ScheduleError(f"row_reduction_rule: block {name!r} has no spatial loop to attach the partials to")
+    sch.compute_at(rf, spatial[-1])
+    # compute_at regenerates the rf block's loops under the row: vectorize its lane loop now
+    sch.vectorize(sch.get_loops(rf)[-1])
+    _fuse_parallel(sch, spatial, s_ext, cores)
