@@ -88,7 +88,10 @@ def test_rank_correlation():
 
 
 def test_xgb_ranks_measured_matmul_candidates_better_than_random(kernel_cache):
-    """Measure 56 candidates of a 64x64x64 matmul space, train on 40, rank the other 16."""
+    """Measure 56 candidates of a 64x64x64 matmul space; over 8 random splits, train on 40 and
+    rank the other 16 (held-out Spearman, printed). Candidates run on one thread and keep the
+    fastest repeat: on a shared machine a 2-thread OpenMP run stalls whenever a core is busy,
+    which turns the labels into noise."""
     from ingot.tune.builder import BuilderInput, LocalBuilder
     from ingot.tune.database import ArgInfo
     from ingot.tune.runner import LocalRunner, RunnerConfig, RunnerInput
@@ -98,20 +101,25 @@ def test_xgb_ranks_measured_matmul_candidates_better_than_random(kernel_cache):
     with LocalBuilder(max_workers=2, cache_dir=kernel_cache) as builder:
         built = builder.build([BuilderInput(c.sch.mod, "llvm -num-cores=2") for c in cands])
     args = [ArgInfo("float32", (64, 64))] * 3
-    with LocalRunner(RunnerConfig(number=5, repeat=3, min_repeat_ms=5, check_correctness=False)) as runner:
-        secs = [float(np.median(r.run_secs)) if r.ok else math.inf
-                for r in runner.run([RunnerInput(b.artifact_path, args, num_threads=2) for b in built if b.ok])]
+    with LocalRunner(RunnerConfig(number=3, repeat=5, min_repeat_ms=5, check_correctness=False)) as runner:
+        secs = [float(np.min(r.run_secs)) if r.ok else math.inf
+                for r in runner.run([RunnerInput(b.artifact_path, args, num_threads=1) for b in built if b.ok])]
     cands = [c for c, b in zip(cands, built) if b.ok]
     secs = np.array(secs)
     X = ctx.feature_extractor.extract([c.sch.mod for c in cands], [c.candidate_hash for c in cands])
-    train, test = slice(0, 40), slice(40, None)
-    model = XGBModel(seed=0, min_train=4)
-    model.update(X[train], secs[train])
-    throughput = [1.0 / s for s in secs[test]]
-    rho = rank_correlation(model.predict(X[test]), throughput)
-    rho_random = np.mean([rank_correlation(RandomModel(seed=s).predict(X[test]), throughput) for s in range(20)])
-    print(f"Spearman rank correlation on held-out candidates: xgb {rho:.3f}, random {rho_random:.3f}")
-    assert rho > 0.15 and rho > rho_random + 0.1
+    rhos, rhos_random = [], []
+    for split in range(8):
+        perm = np.random.default_rng(split).permutation(len(secs))
+        train, test = perm[:40], perm[40:]
+        model = XGBModel(seed=0, min_train=4)
+        model.update(X[train], secs[train])
+        throughput = 1.0 / secs[test]
+        rhos.append(rank_correlation(model.predict(X[test]), throughput))
+        rhos_random.append(np.mean([rank_correlation(RandomModel(seed=s).predict(X[test]), throughput)
+                                    for s in range(10)]))
+    rho, rho_random = float(np.mean(rhos)), float(np.mean(rhos_random))
+    print(f"Spearman rank correlation on held-out candidates (mean of 8 splits): xgb {rho:.3f}, random {rho_random:.3f}")
+    assert rho > 0.1 and rho > rho_random + 0.1
 
 
 class _FakeTask:

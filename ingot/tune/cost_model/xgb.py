@@ -33,7 +33,10 @@ class XGBModel(CostModel):
 
     def __init__(self, seed: "int | None" = None, num_rounds: int = 80, max_depth: int = 3, eta: float = 0.2,
                  min_child_weight: float = 2.0,
-                 min_train: int = 8, num_threads: int = 1):
+                 min_train: int = 8, num_threads: int = 1, objective: str = "reg-log"):
+        if objective not in _OBJECTIVES:
+            raise ValueError(f"XGBModel: objective must be one of {sorted(_OBJECTIVES)}, got {objective!r}")
+        self.objective = objective
         try:
             import xgboost  # noqa: F401
         except ImportError as err:
@@ -68,8 +71,13 @@ class XGBModel(CostModel):
             return
         best = secs[finite].min()
         y = np.where(finite, best / np.where(finite, secs, 1.0), 0.0)
+        if self.objective == "reg-log":
+            # log throughput: failures one octave below the slowest valid candidate
+            y = np.where(finite, np.log2(np.maximum(y, 1e-9)), np.log2(y[finite].min()) - 1.0)
         dtrain = xgb.DMatrix(np.stack(self._X), label=y)
-        params = {"max_depth": self.max_depth, "eta": self.eta, "objective": "reg:squarederror",
+        if self.objective == "rank":
+            dtrain.set_group([len(y)])  # one query: rank all measured candidates of the task
+        params = {"max_depth": self.max_depth, "eta": self.eta, "objective": _OBJECTIVES[self.objective],
                   "min_child_weight": self.min_child_weight, "subsample": 1.0, "seed": self.seed, "nthread": self.num_threads,
                   "verbosity": 0}
         self._booster = xgb.train(params, dtrain, num_boost_round=self.num_rounds)
@@ -84,6 +92,9 @@ class XGBModel(CostModel):
         if len(features) == 0:
             return np.zeros(0)
         return self._booster.predict(xgb.DMatrix(features))
+
+
+_OBJECTIVES = {"reg": "reg:squarederror", "reg-log": "reg:squarederror", "rank": "rank:pairwise"}
 
 
 def normalized_throughput(secs: Sequence[float]) -> np.ndarray:

@@ -31,7 +31,7 @@ from .base import FeatureExtractor
 
 _FOOTPRINT_LEVELS = (1, 2, 3, 4, 6, 8)
 _PER_ACCESS = 4 + len(_FOOTPRINT_LEVELS)
-_STORE_BASE = 17
+_STORE_BASE = 25
 
 
 def _log(x: float) -> float:
@@ -45,7 +45,7 @@ class PerStoreFeature(FeatureExtractor):
 
     Example:
         >>> PerStoreFeature().dim
-        63
+        71
     """
 
     def __init__(self, max_reads: int = 3, cache_size: int = 20000):
@@ -105,6 +105,7 @@ class PerStoreFeature(FeatureExtractor):
             float(scope not in ("global", "")), float(bool(vec) and loops[-1].kind == ForKind.VECTORIZED),
             _log(_outer_parallel_extent(loops)),
         ]
+        base += self._structure(site, loops, flops)
         loads = _collect_loads(site.store.value)
         accesses = [self._access(site.store.buffer, site.store.indices, site, True)]
         reads = sorted((self._access(ld.buffer, ld.indices, site, False) for ld in loads),
@@ -113,6 +114,58 @@ class PerStoreFeature(FeatureExtractor):
         while len(accesses) < 1 + self.max_reads:
             accesses.append([0.0] * _PER_ACCESS)
         return np.array(base + [x for a in accesses for x in a], "float32")
+
+    def _structure(self, site: StoreSite, loops: "list[LoopInfo]", flops: int) -> list:
+        """Register blocking and work split (what decides GEMM-like speed on a CPU).
+
+        The register tile is the loops inside the innermost reduce loop (their iterations
+        reuse each loaded value: accumulators = their product); the cache tile is the loops inside
+        the outermost reduce loop; loads per FMA of the tile and how evenly the parallel loop
+        divides among the cores complete the picture.
+        """
+        from ingot.ir.functor import collect_vars
+
+        reduce_vars: set = set()
+        if site.blocks:
+            block = site.blocks[-1]
+            for iv in block.iter_vars:
+                if iv.kind == "R" and iv.var in site.bindings:
+                    reduce_vars |= {id(v) for v in collect_vars(site.bindings[iv.var])}
+        r_pos = [k for k, l in enumerate(loops) if id(l.var) in reduce_vars and l.extent > 1]
+        inner_r = r_pos[-1] if r_pos else len(loops)
+        outer_r = r_pos[0] if r_pos else len(loops)
+        reg_tile = math.prod(l.extent for l in loops[inner_r + 1:])
+        cache_tile = math.prod(l.extent for l in loops[outer_r + 1:])
+        # distinct loads under the register tile: each access moves with some of its loops
+        loads = _collect_loads(site.store.value)
+        per_load = []
+        for ld in loads:
+            per_load.append(self._moving(ld.buffer, ld.indices, site, loops[inner_r + 1:]))
+        loaded = sum(per_load) or 1
+        par = [l.extent for l in loops if l.kind == ForKind.PARALLEL]
+        par_ext = math.prod(par) if par else 1
+        cores = max(1, int(getattr(self, "num_cores", 2)))
+        balance = par_ext / (math.ceil(par_ext / cores) * cores)
+        inner_r_ext = loops[inner_r].extent if inner_r < len(loops) else 1
+        return [_log(reg_tile), _log(cache_tile), _log(inner_r_ext), float(len(loops) - inner_r - 1),
+                _log(flops * reg_tile / loaded), float(balance), float(par_ext >= cores),
+                float(reg_tile <= 32 * 16)]
+
+    def _moving(self, buffer, indices, site: StoreSite, sub: "list[LoopInfo]") -> int:
+        """Elements an access touches while the loops ``sub`` run (product of the extents of the
+        loops that move its address)."""
+        strides = _row_major_strides(buffer)
+        base_env: dict = {}
+
+        def flat(env):
+            return sum(eval_int(ix, env, site.bindings) * s for ix, s in zip(indices, strides))
+
+        base = flat(base_env)
+        out = 1
+        for l in sub:
+            if l.extent > 1 and flat({l.var: 1}) != base:
+                out *= l.extent
+        return out
 
     def _access(self, buffer, indices, site: StoreSite, is_write: bool) -> list:
         loops = site.loops
