@@ -2,7 +2,11 @@
 Runtime when installed), batch 1, fp32, NCHW, 2 threads.
 
 Every layer is ``relu(conv2d(x, w) + bias)`` — the fused kernel the graph compiler hands to
-``default_schedule`` — built with ``ingot.ops.schedule.default_schedule``. Columns: the rule the
+``default_schedule`` — built with ``ingot.ops.schedule.default_schedule``. By default the weight
+is pre-packed as the graph's PackWeights pass does for constant weights (``conv2d_packed_weight``
+/ ``depthwise_conv2d_packed_weight`` reading ``[O/P, C, KH, KW, P]`` panels, packed once with
+numpy outside the timed call); ``--weights per-call`` times the plain OIHW conv whose schedule
+packs the weights inside every call. Columns: the rule the
 conv block got, GFLOP/s of Ingot / PyTorch (``torch.nn.functional.conv2d`` + bias + relu,
 ``torch.set_num_threads(2)``) / ONNX Runtime, and Ingot's ratio to the faster reference.
 
@@ -12,6 +16,7 @@ assembly (zmm FMAs, stack accesses) without timing anything.
 Usage:
     python benchmarks/conv2d.py            # the table (run on a quiet machine: load < 1)
     python benchmarks/conv2d.py --check    # numerics + assembly only
+    python benchmarks/conv2d.py --weights per-call   # plain OIHW weights (packing inside the kernel)
 """
 from __future__ import annotations
 
@@ -27,6 +32,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import ingot  # noqa: E402
 from ingot import ops, te  # noqa: E402
+import ingot.ops.packed  # noqa: E402,F401 - ops.packed
 
 # name, in channels, size, out channels, kernel, stride, groups
 LAYERS = [
@@ -43,26 +49,60 @@ LAYERS = [
 ]
 
 
-def layer_func(c: int, hw: int, o: int, k: int, s: int, g: int):
-    """The fused PrimFunc ``relu(conv2d_nchw(x, w) + bias)`` of one layer."""
+def _pack(layer, packed_weights: bool):
+    """``w -> the array the kernel takes`` (PackWeights' layout when ``packed_weights``), or None
+    when the layer keeps the plain OIHW operator (PackWeights would not rewrite it either)."""
+    from ingot.graph.transform.pack_weights import default_panel
+    from ingot.ops import packed
+
+    _, c, hw, o, k, s, g = layer
+    panel, lanes = default_panel()
+    if not packed_weights:
+        return None
+    if g == 1 and o % lanes == 0:
+        p = panel if o % panel == 0 else lanes
+        return lambda w: packed.pack_conv2d_weight(w, p)
+    if g == c == o and c % lanes == 0:
+        return lambda w: packed.pack_depthwise_weight(w, lanes)
+    return None
+
+
+def layer_func(c: int, hw: int, o: int, k: int, s: int, g: int, packed_weights: bool = True):
+    """The fused PrimFunc ``relu(conv2d_nchw(x, w) + bias)`` of one layer, the shapes of its
+    arguments (the weight in OIHW) and the weight packing function (None: plain OIHW)."""
+    pack = _pack((None, c, hw, o, k, s, g), packed_weights)
     x = te.placeholder((1, c, hw, hw), name="x")
-    w = te.placeholder((o, c // g, k, k), name="w")
+    w_shape = (o, c // g, k, k)
+    w = te.placeholder(w_shape if pack is None else pack(np.zeros(w_shape, "float32")).shape, name="w")
     b = te.placeholder((1, o, 1, 1), name="bias")
-    y = ops.relu(ops.add(ops.nn.conv2d_nchw(x, w, strides=s, padding=k // 2, groups=g), b))
-    return te.create_prim_func([x, w, b, y]), [tuple(int(d) for d in t.shape) for t in (x, w, b, y)]
+    if pack is None:
+        conv = ops.nn.conv2d_nchw(x, w, strides=s, padding=k // 2, groups=g)
+    elif g == 1:
+        conv = ops.packed.conv2d_nchw_packed_weight(x, w, strides=s, padding=k // 2)
+    else:
+        conv = ops.packed.depthwise_conv2d_nchw_packed_weight(x, w, strides=s, padding=k // 2)
+    y = ops.relu(ops.add(conv, b))
+    shapes = [tuple(int(d) for d in t.shape) for t in (x, w, b, y)]
+    shapes[1] = w_shape
+    return te.create_prim_func([x, w, b, y]), shapes, pack
 
 
-def build(layer, threads: int = 2):
-    """(schedule log, built module, shapes) of a layer's default schedule."""
+def build(layer, threads: int = 2, packed_weights: bool = True):
+    """(schedule, schedule log, built module, shapes, weight packing) of a layer's default schedule."""
     from ingot.ops.schedule import schedule_blocks
     from ingot.target import Target
     from ingot.tir.schedule import Schedule
 
-    func, shapes = layer_func(*layer[1:])
+    func, shapes, pack = layer_func(*layer[1:], packed_weights=packed_weights)
     log: list = []
     target = f"llvm -num-cores={threads}"
     sch = schedule_blocks(Schedule(func), Target(target), log=log)
-    return sch, log, ingot.build(sch.mod, target), shapes
+    return sch, log, ingot.build(sch.mod, target), shapes, pack
+
+
+def _conv_rule(log) -> str:
+    rules = dict((n, r) for n, r, _ in log)
+    return str(rules.get("conv2d_nchw") or rules.get("depthwise_conv2d_nchw"))
 
 
 def flops(layer) -> float:
@@ -85,16 +125,17 @@ def _inputs(shapes):
     return [rng.standard_normal(sh).astype("float32") for sh in shapes[:3]] + [np.zeros(shapes[3], "float32")]
 
 
-def check() -> None:
+def check(packed_weights: bool = True) -> None:
     from gemm import micro_kernel_report
 
     for layer in LAYERS:
-        sch, log, lib, shapes = build(layer)
+        sch, log, lib, shapes, pack = build(layer, packed_weights=packed_weights)
         x, w, b, y = _inputs(shapes)
-        lib["main"](x, w, b, y)
+        lib["main"](x, w if pack is None else pack(w), b, y)
         np.testing.assert_allclose(y, torch_reference(layer, x, w, b), rtol=1e-4, atol=1e-3)
-        rule = dict((n, r) for n, r, _ in log).get("conv2d_nchw")
-        print(f"{layer[0]:26s} ok  rule={rule:13s} micro-kernel: {json.dumps(micro_kernel_report(sch))}")
+        copies = [n for n in sch.state.blocks("main") if n.endswith("_global")]
+        print(f"{layer[0]:26s} ok  rule={_conv_rule(log):13s} per-call copies={copies} "
+              f"micro-kernel: {json.dumps(micro_kernel_report(sch))}")
 
 
 def _onnxruntime_seconds(layer, x, w, b, threads: int) -> "float | None":
@@ -124,22 +165,27 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--check", action="store_true", help="numerics and assembly only (no timing)")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--weights", choices=["packed", "per-call"], default="packed",
+                        help="pre-packed constant weights (what PackWeights compiles) or plain OIHW weights")
     args = parser.parse_args()
+    packed_weights = args.weights == "packed"
     if args.check:
-        check()
+        check(packed_weights)
         return
     import torch
     from common import banner, ingot_median_seconds, load_average, markdown_table, median_seconds
 
     torch.set_num_threads(args.threads)
-    banner(f"conv2d layers (batch 1, fp32, NCHW, {args.threads} threads): Ingot default schedule vs PyTorch / ONNX Runtime")
+    banner(f"conv2d layers (batch 1, fp32, NCHW, {args.threads} threads, {args.weights} weights): "
+           "Ingot default schedule vs PyTorch / ONNX Runtime")
     rows = []
     for layer in LAYERS:
-        _, log, lib, shapes = build(layer, args.threads)
+        _, log, lib, shapes, pack = build(layer, args.threads, packed_weights)
         x, w, b, y = _inputs(shapes)
-        lib["main"](x, w, b, y)
+        wk = w if pack is None else pack(w)
+        lib["main"](x, wk, b, y)
         np.testing.assert_allclose(y, torch_reference(layer, x, w, b), rtol=1e-4, atol=1e-3)
-        t = ingot_median_seconds(lib, "main", (x, w, b, y), repeat=9, min_repeat_ms=50)
+        t = ingot_median_seconds(lib, "main", (x, wk, b, y), repeat=9, min_repeat_ms=50)
         tx, tw, tb = (torch.from_numpy(a) for a in (x, w, b))
         _, c, hw, o, k, s, g = layer
 
@@ -151,7 +197,7 @@ def main() -> None:
         to = _onnxruntime_seconds(layer, x, w, b, args.threads)
         f = flops(layer) / 1e9
         best = min(tt, to or tt)
-        rule = dict((n, r) for n, r, _ in log).get("conv2d_nchw")
+        rule = _conv_rule(log)
         rows.append([layer[0], rule, f"{f / t:.1f}", f"{f / tt:.1f}", "-" if to is None else f"{f / to:.1f}",
                      f"{best / t:.2f}"])
         print(f"  {layer[0]}: {f / t:.1f} GFLOP/s", flush=True)
