@@ -17,9 +17,15 @@ Since the cache-blocked default rule exists, the timed kernel is the *default sc
 ``ops.matmul`` (`default_gemm`, GotoBLAS structure, see ingot/ops/schedule/blocked.py);
 ``--schedule hand`` times the hand-written schedule below instead.
 
+``--transformer`` times BERT-base's dense layers instead (batch 1, sequence 128: M = 128,
+K x N = 768 x 768 / 768 x 3072 / 3072 x 768) with the weight pre-packed as the graph's
+PackWeights pass does (``dense_packed_weight``, ``[N/32, K, 32]`` panels), beside PyTorch's
+``linear`` on the same threads.
+
 Usage:
-    python benchmarks/gemm.py            # the table (run on a quiet machine)
-    python benchmarks/gemm.py --check    # correctness + assembly only
+    python benchmarks/gemm.py                  # the table (run on a quiet machine)
+    python benchmarks/gemm.py --check          # correctness + assembly only (square + transformer shapes)
+    python benchmarks/gemm.py --transformer    # M = 128 dense layers with pre-packed weights
 """
 from __future__ import annotations
 
@@ -110,6 +116,74 @@ def build(n: int, threads: int):
     return sch, ingot.build(sch.mod, f"llvm -num-cores={threads}")
 
 
+TRANSFORMER_SHAPES = [(128, 768, 768), (128, 768, 3072), (128, 3072, 768)]
+
+
+def transformer_dense(m: int, k: int, n: int, threads: int):
+    """(schedule, module, pack) of ``x[1, m, k] @ w[n, k].T`` reading the weight pre-packed into
+    ``[n/P, k, P]`` panels (PackWeights' layout), scheduled by the default rules."""
+    from ingot.graph.transform.pack_weights import default_panel
+    from ingot.ops import packed
+    from ingot.ops.schedule import schedule_blocks
+    from ingot.target import Target
+
+    panel, lanes = default_panel()
+    p = panel if n % panel == 0 else lanes
+    x = te.placeholder((1, m, k), name="x")
+    w = te.placeholder((n // p, k, p), name="w")
+    target = f"llvm -num-cores={threads}"
+    sch = schedule_blocks(Schedule(te.create_prim_func([x, w, packed.dense_packed_weight(x, w)])), Target(target))
+    return sch, ingot.build(sch.mod, target), (lambda wt: packed.pack_dense_weight(wt, p))
+
+
+def check_transformer(threads: int = 2) -> None:
+    rng = np.random.default_rng(0)
+    for m, k, n in TRANSFORMER_SHAPES[:1]:
+        sch, lib, pack = transformer_dense(m, k, n, threads)
+        x, w = rng.random((1, m, k), dtype="float32"), rng.random((n, k), dtype="float32")
+        y = np.zeros((1, m, n), "float32")
+        lib["main"](x, pack(w), y)
+        np.testing.assert_allclose(y, x @ w.T, rtol=1e-4)
+        copies = [b for b in sch.state.blocks("main") if b.endswith("_global")]
+        rep = micro_kernel_report(sch)
+        print(f"dense {m}x{k}x{n} (pre-packed weight) matches numpy; per-call copies={copies}; "
+              f"micro-kernel loop: {json.dumps(rep)}")
+        assert "w_global" not in copies, "the pre-packed weight was packed again"
+        assert rep["stack_accesses"] == 0 and rep["fma_zmm"] >= MR * NVEC, rep
+
+
+def transformer_table(threads: int) -> None:
+    from common import banner, ingot_median_seconds, load_average, markdown_table, median_seconds
+
+    banner(f"BERT-base dense layers (M = 128, pre-packed weights, {threads} threads): Ingot vs PyTorch")
+    try:
+        import torch
+
+        torch.set_num_threads(threads)
+    except ImportError:
+        torch = None
+    rng = np.random.default_rng(0)
+    rows = []
+    for m, k, n in TRANSFORMER_SHAPES:
+        _, lib, pack = transformer_dense(m, k, n, threads)
+        x, w = rng.random((1, m, k), dtype="float32"), rng.random((n, k), dtype="float32")
+        y = np.zeros((1, m, n), "float32")
+        wp = pack(w)
+        lib["main"](x, wp, y)
+        np.testing.assert_allclose(y, x @ w.T, rtol=1e-3)
+        g = 2 * m * k * n / 1e9
+        t = ingot_median_seconds(lib, "main", (x, wp, y), repeat=9, min_repeat_ms=50)
+        tt = None
+        if torch is not None:
+            tx, tw = torch.from_numpy(x), torch.from_numpy(w)
+            with torch.no_grad():
+                tt = median_seconds(lambda: torch.nn.functional.linear(tx, tw), repeat=9, min_seconds=0.05)
+        rows.append([f"{m}x{k}x{n}", f"{g / t:.1f}", "-" if tt is None else f"{g / tt:.1f}",
+                     "-" if tt is None else f"{tt / t:.2f}"])
+    print(markdown_table(["M x K x N", "Ingot GFLOP/s", "PyTorch GFLOP/s", "Ingot / PyTorch"], rows))
+    print(f"load average after: {load_average()}")
+
+
 def micro_kernel_report(sch: Schedule) -> dict:
     """Assembly facts of the micro-kernel: the innermost loop (a label and the conditional jump
     back to it) holding the most FMAs — its FMAs, how many use zmm registers, and its stack
@@ -171,6 +245,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--check", action="store_true", help="correctness and assembly only (no timing)")
     parser.add_argument("--sizes", type=int, nargs="*", default=[512, 1024, 2048])
+    parser.add_argument("--transformer", action="store_true",
+                        help="time the M = 128 dense layers of BERT-base with pre-packed weights")
+    parser.add_argument("--threads", type=int, default=2, help="threads for --transformer")
     parser.add_argument("--schedule", choices=["default", "hand"], default="default",
                         help="default: ingot.ops.schedule (blocked GEMM rule); hand: gemm_schedule (no KC blocking)")
     args = parser.parse_args()
@@ -178,6 +255,10 @@ def main() -> None:
     SCHEDULE = args.schedule
     if args.check:
         check()
+        check_transformer()
+        return
+    if args.transformer:
+        transformer_table(args.threads)
         return
     from common import banner, ingot_median_seconds, load_average, markdown_table
     from peak_fma import peak_gflops
