@@ -1,4 +1,4 @@
-"""NCHW convolutions vectorized over output channels (weights packed per call).
+"""NCHW convolutions vectorized over output channels (pre-packed or per-call packed weights).
 
 Note: `gemm_rule` treats an NCHW conv2d as an implicit GEMM with the output width as the vector
 axis. ResNet/MobileNet widths (56, 28, 14, 7) are not multiples of 16, so the last vector of each
@@ -13,11 +13,14 @@ the micro-kernel). Output channels (64 … 2048) are multiples of 16, so this ru
                 acc[r, v*16 + l] += x_pad[n, c, oh*s + ky, (ow0 + r)*s + kx] * w_global[...]
         write back (a strided store per output channel, once per tile) + fused epilogue
 
-MR divides the output width (56 → 8, 28/14/7 → 7), so there are no predicates. The cost: the
-weights are re-packed on every call (O(weights); ~10% at 28x28, more for 7x7 layers). A graph
-level layout pass that packs constant weights once would remove it (see docs/performance.md).
-Depthwise convolutions (the input depends on the output channel) are refused: vectorizing over
-channels would gather the input, they keep `gemm_rule`.
+MR divides the output width (56 → 8, 28/14/7 → 7), so there are no predicates. When the graph
+pre-packed a constant weight (`ingot.graph.transform.PackWeights` → ``conv2d_packed_weight``,
+read as ``w[o // P, c, ky, kx, o % P]``, recognized by `analysis.panel_layout`), NR = P and the
+per-call copy is skipped. Depthwise convolutions are only accepted in the channel-blocked form of
+``depthwise_conv2d_packed_weight`` (input ``data_pack[n, o // P, y, x, o % P]``: the P channels
+of a vector are contiguous in both operands); an input that depends on the output channel any
+other way (grouped/plain depthwise) is refused — vectorizing over channels would gather it —
+and keeps `gemm_rule`.
 
 Example:
     >>> # conv_oc_rule(sch, "conv2d_nchw", info, lanes=16, cores=2)
@@ -53,7 +56,8 @@ def conv_oc_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: int, *
     `ScheduleError` when the block is not such a convolution (the driver then uses `gemm_rule`):
     the vector axis of `analyze_block` must be the last output axis (width) with the row axis an
     earlier one (channels) that is a multiple of ``lanes``, indexes the weights by a plain
-    variable, and does not index the input (not depthwise).
+    variable or as a pre-packed panel, and does not index the input (except the channel-blocked
+    input of a packed depthwise conv, see the module note).
 
     Example:
         >>> # conv_oc_rule(sch, "conv2d_nchw", info, lanes=16, cores=2)

@@ -2,8 +2,9 @@
 
 Note: for each block of the function's root (in program order) the driver picks a rule from the
 block's structure (`analysis.analyze_block`) — GEMM-like → register-tiled micro-kernel with the
-elementwise epilogue fused; other reductions → parallel spatial loops, vectorized when the
-reduction is over an outer axis; elementwise → parallel + vectorized — and runs it on a *copy*
+elementwise epilogue fused; row reductions (softmax, layernorm) → vector lane accumulators via
+rfactor; other reductions → parallel spatial loops, vectorized when the reduction is over an
+outer axis; elementwise → parallel + vectorized — and runs it on a *copy*
 of the schedule. If a primitive refuses (`ScheduleError`), the copy is dropped and the next,
 simpler rule is tried, ending with `parallel_vectorize` and finally "leave the block alone".
 Correctness therefore never depends on a rule being right: every step is a checked primitive.
