@@ -301,7 +301,10 @@ def _gather(ctx: Any, node: Any) -> Any:
 def _gather_elements(ctx: Any, node: Any) -> Any:
     x, idx = node.input(0), node.input(1)
     if not is_static(idx):
-        raise node.error("GatherElements with run-time indices is not supported (no gather_elements graph op yet)")
+        from ingot.graph.op import onnx_extra
+
+        axis = node.attr("axis", 0)
+        return ctx.emit(onnx_extra.gather_elements(ctx.expr(x), ctx.expr(idx), axis=axis))
     shape = _static_dims(ctx, node, x, "GatherElements")
     axis = norm_axes([node.attr("axis", 0)], len(shape))[0]
     i = as_array(idx).astype("int64")
@@ -342,9 +345,7 @@ def _expand(ctx: Any, node: Any) -> Any:
         return np.broadcast_to(as_array(x), out_shape).copy()
     if list(ctx.shape(x)) == out_shape:
         return x
-    # where(true, x, x) broadcasts x to the mask's shape for every dtype (bool included).
-    e = ctx.expr(x)
-    return ctx.emit(G.op.where(G.const(np.ones(out_shape, bool)), e, e))
+    return ctx.emit(G.op.broadcast_to(ctx.expr(x), out_shape))
 
 
 @register("Tile", since=6)
