@@ -11,7 +11,7 @@ Example:
     >>> [int(d) for d in y.shape]
     [4, 16]
 """
-from . import broadcast, elemwise, linalg, nn, reduce, transform  # noqa: F401
+from . import broadcast, elemwise, image, linalg, nn, reduce, transform  # noqa: F401
 from .broadcast import add, divide, maximum, minimum, multiply, power, subtract, where  # noqa: F401
 from .elemwise import cast, clip, exp, gelu, relu, sigmoid, sqrt, tanh  # noqa: F401
 from .linalg import batch_matmul, matmul  # noqa: F401

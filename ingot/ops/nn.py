@@ -1,5 +1,5 @@
-"""Neural-network operators: dense, conv2d (NCHW/NHWC, stride/padding/dilation/groups), padding,
-pooling, softmax, normalizations.
+"""Neural-network operators: dense, conv2d (NCHW/NHWC, stride/padding/dilation/groups),
+conv2d_transpose, padding, pooling (ceil mode), softmax, normalizations.
 
 Note: as in TVM's topi, each operator is a small chain of TE stages (padding, the main reduction,
 an epilogue). Default schedules inline the cheap stages into their consumers.
@@ -194,20 +194,23 @@ def pool2d(
 
     if pool_type not in ("max", "avg"):
         raise ValueError(f"pool_type must be 'max' or 'avg', got {pool_type!r}")
-    if ceil_mode:
-        raise NotImplementedError("pool2d: ceil_mode=True is not supported yet; pad the input explicitly")
     kh, kw = _pair(pool_size, "pool_size")
     sh, sw = _pair(strides, "strides")
     dh, dw = _pair(dilation, "dilation")
     pt, pl, pb, pr = _padding4(padding)
     h_axis, w_axis = layout.index("H"), layout.index("W")
     H, W = data.shape[h_axis], data.shape[w_axis]
-    OH = _out_size(H, pt + pb, kh, sh, dh)
-    OW = _out_size(W, pl + pr, kw, sw, dw)
+    eh = ew = 0  # extra end padding of ceil mode (windows that start inside but run past the end)
+    if ceil_mode:
+        OH, eh = pool_out_size_ceil(H, pt, pb, kh, sh, dh)
+        OW, ew = pool_out_size_ceil(W, pl, pr, kw, sw, dw)
+    else:
+        OH = _out_size(H, pt + pb, kh, sh, dh)
+        OW = _out_size(W, pl + pr, kw, sw, dw)
     before = [0] * 4
     after = [0] * 4
-    before[h_axis], before[w_axis], after[h_axis], after[w_axis] = pt, pl, pb, pr
-    has_pad = any(as_const_int(convert(p)) != 0 for p in (pt, pl, pb, pr))
+    before[h_axis], before[w_axis], after[h_axis], after[w_axis] = pt, pl, pb + eh, pr + ew
+    has_pad = any(as_const_int(convert(p)) != 0 for p in (pt, pl, pb + eh, pr + ew))
     pad_value = tir.min_value(str(data.dtype)).value if pool_type == "max" else 0.0
     padded = pad(data, before, after, pad_value, name="pad_temp") if has_pad else data
     ry = te.reduce_axis((0, kh), name="ry")
@@ -224,20 +227,112 @@ def pool2d(
     if pool_type == "max":
         return compute(out_shape, lambda idx: te.max(padded[window(idx)], axis=[ry, rx]), "pool_max", tag="pool_max")
     total = compute(out_shape, lambda idx: te.sum(padded[window(idx)], axis=[ry, rx]), "pool_sum", tag="pool_sum")
-    if count_include_pad or not has_pad:
+    if not has_pad or (count_include_pad and eh == 0 and ew == 0):
         return compute(out_shape, lambda idx: total[idx] / const_like(kh * kw, data.dtype), "pool_avg",
                        tag="elemwise")
+    # The positions counted: the unpadded input, or (count_include_pad) the input with its declared
+    # padding but never ceil mode's extra end padding (PyTorch's rule).
+    lo_h, lo_w = (-pt, -pl) if count_include_pad else (0, 0)
+    hi_h, hi_w = (convert(H) + pb, convert(W) + pr) if count_include_pad else (H, W)
 
     def avg(idx: tuple) -> Any:
-        # Count only the window positions that fall inside the unpadded input.
         y0 = idx[h_axis] * sh - pt
         x0 = idx[w_axis] * sw - pl
-        hs, he = tir.max(y0, 0), tir.min(y0 + (kh - 1) * dh + 1, H)
-        ws, we = tir.max(x0, 0), tir.min(x0 + (kw - 1) * dw + 1, W)
+        hs, he = tir.max(y0, lo_h), tir.min(y0 + (kh - 1) * dh + 1, hi_h)
+        ws, we = tir.max(x0, lo_w), tir.min(x0 + (kw - 1) * dw + 1, hi_w)
         count = ((he - hs + dh - 1) // dh) * ((we - ws + dw - 1) // dw)
         return total[idx] / tir.max(count, 1).astype(str(data.dtype))
 
     return compute(out_shape, avg, "pool_avg", tag="elemwise")
+
+
+def pool_out_size_ceil(size: Any, lo: int, hi: int, k: int, s: int, d: int) -> "tuple[int, int]":
+    """Output size of a ceil-mode pooling window and the extra end padding it needs.
+
+    As PyTorch: ``ceil((size + lo + hi - dk) / s) + 1`` windows, minus the last one if it would
+    start past the input and its start padding. Needs a static ``size``.
+
+    Example:
+        >>> pool_out_size_ceil(6, 0, 0, 3, 2, 1)
+        (3, 1)
+    """
+    size = as_const_int(convert(size))
+    if size is None:
+        raise ValueError("pool2d: ceil_mode=True needs static spatial sizes (the output size depends on them)")
+    span = (k - 1) * d + 1
+    out = -(-(size + lo + hi - span) // s) + 1
+    if (out - 1) * s >= size + lo:
+        out -= 1
+    return out, max(0, (out - 1) * s + span - (size + lo + hi))
+
+
+def conv2d_transpose_nchw(
+    data: Any, kernel: Any, strides: Any = 1, padding: Any = 0, output_padding: Any = 0, dilation: Any = 1,
+    groups: int = 1, out_dtype: "str | None" = None,
+) -> Any:
+    """Transposed 2-D convolution (the gradient of conv2d w.r.t. its input; PyTorch's
+    ``ConvTranspose2d``): data ``(N, C, H, W)``, kernel ``(C, O/groups, KH, KW)`` (IOHW).
+
+    Output size ``(H - 1) * stride - pad_top - pad_bottom + dilation * (KH - 1) + output_padding + 1``.
+    Computed as TVM does: a stride-1 convolution with the flipped kernel over the input dilated by
+    the stride (zeros between rows/columns) and padded by ``dilation * (K - 1) - pad``; that
+    dilated, padded input is one injective stage that reads the data only where it is defined.
+
+    Example:
+        >>> from ingot import te
+        >>> y = conv2d_transpose_nchw(te.placeholder((1, 4, 5, 5), name="x"), te.placeholder((4, 2, 3, 3), name="w"),
+        ...                           strides=2, padding=1, output_padding=1)
+        >>> [int(d) for d in y.shape]
+        [1, 2, 10, 10]
+    """
+    from ingot import te
+
+    out_dtype = out_dtype or str(data.dtype)
+    sh, sw = _pair(strides, "strides")
+    dh, dw = _pair(dilation, "dilation")
+    oph, opw = _pair(output_padding, "output_padding")
+    pt, pl, pb, pr = _padding4(padding)
+    N, C, H, W = data.shape
+    CI, OG, KH, KW = kernel.shape
+    kh, kw = as_const_int(convert(KH)), as_const_int(convert(KW))
+    if kh is None or kw is None:
+        raise ValueError("conv2d_transpose: the kernel's spatial size must be static")
+    OH = (convert(H) - 1) * sh - pt - pb + dh * (kh - 1) + oph + 1
+    OW = (convert(W) - 1) * sw - pl - pr + dw * (kw - 1) + opw + 1
+    # Step 1: the stride-dilated input, shifted by the flipped kernel's padding (may be negative:
+    # a padding larger than the kernel crops), of size OH + dh * (kh - 1).
+    bh, bw = dh * (kh - 1) - pt, dw * (kw - 1) - pl
+    zero = const_like(0, data.dtype)
+
+    def dilated(idx: tuple) -> Any:
+        n, c, y, x = idx
+        yy, xx = y - bh, x - bw
+        inside = [yy >= 0, yy < (convert(H) - 1) * sh + 1, xx >= 0, xx < (convert(W) - 1) * sw + 1]
+        if sh > 1:
+            inside.append(yy % sh == 0)
+        if sw > 1:
+            inside.append(xx % sw == 0)
+        return tir.if_then_else(tir.all(*inside), data[n, c, yy // sh, xx // sw], zero)
+
+    padded = compute((N, C, OH + dh * (kh - 1), OW + dw * (kw - 1)), dilated, "data_dilate_pad",
+                     tag="injective,pad")
+    # Step 2: a stride-1 convolution with the flipped kernel (group g reads channels g*cpg..).
+    cpg = convert(C) // groups
+    rc = te.reduce_axis((0, cpg), name="rc")
+    ry = te.reduce_axis((0, kh), name="ry")
+    rx = te.reduce_axis((0, kw), name="rx")
+    out_channels = convert(OG) * groups
+
+    def body(idx: tuple) -> Any:
+        n, o, y, x = idx
+        c = rc if groups == 1 else (o // OG) * cpg + rc
+        lhs = padded[n, c, y + ry * dh, x + rx * dw]
+        rhs = kernel[c, o if groups == 1 else o % OG, kh - 1 - ry, kw - 1 - rx]
+        if str(lhs.dtype) != out_dtype:
+            lhs, rhs = lhs.astype(out_dtype), rhs.astype(out_dtype)
+        return te.sum(lhs * rhs, axis=[rc, ry, rx])
+
+    return compute((N, out_channels, OH, OW), body, "conv2d_transpose_nchw", tag="conv2d_transpose_nchw")
 
 
 def adaptive_pool2d_global(data: Any, pool_type: str = "avg", layout: str = "NCHW") -> Any:

@@ -1,4 +1,5 @@
-"""Reductions over axes: sum, mean, max, min, prod, argmax/argmin (``keepdims`` as numpy).
+"""Reductions over axes: sum, mean, max, min, prod, argmax/argmin (``keepdims`` as numpy;
+argmax/argmin are one tuple reduction over (index, value) pairs with ``te.comm_reducer``).
 
 Example:
     >>> from ingot import te
@@ -113,6 +114,74 @@ def mean(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
     count = _prod([convert(x.shape[a]) for a in axes])
     count = convert(count).astype(str(x.dtype))
     return compute(total.shape, lambda idx: total[idx] / count, "T_mean", tag="elemwise")
+
+
+def _arg_reduce(x: Any, axis: "int | None", keepdims: bool, select_last: bool, kind: str) -> Any:
+    """argmax/argmin as one tuple reduction over ``(index, value)`` pairs (TVM's argmax reducer)."""
+    from ingot import te
+
+    ndim = len(x.shape)
+    axes = list(range(ndim)) if axis is None else [normalize_axis(axis, ndim)]
+    raxes = [te.reduce_axis((0, x.shape[a]), name=f"k{j}") for j, a in enumerate(axes)]
+    if keepdims:
+        out_shape = [1 if a in axes else d for a, d in enumerate(x.shape)]
+    else:
+        out_shape = [d for a, d in enumerate(x.shape) if a not in axes]
+    better = (lambda a, b: a > b) if kind == "max" else (lambda a, b: a < b)
+
+    def fcombine(lhs: tuple, rhs: tuple) -> tuple:
+        # rhs wins when strictly better, or equal with a smaller (select_last: larger) index; this
+        # makes the result independent of the order the reduction visits the elements.
+        tie = rhs[0] > lhs[0] if select_last else rhs[0] < lhs[0]
+        take = tir.Or(better(rhs[1], lhs[1]), tir.And(tir.EQ(rhs[1], lhs[1]), tie))
+        return tir.Select(take, rhs[0], lhs[0]), tir.Select(take, rhs[1], lhs[1])
+
+    def fidentity(index_dtype: str, value_dtype: str) -> tuple:
+        worst = tir.min_value(value_dtype) if kind == "max" else tir.max_value(value_dtype)
+        return tir.const(-1, index_dtype), worst
+
+    reducer = te.comm_reducer(fcombine, fidentity, name=f"arg{kind}")
+
+    def body(idx: tuple) -> Any:
+        src, it, rit = [], iter(idx), iter(raxes)
+        for a in range(ndim):
+            if a in axes:
+                src.append(next(rit))
+                if keepdims:
+                    next(it)
+            else:
+                src.append(next(it))
+        # Row-major flat index of the reduced position (one axis: the position itself).
+        flat: Any = None
+        for r, a in zip(raxes, axes):
+            flat = r.var.astype("int64") if flat is None else flat * convert(x.shape[a]).astype("int64") + r.var
+        return reducer((flat, x[tuple(src)]), axis=raxes)
+
+    # Two outputs (index, value); the value is an intermediate of the PrimFunc.
+    return compute(out_shape, body, f"T_arg{kind}", tag="reduction")[0]
+
+
+def argmax(x: Any, axis: "int | None" = None, keepdims: bool = False, select_last_index: bool = False) -> Any:
+    """Index (int64) of the maximum along ``axis`` (of the flattened tensor when None); ties give
+    the first index (the last with ``select_last_index``), as numpy/ONNX.
+
+    Example:
+        >>> from ingot import te
+        >>> y = argmax(te.placeholder((4, 8), name="x"), axis=1)
+        >>> [int(d) for d in y.shape], str(y.dtype)
+        ([4], 'int64')
+    """
+    return _arg_reduce(x, axis, keepdims, select_last_index, "max")
+
+
+def argmin(x: Any, axis: "int | None" = None, keepdims: bool = False, select_last_index: bool = False) -> Any:
+    """Index (int64) of the minimum along ``axis`` (see `argmax`).
+
+    Example:
+        >>> from ingot import te
+        >>> y = argmin(te.placeholder((4, 8), name="x"), axis=0, keepdims=True)
+    """
+    return _arg_reduce(x, axis, keepdims, select_last_index, "min")
 
 
 _ = (builtins, tir)

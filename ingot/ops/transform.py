@@ -1,5 +1,5 @@
 """Injective data movement: reshape, transpose, flatten, concatenate, expand_dims, squeeze,
-strided_slice, take.
+strided_slice, split, take, gather_elements.
 
 Example:
     >>> from ingot import te
@@ -253,3 +253,66 @@ def arange(start: float, stop: float, step: float = 1, dtype: str = "float32") -
     n = max(0, int(math.ceil((stop - start) / step)))
     return compute((n,), lambda idx: const_like(start, dtype) + idx[0].astype(dtype) * const_like(step, dtype),
                    "T_arange", tag="elemwise")
+
+
+def split(x: Any, indices_or_sections: "int | Sequence[int]", axis: int = 0) -> list:
+    """``numpy.split``: ``sections`` equal parts, or cut before each of the ``indices``; one tensor per part.
+
+    Example:
+        >>> from ingot import te
+        >>> parts = split(te.placeholder((6, 4), name="x"), [2, 5], axis=0)
+        >>> [int(p.shape[0]) for p in parts]
+        [2, 3, 1]
+    """
+    from ingot.ir import as_const_int
+
+    ndim = len(x.shape)
+    axis = normalize_axis(axis, ndim)
+    size = as_const_int(convert(x.shape[axis]))
+    if isinstance(indices_or_sections, int):
+        sections = indices_or_sections
+        if size is None or sections <= 0 or size % sections:
+            raise ValueError(f"split: axis {axis} of size {x.shape[axis]} cannot be split into {sections} equal sections")
+        bounds = [size // sections * k for k in range(sections + 1)]
+    else:
+        if size is None:
+            raise ValueError(f"split: axis {axis} has symbolic size {x.shape[axis]}; splitting needs a static size")
+        bounds = [0] + [min(max(int(i), 0), size) for i in indices_or_sections] + [size]
+    parts = []
+    for k, (b, e) in enumerate(zip(bounds[:-1], bounds[1:])):
+        shape = list(x.shape)
+        shape[axis] = max(0, e - b)
+
+        def body(idx: tuple, b: int = b) -> Any:
+            src = list(idx)
+            src[axis] = idx[axis] + b if b else idx[axis]
+            return x[tuple(src)]
+
+        parts.append(compute(shape, body, f"T_split_{k}", tag="injective"))
+    return parts
+
+
+def gather_elements(x: Any, indices: Any, axis: int = 0) -> Any:
+    """``out[i..] = x[i.. with indices[i..] at axis]`` (ONNX GatherElements, ``torch.gather``,
+    ``numpy.take_along_axis``); negative indices count from the end; out has the indices' shape.
+
+    Example:
+        >>> from ingot import te
+        >>> y = gather_elements(te.placeholder((3, 4), name="x"), te.placeholder((3, 2), name="i", dtype="int64"), 1)
+    """
+    ndim = len(x.shape)
+    axis = normalize_axis(axis, ndim)
+    if len(indices.shape) != ndim:
+        raise ValueError(f"gather_elements: indices have rank {len(indices.shape)}, data has rank {ndim}; they must match")
+
+    def body(idx: tuple) -> Any:
+        pos = indices[tuple(idx)]
+        size = convert(x.shape[axis]).astype(str(pos.dtype))
+        pos = tir.Select(pos < 0, pos + size, pos)
+        # Clipped into range like take (an out-of-range index must not read out of bounds).
+        pos = tir.min(tir.max(pos, 0), size - 1)
+        src = list(idx)
+        src[axis] = pos
+        return x[tuple(src)]
+
+    return compute(indices.shape, body, "T_gather_elements", tag="injective")

@@ -17,13 +17,16 @@ from .binary import (
 )
 from .create import arange, broadcast_to, cumsum, expand, full, ones, pad, unsqueeze, zeros
 from .linalg import dense, linear, matmul
+from .image import resize2d
 from .manip import (
-    concat, expand_dims, flatten, permute_dims, reshape, squeeze, strided_slice, take, transpose,
+    concat, expand_dims, flatten, gather_elements, permute_dims, reshape, split, squeeze, strided_slice, take,
+    take_along_axis, transpose,
 )
 from .nn import (
-    avg_pool2d, batch_norm, conv2d, global_avg_pool2d, group_norm, layer_norm, log_softmax, max_pool2d, softmax,
+    avg_pool2d, batch_norm, conv2d, conv2d_transpose, conv_transpose2d, global_avg_pool2d, group_norm, layer_norm,
+    log_softmax, max_pool2d, softmax,
 )
-from .reduce import max, mean, min, prod, sum  # noqa: A004 - numpy/TVM names
+from .reduce import argmax, argmin, max, mean, min, prod, sum  # noqa: A004 - numpy/TVM names
 from .unary import (
     abs, astype, cast, ceil, clip, cos, erf, exp, floor, gelu, gelu_tanh, hard_swish, leaky_relu, log, negative,
     relu, round, rsqrt, sigmoid, silu, sin, sqrt, tanh,

@@ -37,19 +37,36 @@ def conv2d_nchw(x: np.ndarray, w: np.ndarray, strides: Sequence[int] = (1, 1), p
     return out.astype(x.dtype)
 
 
+def _ceil_out(size: int, lo: int, hi: int, k: int, s: int, d: int) -> "tuple[int, int]":
+    span = (k - 1) * d + 1
+    out = -(-(size + lo + hi - span) // s) + 1
+    if (out - 1) * s >= size + lo:  # the last window must start inside the input or its start padding
+        out -= 1
+    return out, max(0, (out - 1) * s + span - (size + lo + hi))
+
+
 def pool2d_nchw(x: np.ndarray, pool_type: str, pool_size: Sequence[int], strides: Sequence[int],
-                padding: Sequence[int], dilation: Sequence[int] = (1, 1), count_include_pad: bool = False) -> np.ndarray:
-    """Max/avg pooling over H, W; ``padding`` is (top, left, bottom, right)."""
+                padding: Sequence[int], dilation: Sequence[int] = (1, 1), count_include_pad: bool = False,
+                ceil_mode: bool = False) -> np.ndarray:
+    """Max/avg pooling over H, W; ``padding`` is (top, left, bottom, right); ``ceil_mode`` as PyTorch
+    (extra windows past the end; their extra positions are never counted by the average)."""
     n, c, h, w = x.shape
     kh, kw = pool_size
     sh, sw = strides
     dh, dw = dilation
     pt, pl, pb, pr = padding
+    eh = ew = 0
+    if ceil_mode:
+        _, eh = _ceil_out(h, pt, pb, kh, sh, dh)
+        _, ew = _ceil_out(w, pl, pr, kw, sw, dw)
     fill = -np.inf if pool_type == "max" else 0.0
-    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (pt, pb), (pl, pr)), constant_values=fill)
-    ones = np.pad(np.ones((h, w)), ((pt, pb), (pl, pr)))
-    oh = (h + pt + pb - ((kh - 1) * dh + 1)) // sh + 1
-    ow = (w + pl + pr - ((kw - 1) * dw + 1)) // sw + 1
+    xp = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (pt, pb + eh), (pl, pr + ew)), constant_values=fill)
+    if count_include_pad:
+        ones = np.pad(np.ones((h + pt + pb, w + pl + pr)), ((0, eh), (0, ew)))
+    else:
+        ones = np.pad(np.ones((h, w)), ((pt, pb + eh), (pl, pr + ew)))
+    oh = (h + pt + pb + eh - ((kh - 1) * dh + 1)) // sh + 1
+    ow = (w + pl + pr + ew - ((kw - 1) * dw + 1)) // sw + 1
     out = np.full((n, c, oh, ow), -np.inf if pool_type == "max" else 0.0)
     count = np.zeros((oh, ow))
     for ky in range(kh):
@@ -59,8 +76,32 @@ def pool2d_nchw(x: np.ndarray, pool_type: str, pool_size: Sequence[int], strides
             out = np.maximum(out, patch) if pool_type == "max" else out + patch
             count += ones[sl[0], sl[1]]
     if pool_type == "avg":
-        out = out / (kh * kw if count_include_pad else np.maximum(count, 1))
+        out = out / np.maximum(count, 1)
     return out.astype(x.dtype)
+
+
+def conv2d_transpose_nchw(x: np.ndarray, w: np.ndarray, strides: Sequence[int] = (1, 1),
+                          padding: Sequence[int] = (0, 0, 0, 0), output_padding: Sequence[int] = (0, 0),
+                          dilation: Sequence[int] = (1, 1), groups: int = 1) -> np.ndarray:
+    """Transposed convolution by scattering (PyTorch's ConvTranspose2d): weight ``(C, O/groups, KH, KW)``."""
+    n, c, h, wd = x.shape
+    _, og, kh, kw = w.shape
+    sh, sw = strides
+    dh, dw = dilation
+    pt, pl, pb, pr = padding
+    full_h = (h - 1) * sh + dh * (kh - 1) + 1 + output_padding[0]
+    full_w = (wd - 1) * sw + dw * (kw - 1) + 1 + output_padding[1]
+    out = np.zeros((n, og * groups, full_h, full_w), dtype=np.float64)
+    cpg = c // groups
+    for g in range(groups):
+        xg = x[:, g * cpg:(g + 1) * cpg].astype(np.float64)
+        wg = w[g * cpg:(g + 1) * cpg].astype(np.float64)
+        for ky in range(kh):
+            for kx in range(kw):
+                contrib = np.einsum("nchw,co->nohw", xg, wg[:, :, ky, kx])
+                out[:, g * og:(g + 1) * og, ky * dh: ky * dh + sh * (h - 1) + 1: sh,
+                    kx * dw: kx * dw + sw * (wd - 1) + 1: sw] += contrib
+    return out[:, :, pt:full_h - pb, pl:full_w - pr].astype(x.dtype)
 
 
 def softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:

@@ -1,5 +1,5 @@
 """Data movement (injective) operators: reshape, permute_dims/transpose, flatten, concat,
-expand_dims, squeeze, strided_slice, take.
+expand_dims, squeeze, strided_slice, split (a tuple result), take, gather_elements.
 
 Example:
     >>> from ingot import graph as G
@@ -309,3 +309,103 @@ def take(x: Expr, indices: Expr, axis: int = 0) -> Call:
         (1, 16, 64)
     """
     return make_call("take", [x, indices], axis=int(axis))
+
+
+def _norm_split(attrs: Any, args: Any) -> dict:
+    s = known_shape("split", tensor_sinfo("split", args[0]))
+    axis = norm_axis("split", attrs["axis"], len(s))
+    ios = attrs["indices_or_sections"]
+    if not isinstance(s[axis], int):
+        raise op_error("split", f"axis {axis} has symbolic size {s[axis]}; splitting needs a static size")
+    if isinstance(ios, int):
+        if ios <= 0 or s[axis] % ios:
+            raise op_error("split", f"axis {axis} of size {s[axis]} cannot be split into {ios} equal sections; "
+                                    f"pass the cut indices instead")
+        return {"indices_or_sections": ios, "axis": axis}
+    indices = tuple(int(i) + s[axis] if int(i) < 0 else int(i) for i in ios)
+    return {"indices_or_sections": indices, "axis": axis}
+
+
+def _split_bounds(size: int, ios: Any) -> list:
+    if isinstance(ios, int):
+        return [size // ios * k for k in range(ios + 1)]
+    return [0] + [min(max(i, 0), size) for i in ios] + [size]
+
+
+def _infer_split(args: Any, attrs: Any) -> TupleStructInfo:
+    x = args[0].struct_info
+    axis = attrs["axis"]
+    bounds = _split_bounds(x.shape[axis], attrs["indices_or_sections"])
+    fields = []
+    for b, e in zip(bounds[:-1], bounds[1:]):
+        shape = list(x.shape)
+        shape[axis] = max(0, e - b)
+        fields.append(TensorStructInfo(shape, x.dtype))
+    return TupleStructInfo(fields)
+
+
+register_op(
+    "split", num_inputs=1, pattern=OpPattern.INJECTIVE, attrs={"indices_or_sections": None, "axis": 0},
+    normalize_attrs=_norm_split, infer=_infer_split,
+    legalize=lambda inputs, attrs, out: topi("transform").split(inputs[0], attrs["indices_or_sections"], attrs["axis"]),
+    numpy=lambda args, attrs: tuple(np.split(args[0], attrs["indices_or_sections"], axis=attrs["axis"])),
+    doc="numpy.split: a tuple of tensors.",
+)
+
+
+def split(x: Expr, indices_or_sections: "int | Sequence[int]", axis: int = 0) -> Call:
+    """``numpy.split(x, indices_or_sections, axis)``: a tuple (``R.Tuple``) of ``sections`` equal parts
+    or of the parts between the cut ``indices``; take the parts with ``G.TupleGetItem`` (``bb.emit`` the
+    call, then ``bb.emit(G.TupleGetItem(parts, k))``).
+
+    Example:
+        >>> from ingot import graph as G
+        >>> x = G.Var("x", G.TensorStructInfo((2, 10), "float32"))
+        >>> [f.shape for f in G.op.split(x, [3, 7], axis=1).struct_info.fields]
+        [(2, 3), (2, 4), (2, 3)]
+    """
+    ios = indices_or_sections if isinstance(indices_or_sections, int) else tuple(indices_or_sections)
+    return make_call("split", [x], indices_or_sections=ios, axis=int(axis))
+
+
+def _infer_gather_elements(args: Any, attrs: Any) -> TensorStructInfo:
+    x, idx = tensor_sinfo("gather_elements", args[0], 0), tensor_sinfo("gather_elements", args[1], 1)
+    if not idx.dtype.is_integer:
+        raise op_error("gather_elements", f"indices must be integers, got {idx.dtype}")
+    sx, si = known_shape("gather_elements", x), known_shape("gather_elements", idx, 1)
+    if len(sx) != len(si):
+        raise op_error("gather_elements", f"data {tuple(sx)} and indices {tuple(si)} must have the same rank")
+    norm_axis("gather_elements", attrs["axis"], len(sx))
+    return TensorStructInfo(si, x.dtype)
+
+
+def _np_gather_elements(args: Any, attrs: Any) -> np.ndarray:
+    x, idx = args
+    axis = attrs["axis"] % x.ndim
+    idx = np.where(idx < 0, idx + x.shape[axis], idx)
+    return np.take_along_axis(x, np.clip(idx, 0, x.shape[axis] - 1), axis=axis)
+
+
+register_op(
+    "gather_elements", num_inputs=2, pattern=OpPattern.INJECTIVE, attrs={"axis": 0}, infer=_infer_gather_elements,
+    legalize=lambda inputs, attrs, out: topi("transform").gather_elements(inputs[0], inputs[1], attrs["axis"]),
+    numpy=_np_gather_elements,
+)
+
+
+def gather_elements(x: Expr, indices: Expr, axis: int = 0) -> Call:
+    """``out[i, j, ..] = x[.., indices[i, j, ..] at axis, ..]`` (ONNX GatherElements, ``torch.gather``,
+    ``numpy.take_along_axis``): the output has the indices' shape; negative indices count from the
+    end, out-of-range ones are clipped.
+
+    Example:
+        >>> from ingot import graph as G
+        >>> x = G.Var("x", G.TensorStructInfo((3, 4), "float32"))
+        >>> i = G.Var("i", G.TensorStructInfo((3, 2), "int64"))
+        >>> G.op.gather_elements(x, i, axis=1).struct_info.shape
+        (3, 2)
+    """
+    return make_call("gather_elements", [x, indices], axis=int(axis))
+
+
+take_along_axis = gather_elements

@@ -1,4 +1,4 @@
-"""Neural-network operators: conv2d, pooling, softmax, normalizations.
+"""Neural-network operators: conv2d, conv2d_transpose, pooling (ceil mode), softmax, normalizations.
 
 Example:
     >>> from ingot import graph as G
@@ -136,6 +136,7 @@ def conv2d(x: Expr, weight: Expr, strides: Any = 1, padding: Any = 0, dilation: 
 
 def _norm_pool_attrs(attrs: Any, args: Any) -> dict:
     out = dict(attrs)
+    out["ceil_mode"] = bool(attrs["ceil_mode"])
     out["pool_size"] = _pair("pool2d", "pool_size", attrs["pool_size"])
     out["strides"] = _pair("pool2d", "strides", attrs["strides"] if attrs["strides"] is not None else out["pool_size"])
     out["dilation"] = _pair("pool2d", "dilation", attrs["dilation"])
@@ -154,6 +155,13 @@ def _infer_pool(name: str) -> Any:
         hi, wi = attrs["layout"].index("H"), attrs["layout"].index("W")
         (kh, kw), (sh, sw), (dh, dw), (pt, pl, pb, pr) = (attrs["pool_size"], attrs["strides"], attrs["dilation"],
                                                            attrs["padding"])
+        if attrs["ceil_mode"]:
+            if not (isinstance(s[hi], int) and isinstance(s[wi], int)):
+                raise op_error(name, f"ceil_mode=True needs static H and W, got {s[hi]} x {s[wi]} (the number of "
+                                     f"windows depends on them); use ceil_mode=False with explicit end padding")
+            s[hi] = _ref._ceil_out(s[hi], pt, pb, kh, sh, dh)[0]
+            s[wi] = _ref._ceil_out(s[wi], pl, pr, kw, sw, dw)[0]
+            return TensorStructInfo(s, x.dtype)
         s[hi] = _window_out(s[hi], pt, pb, kh, sh, dh)
         s[wi] = _window_out(s[wi], pl, pr, kw, sw, dw)
         return TensorStructInfo(s, x.dtype)
@@ -168,18 +176,20 @@ def _np_pool(kind: str) -> Any:
         if nhwc:
             x = x.transpose(0, 3, 1, 2)
         y = _ref.pool2d_nchw(x, kind, attrs["pool_size"], attrs["strides"], attrs["padding"], attrs["dilation"],
-                             attrs.get("count_include_pad", False))
+                             attrs.get("count_include_pad", False), attrs["ceil_mode"])
         return y.transpose(0, 2, 3, 1) if nhwc else y
 
     return ref
 
 
-_POOL_ATTRS = {"pool_size": (1, 1), "strides": None, "padding": 0, "dilation": 1, "layout": "NCHW"}
+_POOL_ATTRS = {"pool_size": (1, 1), "strides": None, "padding": 0, "dilation": 1, "layout": "NCHW",
+               "ceil_mode": False}
 register_op(
     "max_pool2d", num_inputs=1, pattern=OpPattern.OUT_ELEMWISE_FUSABLE, attrs=_POOL_ATTRS,
     infer=_infer_pool("max_pool2d"), normalize_attrs=_norm_pool_attrs, numpy=_np_pool("max"),
     legalize=lambda inputs, attrs, out: topi("nn").pool2d(inputs[0], "max", attrs["pool_size"], attrs["strides"],
-                                                          attrs["padding"], attrs["dilation"], attrs["layout"]),
+                                                          attrs["padding"], attrs["dilation"], attrs["layout"],
+                                                          ceil_mode=attrs["ceil_mode"]),
 )
 register_op(
     "avg_pool2d", num_inputs=1, pattern=OpPattern.OUT_ELEMWISE_FUSABLE,
@@ -187,27 +197,31 @@ register_op(
     infer=_infer_pool("avg_pool2d"), normalize_attrs=_norm_pool_attrs, numpy=_np_pool("avg"),
     legalize=lambda inputs, attrs, out: topi("nn").pool2d(inputs[0], "avg", attrs["pool_size"], attrs["strides"],
                                                           attrs["padding"], attrs["dilation"], attrs["layout"],
-                                                          count_include_pad=attrs["count_include_pad"]),
+                                                          count_include_pad=attrs["count_include_pad"],
+                                                          ceil_mode=attrs["ceil_mode"]),
 )
 
 
 def max_pool2d(x: Expr, pool_size: Any = (1, 1), strides: Any = None, padding: Any = 0, dilation: Any = 1,
-               layout: str = "NCHW") -> Call:
-    """Max pooling (``strides`` default to ``pool_size``).
+               layout: str = "NCHW", ceil_mode: bool = False) -> Call:
+    """Max pooling (``strides`` default to ``pool_size``; ``ceil_mode`` as PyTorch, static H/W).
 
     Example:
         >>> from ingot import graph as G
         >>> x = G.Var("x", G.TensorStructInfo((1, 8, 16, 16), "float32"))
         >>> G.op.max_pool2d(x, 3, 2, 1).struct_info.shape
         (1, 8, 8, 8)
+        >>> G.op.max_pool2d(x, 3, 2, ceil_mode=True).struct_info.shape
+        (1, 8, 8, 8)
     """
     return make_call("max_pool2d", [x], pool_size=pool_size, strides=strides, padding=padding, dilation=dilation,
-                     layout=layout)
+                     layout=layout, ceil_mode=ceil_mode)
 
 
 def avg_pool2d(x: Expr, pool_size: Any = (1, 1), strides: Any = None, padding: Any = 0, dilation: Any = 1,
-               layout: str = "NCHW", count_include_pad: bool = False) -> Call:
-    """Average pooling (padding excluded from the count unless ``count_include_pad``).
+               layout: str = "NCHW", count_include_pad: bool = False, ceil_mode: bool = False) -> Call:
+    """Average pooling (padding excluded from the count unless ``count_include_pad``; the extra
+    windows of ``ceil_mode`` never count positions past the input and its padding, as PyTorch).
 
     Example:
         >>> from ingot import graph as G
@@ -216,7 +230,93 @@ def avg_pool2d(x: Expr, pool_size: Any = (1, 1), strides: Any = None, padding: A
         (1, 8, 8, 8)
     """
     return make_call("avg_pool2d", [x], pool_size=pool_size, strides=strides, padding=padding, dilation=dilation,
-                     layout=layout, count_include_pad=count_include_pad)
+                     layout=layout, count_include_pad=count_include_pad, ceil_mode=ceil_mode)
+
+
+# -- conv2d_transpose ----------------------------------------------------------------------------
+
+
+def _norm_conv_transpose_attrs(attrs: Any, args: Any) -> dict:
+    out = dict(attrs)
+    out["strides"] = _pair("conv2d_transpose", "strides", attrs["strides"])
+    out["dilation"] = _pair("conv2d_transpose", "dilation", attrs["dilation"])
+    out["output_padding"] = _pair("conv2d_transpose", "output_padding", attrs["output_padding"])
+    out["padding"] = _pad4("conv2d_transpose", attrs["padding"])
+    out["groups"] = int(attrs["groups"])
+    if attrs["data_layout"] != "NCHW" or attrs["kernel_layout"] not in (None, "IOHW"):
+        raise op_error("conv2d_transpose", f"only data_layout 'NCHW' with kernel_layout 'IOHW' is supported, got "
+                                           f"{attrs['data_layout']!r}/{attrs['kernel_layout']!r} (transpose the "
+                                           f"tensors with G.op.permute_dims)")
+    out["kernel_layout"] = "IOHW"
+    for (sv, op_), axis in zip(zip(out["strides"], out["output_padding"]), "HW"):
+        if op_ >= sv and op_ >= out["dilation"]["HW".index(axis)]:
+            raise op_error("conv2d_transpose", f"output_padding {op_} on {axis} must be smaller than the stride "
+                                               f"({sv}) or the dilation")
+    return out
+
+
+def _infer_conv_transpose(args: Any, attrs: Any) -> TensorStructInfo:
+    name = "conv2d_transpose"
+    x, w = tensor_sinfo(name, args[0], 0), tensor_sinfo(name, args[1], 1)
+    sx, sw = known_shape(name, x, 0), known_shape(name, w, 1)
+    if len(sx) != 4 or len(sw) != 4:
+        raise op_error(name, f"data and weight must be 4-D, got {sx} and {sw}")
+    if x.dtype != w.dtype:
+        raise op_error(name, f"data and weight dtypes differ ({x.dtype} vs {w.dtype}); cast one with G.op.cast")
+    n, c, h, wd = sx
+    ci, og, kh, kw = sw
+    g = attrs["groups"]
+    if not dims_equal(c, ci):
+        raise op_error(name, f"input channels {c} != weight dim 0 ({ci}); the weight is (in, out/groups, kh, kw)")
+    if isinstance(c, int) and c % g:
+        raise op_error(name, f"input channels {c} are not divisible by groups {g}")
+    if not (isinstance(kh, int) and isinstance(kw, int)):
+        raise op_error(name, f"the kernel's spatial size must be static, got {kh} x {kw}")
+    (sh, sw_), (dh, dw), (pt, pl, pb, pr), (oph, opw) = (attrs["strides"], attrs["dilation"], attrs["padding"],
+                                                         attrs["output_padding"])
+
+    def out_size(size: Any, s: int, lo: int, hi: int, d: int, k: int, op_: int) -> Any:
+        extra = -lo - hi + d * (k - 1) + op_ + 1
+        return (size - 1) * s + extra if isinstance(size, int) else normalize_dim((size - 1) * s + extra)
+
+    oc = og * g if isinstance(og, int) else normalize_dim(og * g)
+    return TensorStructInfo((n, oc, out_size(h, sh, pt, pb, dh, kh, oph), out_size(wd, sw_, pl, pr, dw, kw, opw)),
+                            attrs["out_dtype"] or x.dtype)
+
+
+register_op(
+    "conv2d_transpose", num_inputs=2, pattern=OpPattern.OUT_ELEMWISE_FUSABLE, infer=_infer_conv_transpose,
+    attrs={"strides": 1, "padding": 0, "output_padding": 0, "dilation": 1, "groups": 1, "data_layout": "NCHW",
+           "kernel_layout": None, "out_dtype": None},
+    normalize_attrs=_norm_conv_transpose_attrs,
+    legalize=lambda inputs, attrs, out: topi("nn").conv2d_transpose_nchw(
+        inputs[0], inputs[1], attrs["strides"], attrs["padding"], attrs["output_padding"], attrs["dilation"],
+        attrs["groups"], out_dtype=str(out.dtype)),
+    numpy=lambda args, attrs: _ref.conv2d_transpose_nchw(args[0], args[1], attrs["strides"], attrs["padding"],
+                                                         attrs["output_padding"], attrs["dilation"], attrs["groups"]),
+    doc="Transposed 2-D convolution (PyTorch ConvTranspose2d; weight (in, out/groups, kh, kw)).",
+)
+
+
+def conv2d_transpose(x: Expr, weight: Expr, strides: Any = 1, padding: Any = 0, output_padding: Any = 0,
+                     dilation: Any = 1, groups: int = 1, data_layout: str = "NCHW", kernel_layout: "str | None" = None,
+                     out_dtype: "str | None" = None) -> Call:
+    """Transposed 2-D convolution, NCHW data and IOHW weight ``(in, out/groups, kh, kw)`` as PyTorch's
+    ``ConvTranspose2d``/ONNX ``ConvTranspose``; ``padding`` is int, (h, w) or (top, left, bottom, right).
+
+    Example:
+        >>> from ingot import graph as G
+        >>> x = G.Var("x", G.TensorStructInfo((1, 8, 7, 7), "float32"))
+        >>> w = G.Var("w", G.TensorStructInfo((8, 4, 3, 3), "float32"))
+        >>> G.op.conv2d_transpose(x, w, strides=2, padding=1, output_padding=1).struct_info.shape
+        (1, 4, 14, 14)
+    """
+    return make_call("conv2d_transpose", [x, weight], strides=strides, padding=padding, output_padding=output_padding,
+                     dilation=dilation, groups=groups, data_layout=data_layout, kernel_layout=kernel_layout,
+                     out_dtype=out_dtype)
+
+
+conv_transpose2d = conv2d_transpose
 
 
 def _infer_global_pool(args: Any, attrs: Any) -> TensorStructInfo:

@@ -1,4 +1,5 @@
-"""Reductions: ``sum``, ``mean``, ``max``, ``min``, ``prod`` over axes, with ``keepdims``.
+"""Reductions: ``sum``, ``mean``, ``max``, ``min``, ``prod`` over axes, with ``keepdims``;
+``argmax``/``argmin`` over one axis (or all), int64 result.
 
 Example:
     >>> from ingot import graph as G
@@ -14,7 +15,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..expr import Call, Expr
-from ..op_registry import OpPattern, make_call, register_op
+from ..op_registry import OpPattern, make_call, op_error, register_op
 from ..struct_info import TensorStructInfo
 from ._common import known_shape, norm_axis, tensor_sinfo, topi
 
@@ -89,5 +90,84 @@ mean = _builder("mean")
 max = _builder("max")  # noqa: A001
 min = _builder("min")  # noqa: A001
 prod = _builder("prod")
+
+def _norm_arg_attrs(name: str) -> Callable:
+    def normalize(attrs: Any, args: Any) -> dict:
+        ndim = tensor_sinfo(name, args[0]).ndim
+        axis = attrs["axis"]
+        if axis is not None and not isinstance(axis, int):
+            raise op_error(name, f"axis must be an int or None (all axes), got {axis!r}")
+        return {"axis": None if axis is None else norm_axis(name, axis, ndim), "keepdims": bool(attrs["keepdims"]),
+                "select_last_index": bool(attrs["select_last_index"])}
+
+    return normalize
+
+
+def _infer_arg(name: str) -> Callable:
+    def infer(args: Any, attrs: Any) -> TensorStructInfo:
+        sinfo = tensor_sinfo(name, args[0])
+        shape = known_shape(name, sinfo)
+        axes = range(len(shape)) if attrs["axis"] is None else (attrs["axis"],)
+        if attrs["keepdims"]:
+            out = tuple(1 if a in axes else d for a, d in enumerate(shape))
+        else:
+            out = tuple(d for a, d in enumerate(shape) if a not in axes)
+        return TensorStructInfo(out, "int64")
+
+    return infer
+
+
+def _np_arg(kind: str) -> Callable:
+    def ref(args: Any, attrs: Any) -> np.ndarray:
+        x, axis = args[0], attrs["axis"]
+        fn = np.argmax if kind == "max" else np.argmin
+        if attrs["select_last_index"]:
+            # The last occurrence: search the reversed axis, map back.
+            if axis is None:
+                flat = x.reshape(-1)
+                out = np.asarray(flat.size - 1 - fn(flat[::-1]))
+                return out.reshape((1,) * x.ndim if attrs["keepdims"] else ()).astype("int64")
+            out = x.shape[axis] - 1 - fn(np.flip(x, axis), axis=axis, keepdims=attrs["keepdims"])
+            return np.asarray(out).astype("int64")
+        return np.asarray(fn(x, axis=axis, keepdims=attrs["keepdims"])).astype("int64")
+
+    return ref
+
+
+for _kind in ("max", "min"):
+    register_op(
+        f"arg{_kind}", num_inputs=1, pattern=OpPattern.REDUCTION,
+        attrs={"axis": None, "keepdims": False, "select_last_index": False},
+        normalize_attrs=_norm_arg_attrs(f"arg{_kind}"), infer=_infer_arg(f"arg{_kind}"), numpy=_np_arg(_kind),
+        legalize=(lambda kind: lambda inputs, attrs, out: getattr(topi("reduce"), f"arg{kind}")(
+            inputs[0], attrs["axis"], attrs["keepdims"], attrs["select_last_index"]))(_kind),
+        doc=f"Index of the {_kind}imum along an axis (int64).",
+    )
+
+
+def argmax(x: Expr, axis: "int | None" = None, keepdims: bool = False, select_last_index: bool = False) -> Call:
+    """Index (int64) of the maximum along ``axis`` (of the flattened tensor when None); ties give the
+    first index (the last with ``select_last_index``), as numpy/ONNX/PyTorch.
+
+    Example:
+        >>> from ingot import graph as G
+        >>> x = G.Var("x", G.TensorStructInfo((4, 8), "float32"))
+        >>> str(G.op.argmax(x, axis=1).struct_info)
+        'R.Tensor((4,), dtype="int64")'
+    """
+    return make_call("argmax", [x], axis=axis, keepdims=keepdims, select_last_index=select_last_index)
+
+
+def argmin(x: Expr, axis: "int | None" = None, keepdims: bool = False, select_last_index: bool = False) -> Call:
+    """Index (int64) of the minimum along ``axis`` (see `argmax`).
+
+    Example:
+        >>> from ingot import graph as G
+        >>> x = G.Var("x", G.TensorStructInfo((4, 8), "float32"))
+        >>> G.op.argmin(x, axis=0, keepdims=True).struct_info.shape
+        (1, 8)
+    """
+    return make_call("argmin", [x], axis=axis, keepdims=keepdims, select_last_index=select_last_index)
+
 
 _ = builtins

@@ -197,7 +197,7 @@ def primitive_to_prim_func(func: Function, name: str) -> Any:
             inputs = [te_value(a) for a in b.value.args]
             tensors[id(b.var)] = op_def.legalize(inputs, b.value.attrs, b.value.struct_info)
     out = tensors[id(func.body.body)]
-    return create_prim_func(placeholders, [out], name)
+    return create_prim_func(placeholders, list(out) if isinstance(out, (list, tuple)) else [out], name)
 
 
 def fuse_tir_module(mod: IRModule) -> IRModule:
