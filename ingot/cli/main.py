@@ -218,13 +218,11 @@ def bench_cmd(package: str, repeat: int, warmup: int, inputs: "str | None", prof
     click.echo(f"latency over {len(t)} runs (ms): mean {t.mean():.3f}  p50 {np.percentile(t, 50):.3f}  "
                f"p90 {np.percentile(t, 90):.3f}  p99 {np.percentile(t, 99):.3f}  min {t.min():.3f}  max {t.max():.3f}")
     if profile:
-        vm = pkg.executor()
-        prof = getattr(vm, "profile", None)
-        if prof is None:
-            click.echo("profile: the graph executor has no per-kernel profiler yet (Executor.profile)")
-        else:
-            with _errors():
-                click.echo(str(prof("main", *arrays)))
+        # Per-kernel times from the step-by-step (interpreter) path; see ingot.driver.model.profile.
+        with _errors():
+            prof = M.profile(pkg, feed, repeat=max(min(repeat, 20), 1))
+        click.echo("per-kernel profile (median ms per run, interpreter path):")
+        click.echo(str(prof))
 
 
 from .tune import tune_cmd as _tune_cmd  # noqa: E402 - `ingot tune` lives in ingot/cli/tune.py
