@@ -11,9 +11,9 @@ Step 2. baseline: in a task's first round its default schedule (``ingot.ops.sche
    picks a tuned schedule slower than the default (and the untuned latency is known);
 Step 3. rounds: before each round the remaining time is compared with the measured seconds per
    candidate (an exponential average over rounds); a round is shrunk to what fits, and none is
-   started when not even one candidate fits (the first round of a time-limited run is a probe of
-   at most 4). Candidates are built in chunks of one per builder process and the deadline is
-   checked between chunks; each measured candidate is committed at once (a kill loses at most
+   started when not even one candidate fits (a task's first round in a time-limited run is a
+   probe of at most 4). Candidates are built in chunks of one per builder process, and no chunk
+   starts when the previous one took longer than the time left; each measured candidate is committed at once (a kill loses at most
    the one being measured);
 Step 4. early stop: a task whose best latency improved less than ``min_improvement`` (relative)
    over its last ``patience`` rounds is marked done; the budget goes to the others.
@@ -119,9 +119,9 @@ class ModelTaskScheduler(GradientBased):
             return "time budget"
         # Seconds per candidate of this task (tasks differ a lot: a conv vs an add), else overall.
         per_cand = self._task_sec_per_cand.get(i, self._sec_per_cand)
-        if per_cand is None and math.isfinite(remaining):
-            budget = min(budget, 4)  # a probe round: the cost per candidate is not known yet
-        elif math.isfinite(remaining):
+        if i not in self._task_sec_per_cand and math.isfinite(remaining):
+            budget = min(budget, 4)  # a probe round: this task's cost per candidate is not known yet
+        if per_cand is not None and math.isfinite(remaining):
             # Step 3: shrink the round to what fits (2 % slack for the bookkeeping after it).
             fits = int(remaining * 0.98 / per_cand)
             if fits < 1:
@@ -177,18 +177,21 @@ class ModelTaskScheduler(GradientBased):
         self.time_split["build"] += time.perf_counter() - t
         chunk = max(1, int(getattr(self.builder, "max_workers", None) or 1))
         measured, means = [], []
+        last_chunk_s = 0.0
         for start in range(0, len(cands), chunk):
-            if measured and self.remaining_s() <= 0:
+            # Never start a chunk that the previous one says cannot finish before the deadline.
+            if measured and self.remaining_s() < last_chunk_s:
                 logger.info("task %s: time budget reached; %d candidate(s) of the round not measured",
                             ctx.task_name, len(cands) - len(measured))
                 break
             part = cands[start:start + chunk]
-            t = time.perf_counter()
+            t = t_chunk = time.perf_counter()
             built = self.builder.build([BuilderInput(c.sch.mod, str(ctx.target)) for c in part])
             self.time_split["build"] += time.perf_counter() - t
             for c, b in zip(part, built):
                 means.append(self._measure(i, c, b, ref, args_info, shash, c is baseline))
                 measured.append(c)
+            last_chunk_s = time.perf_counter() - t_chunk
         searched = [(c, m) for c, m in zip(measured, means) if c is not baseline]
         if searched:
             ctx.search_strategy.notify_runner_results([c for c, _ in searched], [m for _, m in searched])
