@@ -1,0 +1,309 @@
+"""Real models, batch 1, 2 threads: Ingot (untuned) beside ONNX Runtime, PyTorch eager and torch.compile.
+
+For each model (random weights, written in plain ``torch.nn`` here since torchvision is not
+installable): export to ONNX, compile with Ingot (compile time reported), check Ingot's output
+against ONNX Runtime's, then measure the median batch-1 latency of Ingot, ONNX Runtime
+(``intra_op_num_threads=2``), PyTorch eager (``torch.set_num_threads(2)``) and ``torch.compile``
+(when it works offline), and the peak RSS of a fresh process that loads and runs the compiled
+model once, beside ONNX Runtime's. Prints a Markdown table.
+
+Models: ResNet-50, MobileNetV2 (width 1.0, 224x224) and a BERT-base-style encoder (hidden 768,
+12 heads, FFN 3072, sequence 128; ``--bert-layers`` sets the depth, 12 by default).
+
+Only run it on a quiet machine (it refuses when the 1-minute load average is above ``--max-load``):
+    python benchmarks/models.py [--models resnet50,mobilenet_v2,bert] [--repeat 20] [--bert-layers 12]
+    python benchmarks/models.py --smoke      # tiny versions, 1 repeat: checks the script, measures nothing
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+from benchmarks.common import load_average  # noqa: E402
+
+THREADS = 2
+
+
+# -- architectures (plain torch.nn) -------------------------------------------------------------
+
+
+def _torch_models():
+    import torch
+    from torch import nn
+
+    class Bottleneck(nn.Module):
+        expansion = 4
+
+        def __init__(self, cin, width, stride):
+            super().__init__()
+            cout = width * 4
+            self.conv1, self.bn1 = nn.Conv2d(cin, width, 1, bias=False), nn.BatchNorm2d(width)
+            self.conv2, self.bn2 = nn.Conv2d(width, width, 3, stride, 1, bias=False), nn.BatchNorm2d(width)
+            self.conv3, self.bn3 = nn.Conv2d(width, cout, 1, bias=False), nn.BatchNorm2d(cout)
+            self.down = None
+            if stride != 1 or cin != cout:
+                self.down = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+
+        def forward(self, x):
+            y = torch.relu(self.bn1(self.conv1(x)))
+            y = torch.relu(self.bn2(self.conv2(y)))
+            y = self.bn3(self.conv3(y))
+            return torch.relu(y + (x if self.down is None else self.down(x)))
+
+    class ResNet(nn.Module):
+        """torchvision's resnet50 (v1.5: stride on the 3x3), ``layers=(3, 4, 6, 3)``."""
+
+        def __init__(self, layers=(3, 4, 6, 3), base=64, classes=1000):
+            super().__init__()
+            self.stem = nn.Sequential(nn.Conv2d(3, base, 7, 2, 3, bias=False), nn.BatchNorm2d(base), nn.ReLU(),
+                                      nn.MaxPool2d(3, 2, 1))
+            blocks, cin = [], base
+            for i, n in enumerate(layers):
+                width = base * 2 ** i
+                for j in range(n):
+                    blocks.append(Bottleneck(cin, width, 2 if j == 0 and i > 0 else 1))
+                    cin = width * 4
+            self.blocks = nn.Sequential(*blocks)
+            self.fc = nn.Linear(cin, classes)
+
+        def forward(self, x):
+            y = self.blocks(self.stem(x))
+            return self.fc(torch.flatten(nn.functional.adaptive_avg_pool2d(y, 1), 1))
+
+    class InvertedResidual(nn.Module):
+        def __init__(self, cin, cout, stride, expand):
+            super().__init__()
+            hidden = cin * expand
+            layers = []
+            if expand != 1:
+                layers += [nn.Conv2d(cin, hidden, 1, bias=False), nn.BatchNorm2d(hidden), nn.ReLU6()]
+            layers += [nn.Conv2d(hidden, hidden, 3, stride, 1, groups=hidden, bias=False), nn.BatchNorm2d(hidden),
+                       nn.ReLU6(), nn.Conv2d(hidden, cout, 1, bias=False), nn.BatchNorm2d(cout)]
+            self.body = nn.Sequential(*layers)
+            self.residual = stride == 1 and cin == cout
+
+        def forward(self, x):
+            return x + self.body(x) if self.residual else self.body(x)
+
+    class MobileNetV2(nn.Module):
+        """torchvision's mobilenet_v2 (width 1.0): (t, c, n, s) settings, 1280-wide head."""
+
+        SETTINGS = ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1), (6, 160, 3, 2),
+                    (6, 320, 1, 1))
+
+        def __init__(self, classes=1000, scale=1.0):
+            super().__init__()
+            c = lambda v: max(8, int(v * scale))  # noqa: E731
+            cin = c(32)
+            layers = [nn.Conv2d(3, cin, 3, 2, 1, bias=False), nn.BatchNorm2d(cin), nn.ReLU6()]
+            for t, ch, n, s in self.SETTINGS:
+                for j in range(n):
+                    layers.append(InvertedResidual(cin, c(ch), s if j == 0 else 1, t))
+                    cin = c(ch)
+            last = c(1280)
+            layers += [nn.Conv2d(cin, last, 1, bias=False), nn.BatchNorm2d(last), nn.ReLU6()]
+            self.features = nn.Sequential(*layers)
+            self.fc = nn.Linear(last, classes)
+
+        def forward(self, x):
+            return self.fc(torch.flatten(nn.functional.adaptive_avg_pool2d(self.features(x), 1), 1))
+
+    class Encoder(nn.Module):
+        """BERT-base-style encoder stack (post-LN, GELU), input = embeddings (batch, seq, hidden)."""
+
+        def __init__(self, layers=12, hidden=768, heads=12, ffn=3072):
+            super().__init__()
+            layer = nn.TransformerEncoderLayer(hidden, heads, ffn, dropout=0.0, activation="gelu", batch_first=True)
+            self.enc = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+
+        def forward(self, x):
+            return self.enc(x)
+
+    return ResNet, MobileNetV2, Encoder
+
+
+def build_models(names, smoke: bool, bert_layers: int):
+    """``{name: (torch module, example input)}``; ``smoke`` gives tiny versions of each."""
+    import torch
+
+    ResNet, MobileNetV2, Encoder = _torch_models()
+    torch.manual_seed(0)
+    rng = np.random.default_rng(0)
+    out = {}
+    for name in names:
+        if name == "resnet50":
+            m = ResNet((1, 1, 1, 1), 8, 10) if smoke else ResNet()
+            x = rng.standard_normal((1, 3, 32, 32) if smoke else (1, 3, 224, 224)).astype("float32")
+        elif name == "mobilenet_v2":
+            m = MobileNetV2(10, 0.25) if smoke else MobileNetV2()
+            x = rng.standard_normal((1, 3, 32, 32) if smoke else (1, 3, 224, 224)).astype("float32")
+        elif name == "bert":
+            m = Encoder(1, 32, 4, 64) if smoke else Encoder(bert_layers)
+            x = rng.standard_normal((1, 8, 32) if smoke else (1, 128, 768)).astype("float32")
+        else:
+            raise SystemExit(f"unknown model {name!r}; choose from resnet50, mobilenet_v2, bert")
+        out[name] = (m.eval(), x)
+    return out
+
+
+# -- measurements -------------------------------------------------------------------------------
+
+
+def median_ms(fn, repeat: int, warmup: int = 2) -> float:
+    """Median wall time of ``fn()`` in ms over ``repeat`` calls, after ``warmup`` calls."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(times)
+
+
+_RSS_INGOT = """
+import sys, numpy as np, ingot
+def _hwm():
+    # VmHWM is the peak RSS of this process image; ru_maxrss would include the parent's peak,
+    # which Linux carries over fork + exec.
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+from ingot.driver import model as M
+x = np.load(sys.argv[2])
+pkg = M.load_package(sys.argv[1])
+M.run(pkg, {pkg.inputs[0].name: x})
+print(_hwm())
+"""
+
+_RSS_ORT = """
+import sys, numpy as np, onnxruntime as ort
+def _hwm():
+    # VmHWM is the peak RSS of this process image; ru_maxrss would include the parent's peak,
+    # which Linux carries over fork + exec.
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+o = ort.SessionOptions(); o.intra_op_num_threads = 2
+s = ort.InferenceSession(sys.argv[1], o, providers=["CPUExecutionProvider"])
+s.run(None, {s.get_inputs()[0].name: np.load(sys.argv[2])})
+print(_hwm())
+"""
+
+
+def peak_rss_mb(script: str, *args: str) -> float:
+    """Peak RSS (MiB) of a fresh Python process running ``script`` (which prints its VmHWM in KiB)."""
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+    env = {**os.environ, "PYTHONPATH": root + os.pathsep + os.environ.get("PYTHONPATH", ""),
+           "OMP_NUM_THREADS": str(THREADS)}
+    proc = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, env=env,
+                          timeout=1800)
+    if proc.returncode != 0:
+        raise RuntimeError(f"RSS probe failed: {proc.stderr.strip()[-500:]}")
+    return int(proc.stdout.strip().splitlines()[-1]) / 1024.0
+
+
+def bench_model(name: str, module, x: np.ndarray, repeat: int, workdir: str, use_compile: bool) -> dict:
+    """All numbers of one model (see the module docstring)."""
+    import onnxruntime as ort
+    import torch
+
+    import ingot
+    from ingot.driver import model as M
+
+    row = {"model": name}
+    path = os.path.join(workdir, f"{name}.onnx")
+    # Step 1. export (the fused MHA fast path has no ONNX export: trace the decomposed ops).
+    torch.backends.mha.set_fastpath_enabled(False)
+    with torch.no_grad():
+        torch.onnx.export(module, (torch.from_numpy(x),), path, input_names=["data"], dynamo=False,
+                          opset_version=17)
+    # Step 2. compile with Ingot and check against ONNX Runtime.
+    t0 = time.perf_counter()
+    package = M.compile(M.load(path), target=f"llvm -num-cores={THREADS}")
+    row["compile_s"] = time.perf_counter() - t0
+    pkg_dir = package.export(os.path.join(workdir, f"{name}.ingot"))
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = THREADS
+    sess = ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
+    expected = sess.run(None, {"data": x})[0]
+    got = list(ingot.run(package, {"data": x}).values())[0]
+    row["max_abs_err"] = float(np.max(np.abs(got - expected)))
+    # Step 3. latencies, same process, one after the other.
+    fn = package.executor()["main"]
+    row["ingot_ms"] = median_ms(lambda: fn(x), repeat)
+    row["ort_ms"] = median_ms(lambda: sess.run(None, {"data": x}), repeat)
+    torch.set_num_threads(THREADS)
+    tx = torch.from_numpy(x)
+    with torch.no_grad():
+        row["torch_ms"] = median_ms(lambda: module(tx), repeat)
+        row["torch_compile_ms"] = None
+        if use_compile:
+            try:
+                compiled = torch.compile(module)
+                compiled(tx)
+                row["torch_compile_ms"] = median_ms(lambda: compiled(tx), repeat)
+            except Exception as exc:  # no C++ toolchain / offline cache: report and go on
+                row["torch_compile_error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:80]}"
+    # Step 4. peak memory of fresh processes that load and run the model once.
+    np.save(os.path.join(workdir, f"{name}_x.npy"), x)
+    xin = os.path.join(workdir, f"{name}_x.npy")
+    row["ingot_rss_mb"] = peak_rss_mb(_RSS_INGOT, pkg_dir, xin)
+    row["ort_rss_mb"] = peak_rss_mb(_RSS_ORT, path, xin)
+    return row
+
+
+def markdown(rows: list) -> str:
+    """The results as a Markdown table."""
+    def f(v, fmt="{:.2f}"):
+        return "n/a" if v is None else fmt.format(v)
+
+    lines = ["| model | Ingot compile (s) | Ingot (ms) | ONNX Runtime (ms) | Ingot / ORT | PyTorch eager (ms) | "
+             "torch.compile (ms) | peak RSS Ingot (MiB) | peak RSS ORT (MiB) | max abs err vs ORT |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        lines.append(f"| {r['model']} | {f(r['compile_s'], '{:.1f}')} | {f(r['ingot_ms'])} | {f(r['ort_ms'])} | "
+                     f"{r['ingot_ms'] / r['ort_ms']:.2f}x | {f(r['torch_ms'])} | {f(r.get('torch_compile_ms'))} | "
+                     f"{f(r['ingot_rss_mb'], '{:.0f}')} | {f(r['ort_rss_mb'], '{:.0f}')} | {r['max_abs_err']:.1e} |")
+    notes = [f"torch.compile on {r['model']}: {r['torch_compile_error']}" for r in rows if r.get("torch_compile_error")]
+    return "\n".join(lines + [""] + notes)
+
+
+def main(argv=None) -> int:
+    """Command line (see the module docstring)."""
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--models", default="resnet50,mobilenet_v2,bert")
+    p.add_argument("--repeat", type=int, default=20)
+    p.add_argument("--bert-layers", type=int, default=12)
+    p.add_argument("--no-torch-compile", action="store_true")
+    p.add_argument("--smoke", action="store_true", help="tiny models, 1 repeat (checks the script only)")
+    p.add_argument("--max-load", type=float, default=1.0, help="refuse to measure above this load average")
+    args = p.parse_args(argv)
+    load = float(load_average()) if load_average() != "?" else 0.0
+    if not args.smoke and load > args.max_load:
+        print(f"load average {load} > {args.max_load}: the machine is busy, numbers would be noise; "
+              f"rerun later (or pass --max-load)", file=sys.stderr)
+        return 2
+    print(f"load average before: {load_average()}", file=sys.stderr)
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="ingot-models-") as workdir:
+        for name, (module, x) in build_models(args.models.split(","), args.smoke, args.bert_layers).items():
+            print(f"[{name}] export, compile, measure...", file=sys.stderr, flush=True)
+            rows.append(bench_model(name, module, x, 1 if args.smoke else args.repeat, workdir,
+                                    not args.no_torch_compile and not args.smoke))
+    print(markdown(rows))
+    print(f"load average after: {load_average()}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
