@@ -4,7 +4,7 @@ Used by `FoldConstant` and as the expected values in tests.
 
 Example:
     >>> import numpy as np
-    >>> conv2d_nchw(np.ones((1, 1, 3, 3), "float32"), np.ones((1, 1, 3, 3), "float32"), padding=(1, 1, 1, 1))[0, 0, 1, 1]
+    >>> float(conv2d_nchw(np.ones((1, 1, 3, 3), "float32"), np.ones((1, 1, 3, 3), "float32"), padding=(1, 1, 1, 1))[0, 0, 1, 1])
     9.0
 """
 from __future__ import annotations
