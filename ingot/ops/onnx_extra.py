@@ -132,3 +132,67 @@ def topk_indices(x: Any, k: int, axis: int = -1, largest: bool = True) -> Any:
         return te.sum(tir.Select(hit, s.astype("int64"), tir.const(0, "int64")), axis=s)
 
     return compute(out_shape, pick, "T_topk_indices", tag="reduction")
+
+
+def bitwise(a: Any, b: Any, kind: str) -> Any:
+    """Broadcasting integer ``and``/``or``/``xor``/``shift_left``/``shift_right`` (ONNX BitwiseAnd...,
+    BitShift). Shifts by a negative amount or by at least the bit width give 0 (right shifts of a
+    negative signed value: -1), as ONNX defines them; no shift in the generated C is undefined.
+
+    Example:
+        >>> from ingot import te
+        >>> y = bitwise(te.placeholder((4,), "uint8", "a"), te.placeholder((1,), "uint8", "b"), "shift_left")
+    """
+    from ingot.ir import Call, DataType
+
+    from ._util import broadcast_index
+
+    ndim = max(len(a.shape), len(b.shape))
+    out_shape = []
+    for k in range(ndim):
+        da = a.shape[k - ndim + len(a.shape)] if k - ndim + len(a.shape) >= 0 else 1
+        db = b.shape[k - ndim + len(b.shape)] if k - ndim + len(b.shape) >= 0 else 1
+        out_shape.append(db if _is_one(da) else da)
+    dtype = str(a.dtype)
+    bits = DataType(dtype).bits
+    signed = dtype.startswith("int")
+
+    def body(idx: tuple) -> Any:
+        x, y = a[broadcast_index(a, out_shape, idx)], b[broadcast_index(b, out_shape, idx)]
+        if kind in ("and", "or", "xor"):
+            return Call(dtype, f"bitwise_{kind}", [x, y])
+        zero = tir.const(0, dtype)
+        valid = tir.And(y >= zero, y < tir.const(bits, dtype))
+        amount = tir.min(tir.max(y, zero), tir.const(bits - 1, dtype))  # never an undefined shift
+        if kind == "shift_left":
+            if signed:  # shift the unsigned bit pattern: signed overflow is undefined in C
+                udt = f"uint{bits}"
+                shifted = Call(udt, "shift_left", [x.astype(udt), amount.astype(udt)]).astype(dtype)
+            else:
+                shifted = Call(dtype, "shift_left", [x, amount])
+            return tir.Select(valid, shifted, zero)
+        if kind == "shift_right":
+            out_of_range = tir.Select(x < zero, tir.const(-1, dtype), zero) if signed else zero
+            return tir.Select(valid, Call(dtype, "shift_right", [x, amount]), out_of_range)
+        raise ValueError(f"bitwise: unknown kind {kind!r}; use and/or/xor/shift_left/shift_right")
+
+    return compute(out_shape, body, f"T_bitwise_{kind}", tag="broadcast")
+
+
+def bitwise_not(x: Any) -> Any:
+    """Integer ``~x`` (ONNX BitwiseNot).
+
+    Example:
+        >>> from ingot import te
+        >>> y = bitwise_not(te.placeholder((4,), "int32", "x"))
+    """
+    from ingot.ir import Call
+
+    return compute(x.shape, lambda idx: Call(str(x.dtype), "bitwise_not", [x[tuple(idx)]]), "T_bitwise_not",
+                   tag="elemwise")
+
+
+def _is_one(dim: Any) -> bool:
+    from ._util import is_one
+
+    return is_one(dim)

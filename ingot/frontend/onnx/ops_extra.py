@@ -1,5 +1,5 @@
 """ONNX converters on the frontend's extra graph ops (`ingot.graph.op.onnx_extra`): ArgMax, ArgMin,
-TopK, CumSum.
+TopK, CumSum, BitShift, BitwiseAnd/Or/Xor/Not.
 
 Note: TopK's values are ``gather_elements`` of its indices, so both outputs come from one ranking;
 CumSum's ``reverse`` is a flip (``take`` with reversed positions) on both sides of the scan.
@@ -80,3 +80,29 @@ def _cumsum(ctx: Any, node: Any) -> Any:
     e = _flip(ctx, x, axis) if reverse else ctx.expr(x)
     out = ctx.emit(G.op.cumsum(e, axis=axis, exclusive=exclusive))
     return _flip(ctx, out, axis) if reverse else out
+
+
+def _bitwise(kind: str) -> Any:
+    def convert(ctx: Any, node: Any) -> Any:
+        a, b = node.input(0), node.input(1)
+        if kind == "shift":
+            direction = str(node.attr("direction", "")).upper()
+            if direction not in ("LEFT", "RIGHT"):
+                raise node.error(f"BitShift direction must be 'LEFT' or 'RIGHT', got {direction!r}")
+            op = "shift_left" if direction == "LEFT" else "shift_right"
+        else:
+            op = kind
+        return ctx.emit(X.bitwise(ctx.expr(a), ctx.expr(b), op))
+
+    return convert
+
+
+register("BitShift", since=11)(_bitwise("shift"))
+register("BitwiseAnd", since=18)(_bitwise("and"))
+register("BitwiseOr", since=18)(_bitwise("or"))
+register("BitwiseXor", since=18)(_bitwise("xor"))
+
+
+@register("BitwiseNot", since=18)
+def _bitwise_not(ctx: Any, node: Any) -> Any:
+    return ctx.emit(X.bitwise_not(ctx.expr(node.input(0))))

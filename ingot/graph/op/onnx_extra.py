@@ -192,3 +192,83 @@ def topk_indices(x: Expr, k: int, axis: int = -1, largest: bool = True) -> Call:
         (2, 3)
     """
     return make_call("topk_indices", [x], k=k, axis=axis, largest=largest)
+
+
+# -- bitwise -------------------------------------------------------------------------------------
+
+_BITWISE = ("and", "or", "xor", "shift_left", "shift_right")
+
+
+def _infer_bitwise(args: Any, attrs: Any) -> TensorStructInfo:
+    from ._common import broadcast_shapes
+
+    a, b = tensor_sinfo("bitwise", args[0], 0), tensor_sinfo("bitwise", args[1], 1)
+    if attrs["kind"] not in _BITWISE:
+        raise op_error("bitwise", f"kind must be one of {_BITWISE}, got {attrs['kind']!r}")
+    if not a.dtype.is_integer or str(a.dtype) != str(b.dtype):
+        raise op_error("bitwise", f"operands must be integers of the same dtype, got {a.dtype} and {b.dtype}")
+    return TensorStructInfo(broadcast_shapes("bitwise", known_shape("bitwise", a), known_shape("bitwise", b, 1)),
+                            a.dtype)
+
+
+def _np_bitwise(args: Any, attrs: Any) -> np.ndarray:
+    a, b = np.broadcast_arrays(*args)
+    kind = attrs["kind"]
+    if kind in ("and", "or", "xor"):
+        return getattr(np, f"bitwise_{kind}")(a, b)
+    bits = np.iinfo(a.dtype).bits
+    valid = (b >= 0) & (b < bits)
+    amount = np.clip(b, 0, bits - 1)
+    if kind == "shift_left":
+        u = np.dtype(f"u{a.dtype.itemsize}")
+        shifted = np.left_shift(a.view(u) if a.dtype.kind == "i" else a, amount.astype(u)).view(a.dtype)
+        return np.where(valid, shifted, 0).astype(a.dtype)
+    fill = np.where(a < 0, -1, 0) if a.dtype.kind == "i" else 0
+    return np.where(valid, np.right_shift(a, amount.astype(a.dtype)), fill).astype(a.dtype)
+
+
+_register(
+    "bitwise", num_inputs=2, pattern=OpPattern.BROADCAST, attrs={"kind": "and"},
+    normalize_attrs=lambda attrs, args: {"kind": str(attrs["kind"])},
+    infer=_infer_bitwise,
+    legalize=lambda inputs, attrs, out: topi("onnx_extra").bitwise(inputs[0], inputs[1], attrs["kind"]),
+    numpy=_np_bitwise,
+)
+
+
+def bitwise(a: Expr, b: Expr, kind: str) -> Call:
+    """Integer ``and``/``or``/``xor``/``shift_left``/``shift_right`` with broadcasting (shifts out of
+    ``[0, bits)`` give 0, or -1 for right shifts of negative signed values, as in ONNX).
+
+    Example:
+        >>> from ingot import graph as G
+        >>> a = G.Var("a", G.TensorStructInfo((2, 3), "uint8"))
+        >>> bitwise(a, a, "xor").struct_info.shape
+        (2, 3)
+    """
+    return make_call("bitwise", [a, b], kind=kind)
+
+
+def _infer_bitwise_not(args: Any, attrs: Any) -> TensorStructInfo:
+    x = tensor_sinfo("bitwise_not", args[0])
+    if not x.dtype.is_integer:
+        raise op_error("bitwise_not", f"the operand must be an integer tensor, got {x.dtype}")
+    return x
+
+
+_register(
+    "bitwise_not", num_inputs=1, pattern=OpPattern.ELEMWISE, infer=_infer_bitwise_not,
+    legalize=lambda inputs, attrs, out: topi("onnx_extra").bitwise_not(inputs[0]),
+    numpy=lambda args, attrs: np.invert(args[0]),
+)
+
+
+def bitwise_not(x: Expr) -> Call:
+    """Integer ``~x``.
+
+    Example:
+        >>> from ingot import graph as G
+        >>> str(bitwise_not(G.Var("x", G.TensorStructInfo((4,), "int32"))).struct_info)
+        'R.Tensor((4,), dtype="int32")'
+    """
+    return make_call("bitwise_not", [x])
