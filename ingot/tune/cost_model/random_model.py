@@ -22,6 +22,8 @@ class RandomModel(CostModel):
     def __init__(self, seed: "int | None" = None):
         self._rng = np.random.default_rng(seed)
 
+    is_trained = False  # scores carry no information: the search skips evolving on them
+
     def update(self, features, mean_secs) -> None:
         return None
 

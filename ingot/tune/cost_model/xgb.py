@@ -53,6 +53,11 @@ class XGBModel(CostModel):
         self._rng = np.random.default_rng(self.seed)
 
     @property
+    def is_trained(self) -> bool:
+        """Whether predictions come from a model (False: random scores, before ``min_train``)."""
+        return self._booster is not None
+
+    @property
     def num_samples(self) -> int:
         return len(self._secs)
 

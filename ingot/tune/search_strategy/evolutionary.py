@@ -6,7 +6,8 @@ Step 1. Population: the best measured records of the workload (replayed from the
 Step 2. Evolution, ``genetic_num_iters`` times: score the population with the cost model (one
    batched prediction), pick parents in proportion to their scores, mutate them (a mutator drawn
    by its probability) and replay; children with a new structural hash form the next
-   population. Every candidate seen is kept with its score.
+   population. Every candidate seen is kept with its score. While the cost model is untrained
+   (first round) there is no evolution: random scores would only cost replays.
 Defaults are smaller than TVM's (512 / 3 iterations) because replay runs the Python schedule
 primitives (tens of milliseconds per candidate); replays are memoized by trace.
 Step 3. Selection: the ``(1 - eps_greedy)`` share of the trials goes to the best-scored candidates
@@ -87,12 +88,15 @@ class EvolutiveSearch(SearchStrategy):
         if not population:
             return None
         pool: dict[str, tuple[MeasureCandidate, float]] = {}
-        # Step 2. evolution
-        for it in range(self.genetic_num_iters + 1):
+        # Step 2. evolution (skipped while the cost model is untrained: evolving on random scores
+        # only spends replays; the first round is then the random population itself)
+        informed = self.cost_model is not None and getattr(self.cost_model, "is_trained", True)
+        iters = self.genetic_num_iters if informed else 0
+        for it in range(iters + 1):
             scores = self._score(population)
             for c, s in zip(population, scores):
                 pool[c.candidate_hash] = (c, float(s))
-            if it == self.genetic_num_iters:
+            if it == iters:
                 break
             weights = np.maximum(scores - scores.min(), 0) + 1e-6
             weights = weights / weights.sum()
