@@ -1,21 +1,18 @@
-"""TE computes for operators the ONNX frontend needs beyond the core inventory: gather_elements,
-argmax/argmin, topk (indices).
+"""TE computes for operators the ONNX frontend needs beyond the core inventory: topk (indices),
+bitwise and/or/xor/shifts, bitwise not.
 
-Note: each is written with the reductions TE already has (sum/max/min), no multi-value reducers:
-  * argmax = the smallest index whose value equals the maximum (``select_last_index``: the largest);
+Note: written with the reductions TE already has (sum), no multi-value reducers:
   * topk ranks every element by counting the elements that come before it in the sorted order
     (greater value, or equal value at a smaller index — ONNX's tie rule), then output ``j`` is the
     index whose rank is ``j``. Quadratic in the axis length, fine for the heads and small axes
     these serve; a real sort would need a scan/sort primitive.
-Indices read from tensors are clamped into range (after wrapping negative ones), so a bad index
-never reads outside the buffer.
 
 Example:
     >>> from ingot import te
     >>> x = te.placeholder((3, 5), name="x")
-    >>> i = arg_reduce(x, axis=1, keepdims=False)
+    >>> i = topk_indices(x, 2, axis=1)
     >>> [int(d) for d in i.shape]
-    [3]
+    [3, 2]
 """
 from __future__ import annotations
 
@@ -25,74 +22,6 @@ from ingot import tir
 from ingot.ir import convert
 
 from ._util import compute, normalize_axis
-
-
-def _clamp_index(pos: Any, dim: Any) -> Any:
-    dim = convert(dim).astype(str(pos.dtype))
-    pos = tir.Select(pos < 0, pos + dim, pos)  # ONNX: negative indices count from the end
-    return tir.min(tir.max(pos, 0), dim - 1)
-
-
-def gather_elements(x: Any, indices: Any, axis: int = 0) -> Any:
-    """ONNX ``GatherElements`` / ``torch.gather``: ``out[i..] = x[i.. with axis replaced by indices[i..]]``.
-
-    Example:
-        >>> from ingot import te
-        >>> y = gather_elements(te.placeholder((3, 4), name="x"), te.placeholder((3, 2), "int64", "i"), axis=1)
-    """
-    ndim = len(x.shape)
-    axis = normalize_axis(axis, ndim)
-
-    def body(idx: tuple) -> Any:
-        src = list(idx)
-        src[axis] = _clamp_index(indices[tuple(idx)], x.shape[axis])
-        return x[tuple(src)]
-
-    return compute(indices.shape, body, "T_gather_elements", tag="injective")
-
-
-def _reduced_shape(x: Any, axis: int, keepdims: bool) -> list:
-    return [1 if a == axis else d for a, d in enumerate(x.shape)] if keepdims else \
-        [d for a, d in enumerate(x.shape) if a != axis]
-
-
-def _source(idx: tuple, axis: int, keepdims: bool, k: Any) -> tuple:
-    idx = list(idx)
-    if keepdims:
-        idx[axis] = k
-    else:
-        idx.insert(axis, k)
-    return tuple(idx)
-
-
-def arg_reduce(x: Any, axis: int, keepdims: bool = True, select_last_index: bool = False,
-               kind: str = "max") -> Any:
-    """Index (int64) of the maximum (``kind="max"``) or minimum along ``axis``; ties give the first
-    index (the last with ``select_last_index``).
-
-    Example:
-        >>> from ingot import te
-        >>> y = arg_reduce(te.placeholder((2, 6), name="x"), 1, keepdims=False, kind="min")
-    """
-    from ingot import te
-
-    axis = normalize_axis(axis, len(x.shape))
-    n = x.shape[axis]
-    out_shape = _reduced_shape(x, axis, keepdims)
-    k1 = te.reduce_axis((0, n), name="k")
-    reducer = te.max if kind == "max" else te.min
-    best = compute(out_shape, lambda idx: reducer(x[_source(idx, axis, keepdims, k1)], axis=k1),
-                   f"T_{kind}_value", tag="reduction")
-    k2 = te.reduce_axis((0, n), name="j")
-
-    def body(idx: tuple) -> Any:
-        hit = x[_source(idx, axis, keepdims, k2)] == best[tuple(idx)]
-        pos = k2.astype("int64")
-        if select_last_index:
-            return te.max(tir.Select(hit, pos, tir.const(-1, "int64")), axis=k2)
-        return te.min(tir.Select(hit, pos, convert(n).astype("int64")), axis=k2)
-
-    return compute(out_shape, body, f"T_arg{kind}", tag="reduction")
 
 
 def topk_indices(x: Any, k: int, axis: int = -1, largest: bool = True) -> Any:

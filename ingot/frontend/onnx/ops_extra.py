@@ -31,7 +31,7 @@ def _arg(kind: str) -> Any:
         x = node.input(0)
         axis = _axis(ctx, node, x, node.attr("axis", 0))
         keep, last = bool(node.attr("keepdims", 1)), bool(node.attr("select_last_index", 0))
-        fn = X.argmax if kind == "max" else X.argmin
+        fn = G.op.argmax if kind == "max" else G.op.argmin
         return ctx.emit(fn(ctx.expr(x), axis=axis, keepdims=keep, select_last_index=last))
 
     return convert
@@ -55,7 +55,7 @@ def _topk(ctx: Any, node: Any) -> Any:
         raise node.error(f"TopK needs a static size on axis {axis}, got {n}; fix it with shape_dict")
     e = ctx.expr(x)
     idx = ctx.emit(X.topk_indices(e, k=int(k), axis=axis, largest=largest))
-    values = ctx.emit(X.gather_elements(e, ctx.expr(idx), axis=axis))
+    values = ctx.emit(G.op.gather_elements(e, ctx.expr(idx), axis=axis))
     return [values, idx]
 
 

@@ -238,15 +238,13 @@ register("LogSoftmax", since=13)(_softmax("log_softmax", True))
 
 @register("Hardmax", since=13)
 def _hardmax(ctx: Any, node: Any) -> Any:
-    from ingot.graph.op import onnx_extra
-
     x = node.input(0)
     shape, dtype = ctx.sinfo(x)
     axis = norm_axes([node.attr("axis", -1)], len(shape))[0]
     if not isinstance(shape[axis], int):
         raise node.error(f"Hardmax needs a static size on axis {axis}, got {shape[axis]}")
     # one-hot of the (first) argmax: arange(n) == argmax(x, keepdims) broadcast along the axis.
-    best = ctx.expr(ctx.emit(onnx_extra.argmax(ctx.expr(x), axis=axis, keepdims=True)))
+    best = ctx.expr(ctx.emit(G.op.argmax(ctx.expr(x), axis=axis, keepdims=True)))
     pos = np.arange(shape[axis], dtype="int64").reshape([-1 if a == axis else 1 for a in range(len(shape))])
     hit = ctx.expr(ctx.emit(G.op.equal(best, G.const(pos))))
     return ctx.emit(G.op.astype(hit, dtype))

@@ -301,10 +301,8 @@ def _gather(ctx: Any, node: Any) -> Any:
 def _gather_elements(ctx: Any, node: Any) -> Any:
     x, idx = node.input(0), node.input(1)
     if not is_static(idx):
-        from ingot.graph.op import onnx_extra
-
         axis = node.attr("axis", 0)
-        return ctx.emit(onnx_extra.gather_elements(ctx.expr(x), ctx.expr(idx), axis=axis))
+        return ctx.emit(G.op.gather_elements(ctx.expr(x), ctx.expr(idx), axis=axis))
     shape = _static_dims(ctx, node, x, "GatherElements")
     axis = norm_axes([node.attr("axis", 0)], len(shape))[0]
     i = as_array(idx).astype("int64")

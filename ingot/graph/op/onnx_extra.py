@@ -1,16 +1,15 @@
-"""Graph operators the ONNX frontend needs beyond the core set: gather_elements, argmax, argmin,
-topk_indices (TE computes in `ingot.ops.onnx_extra`).
+"""Graph operators the ONNX frontend needs beyond the core set: topk_indices, bitwise, bitwise_not
+(TE computes in `ingot.ops.onnx_extra`).
 
-Note: registered when this module is imported (``ingot.frontend.onnx`` imports it); the names are
-the ones TVM uses (``gather_elements``, ``argmax``, ``argmin``), so the graph engineer can move them
-into the core families later without changing callers. Indices read from tensors are wrapped
-(negative) and clamped into range by both the kernel and the numpy reference.
+Note: registered when this module is imported (``ingot.frontend.onnx`` imports it); a name the core
+families already register is skipped, so the graph layer can take an op over without changing
+callers (gather_elements/argmax/argmin moved there in ec4613f).
 
 Example:
     >>> from ingot import graph as G
     >>> x = G.Var("x", G.TensorStructInfo((2, 5), "float32"))
-    >>> str(argmax(x, axis=1, keepdims=False).struct_info)
-    'R.Tensor((2,), dtype="int64")'
+    >>> str(topk_indices(x, 2).struct_info)
+    'R.Tensor((2, 2), dtype="int64")'
 """
 from __future__ import annotations
 
@@ -28,120 +27,6 @@ def _register(name: str, **kwargs: Any) -> None:
     # Idempotent: a second import of this module (reload in tests) must not fail.
     if name not in _REGISTRY:
         register_op(name, **kwargs)
-
-
-def _np_index(indices: np.ndarray, dim: int) -> np.ndarray:
-    indices = np.where(indices < 0, indices + dim, indices)
-    return np.clip(indices, 0, dim - 1)
-
-
-# -- gather_elements ----------------------------------------------------------------------------
-
-
-def _infer_gather_elements(args: Any, attrs: Any) -> TensorStructInfo:
-    x = tensor_sinfo("gather_elements", args[0], 0)
-    idx = tensor_sinfo("gather_elements", args[1], 1)
-    if not idx.dtype.is_integer:
-        raise op_error("gather_elements", f"indices must be integers, got {idx.dtype}")
-    if x.ndim != idx.ndim:
-        raise op_error("gather_elements", f"data (rank {x.ndim}) and indices (rank {idx.ndim}) must have the same rank")
-    norm_axis("gather_elements", attrs["axis"], x.ndim)
-    return TensorStructInfo(known_shape("gather_elements", idx, 1), x.dtype)
-
-
-def _np_gather_elements(args: Any, attrs: Any) -> np.ndarray:
-    x, idx = args
-    axis = attrs["axis"] % x.ndim
-    return np.take_along_axis(x, _np_index(idx.astype("int64"), x.shape[axis]), axis=axis)
-
-
-_register(
-    "gather_elements", num_inputs=2, pattern=OpPattern.INJECTIVE, attrs={"axis": 0},
-    normalize_attrs=lambda attrs, args: {"axis": int(attrs["axis"])},
-    infer=_infer_gather_elements,
-    legalize=lambda inputs, attrs, out: topi("onnx_extra").gather_elements(inputs[0], inputs[1], attrs["axis"]),
-    numpy=_np_gather_elements,
-)
-
-
-def gather_elements(x: Expr, indices: Expr, axis: int = 0) -> Call:
-    """ONNX ``GatherElements`` / ``torch.gather`` (indices wrapped if negative, then clamped).
-
-    Example:
-        >>> from ingot import graph as G
-        >>> x = G.Var("x", G.TensorStructInfo((3, 4), "float32"))
-        >>> i = G.Var("i", G.TensorStructInfo((3, 2), "int64"))
-        >>> gather_elements(x, i, axis=1).struct_info.shape
-        (3, 2)
-    """
-    return make_call("gather_elements", [x, indices], axis=axis)
-
-
-# -- argmax / argmin -----------------------------------------------------------------------------
-
-
-def _infer_arg(name: str) -> Any:
-    def infer(args: Any, attrs: Any) -> TensorStructInfo:
-        x = tensor_sinfo(name, args[0])
-        shape = list(known_shape(name, x))
-        axis = norm_axis(name, attrs["axis"], len(shape))
-        if attrs["keepdims"]:
-            shape[axis] = 1
-        else:
-            del shape[axis]
-        return TensorStructInfo(shape, "int64")
-
-    return infer
-
-
-def _np_arg(kind: str) -> Any:
-    def ref(args: Any, attrs: Any) -> np.ndarray:
-        x = args[0]
-        axis = attrs["axis"] % x.ndim
-        f = np.argmax if kind == "max" else np.argmin
-        if attrs["select_last_index"]:
-            out = x.shape[axis] - 1 - f(np.flip(x, axis), axis=axis)
-        else:
-            out = f(x, axis=axis)
-        out = out.astype("int64")
-        return np.expand_dims(out, axis) if attrs["keepdims"] else out
-
-    return ref
-
-
-for _kind in ("max", "min"):
-    _register(
-        f"arg{_kind}", num_inputs=1, pattern=OpPattern.OPAQUE,
-        attrs={"axis": 0, "keepdims": True, "select_last_index": False},
-        normalize_attrs=lambda attrs, args: {"axis": int(attrs["axis"]), "keepdims": bool(attrs["keepdims"]),
-                                             "select_last_index": bool(attrs["select_last_index"])},
-        infer=_infer_arg(f"arg{_kind}"),
-        legalize=(lambda kind: lambda inputs, attrs, out: topi("onnx_extra").arg_reduce(
-            inputs[0], attrs["axis"], attrs["keepdims"], attrs["select_last_index"], kind))(_kind),
-        numpy=_np_arg(_kind),
-    )
-
-
-def argmax(x: Expr, axis: int = 0, keepdims: bool = True, select_last_index: bool = False) -> Call:
-    """Index (int64) of the maximum along ``axis`` (first on ties unless ``select_last_index``).
-
-    Example:
-        >>> from ingot import graph as G
-        >>> argmax(G.Var("x", G.TensorStructInfo((2, 5), "float32")), axis=1).struct_info.shape
-        (2, 1)
-    """
-    return make_call("argmax", [x], axis=axis, keepdims=keepdims, select_last_index=select_last_index)
-
-
-def argmin(x: Expr, axis: int = 0, keepdims: bool = True, select_last_index: bool = False) -> Call:
-    """Index (int64) of the minimum along ``axis`` (first on ties unless ``select_last_index``).
-
-    Example:
-        >>> from ingot import graph as G
-        >>> argmin(G.Var("x", G.TensorStructInfo((2, 5), "float32")), axis=0, keepdims=False).struct_info.shape
-        (5,)
-    """
-    return make_call("argmin", [x], axis=axis, keepdims=keepdims, select_last_index=select_last_index)
 
 
 # -- topk_indices --------------------------------------------------------------------------------
