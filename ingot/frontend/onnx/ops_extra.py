@@ -1,5 +1,5 @@
 """ONNX converters on the frontend's extra graph ops (`ingot.graph.op.onnx_extra`): ArgMax, ArgMin,
-TopK, CumSum, BitShift, BitwiseAnd/Or/Xor/Not.
+TopK, CumSum, BitShift, BitwiseAnd/Or/Xor/Not, Resize/Upsample (nearest, linear), ConvTranspose (1-D, 2-D).
 
 Note: TopK's values are ``gather_elements`` of its indices, so both outputs come from one ranking;
 CumSum's ``reverse`` is a flip (``take`` with reversed positions) on both sides of the scan.
@@ -106,3 +106,135 @@ register("BitwiseXor", since=18)(_bitwise("xor"))
 @register("BitwiseNot", since=18)
 def _bitwise_not(ctx: Any, node: Any) -> Any:
     return ctx.emit(X.bitwise_not(ctx.expr(node.input(0))))
+
+
+# -- Resize / Upsample (graph op resize2d: NCHW, H and W only) ------------------------------------
+
+_COORD_MODES = ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric")
+
+
+def _resize_sizes(node: Any, in_shape: list, scales: "list | None", sizes: "list | None", axes: "list | None") -> list:
+    ndim = len(in_shape)
+    axes = norm_axes(axes, ndim) if axes else list(range(ndim))
+    out = list(in_shape)
+    if sizes:
+        policy = node.attr("keep_aspect_ratio_policy", "stretch")
+        if policy == "stretch":
+            for a, s in zip(axes, sizes):
+                out[a] = int(s)
+        else:
+            ratios = [s / in_shape[a] for a, s in zip(axes, sizes)]
+            r = min(ratios) if policy == "not_larger" else max(ratios)
+            for a in axes:
+                out[a] = int(np.floor(r * in_shape[a] + 0.5))
+        return out
+    for a, s in zip(axes, scales):
+        exact = in_shape[a] * float(s)
+        out[a] = int(np.floor(exact))
+        # resize2d maps coordinates with in/out; ONNX with 1/scale: the same only when in*scale is whole.
+        if abs(exact - round(exact)) > 1e-4 and out[a] != in_shape[a]:
+            raise node.error(f"scale {float(s)} on axis {a} gives a fractional output size ({exact:g}); only scales "
+                             f"giving whole sizes (or the 'sizes' input) are supported")
+    return out
+
+
+def _resize(ctx: Any, node: Any, scales: Any, sizes: Any, mode_default: str, rounding_default: str) -> Any:
+    x = node.input(0)
+    in_shape = [d for d in ctx.shape(x)]
+    if len(in_shape) != 4 or not all(isinstance(d, int) for d in in_shape):
+        raise node.error(f"only static 4-D (NCHW) inputs are resized, got shape {tuple(map(str, in_shape))}")
+    mode = node.attr("mode", "nearest")
+    coord = node.attr("coordinate_transformation_mode", mode_default)
+    if mode not in ("nearest", "linear", "bilinear"):
+        raise node.error(f"mode {mode!r} is not supported (nearest and linear are)")
+    if coord not in _COORD_MODES:
+        raise node.error(f"coordinate_transformation_mode {coord!r} is not supported (supported: {_COORD_MODES})")
+    out = _resize_sizes(node, in_shape, scales, sizes, node.attr("axes"))
+    if out[:2] != in_shape[:2]:
+        raise node.error(f"resizing the batch or channel axis ({in_shape} -> {out}) is not supported")
+    if node.attr("antialias", 0) and (out[2] < in_shape[2] or out[3] < in_shape[3]):
+        raise node.error("antialias=1 when downsampling is not supported")
+    if out == in_shape and coord != "tf_crop_and_resize":
+        return x
+    method = "nearest_neighbor" if mode == "nearest" else "linear"
+    rounding = node.attr("nearest_mode", rounding_default) if method == "nearest_neighbor" else ""
+    return ctx.emit(G.op.resize2d(ctx.expr(x), (out[2], out[3]), layout="NCHW", method=method,
+                                  coordinate_transformation_mode=coord, rounding_method=rounding))
+
+
+def _floats(value: Any, node: Any, what: str) -> "list | None":
+    if value is None:
+        return None
+    if not is_static(value):
+        raise node.error(f"{what} must be known at import time (a constant or an initializer)")
+    array = as_array(value).reshape(-1)
+    return [float(v) for v in array] if array.size else None
+
+
+@register("Resize", since=10)
+def _resize10(ctx: Any, node: Any) -> Any:
+    # Opset 10: (X, scales), asymmetric coordinates, nearest rounds down.
+    return _resize(ctx, node, _floats(node.input(1), node, "scales"), None, "asymmetric", "floor")
+
+
+@register("Resize", since=11)
+def _resize11(ctx: Any, node: Any) -> Any:
+    scales = _floats(node.input(2), node, "scales")
+    sizes = static_ints(node.input(3), node, "sizes") if node.input(3) is not None else None
+    if node.attr("coordinate_transformation_mode") == "tf_crop_and_resize":
+        raise node.error("coordinate_transformation_mode 'tf_crop_and_resize' (roi) is not supported")
+    return _resize(ctx, node, scales, sizes or None, "half_pixel", "round_prefer_floor")
+
+
+@register("Upsample", since=7)
+def _upsample(ctx: Any, node: Any) -> Any:
+    scales = node.attr("scales") if node.opset < 9 else _floats(node.input(1), node, "scales")
+    return _resize(ctx, node, list(scales), None, "asymmetric", "floor")
+
+
+# -- ConvTranspose (graph op conv2d_transpose; 1-D runs as 2-D with H = 1) ------------------------
+
+
+@register("ConvTranspose", since=1)
+def _conv_transpose(ctx: Any, node: Any) -> Any:
+    x, w, b = node.input(0), node.input(1), node.input(2)
+    xs, ws = list(ctx.shape(x)), list(ctx.shape(w))
+    nd = len(xs) - 2
+    if nd not in (1, 2) or not all(isinstance(d, int) for d in xs[2:] + ws):
+        raise node.error(f"only 1-D and 2-D ConvTranspose with static spatial sizes is supported, got input "
+                         f"{tuple(map(str, xs))}")
+    kernel = [int(k) for k in node.attr("kernel_shape", ws[2:])]
+    strides = list(node.attr("strides", [1] * nd))
+    dil = list(node.attr("dilations", [1] * nd))
+    out_pad = list(node.attr("output_padding", [0] * nd))
+    pads = list(node.attr("pads", [0] * (2 * nd)))
+    auto_pad = node.attr("auto_pad", "NOTSET")
+    out_shape = node.attr("output_shape")
+    if out_shape is not None or auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        # Step 1. pads from the requested output size (ONNX's formula; SAME_*: output = input * stride).
+        want = list(out_shape)[-nd:] if out_shape is not None else [xs[2 + i] * strides[i] for i in range(nd)]
+        pads = [0] * (2 * nd)
+        for i in range(nd):
+            total = strides[i] * (xs[2 + i] - 1) + out_pad[i] + (kernel[i] - 1) * dil[i] + 1 - want[i]
+            if total < 0:
+                out_pad[i] += -total
+                total = 0
+            first = total // 2 if auto_pad == "SAME_UPPER" else total - total // 2
+            pads[i], pads[nd + i] = first, total - first
+    elif auto_pad == "VALID":
+        pads = [0] * (2 * nd)
+    e, we = ctx.expr(x), ctx.expr(w)
+    if nd == 1:  # Step 2. 1-D as 2-D with a unit height.
+        e = ctx.expr(ctx.emit(G.op.expand_dims(e, 2)))
+        we = ctx.expr(ctx.emit(G.op.expand_dims(we, 2)))
+        strides, dil, out_pad = [1] + strides, [1] + dil, [0] + out_pad
+        pads = [0, pads[0], 0, pads[1]]
+    y = ctx.emit(G.op.conv2d_transpose(e, we, strides=tuple(strides), padding=tuple(pads),
+                                       output_padding=tuple(out_pad), dilation=tuple(dil),
+                                       groups=int(node.attr("group", 1))))
+    if nd == 1:
+        y = ctx.emit(G.op.squeeze(ctx.expr(y), [2]))
+    if b is not None:
+        c = ctx.shape(y)[1]
+        y = ctx.emit(G.op.add(ctx.expr(y), ctx.expr(ctx.emit(G.op.reshape(ctx.expr(b), (1, c) + (1,) * nd)))))
+    return y
