@@ -30,6 +30,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 import onnx_node_tests as harness  # noqa: E402
 
+ORT_MAX_IR_VERSION = 13
+
 
 def ort_status(case) -> str:
     """``pass``/``mismatch``/``error`` of ONNX Runtime on one case (all its data sets).
@@ -40,11 +42,20 @@ def ort_status(case) -> str:
     """
     import onnxruntime as ort
 
+    model = case.model
+    if model.ir_version > ORT_MAX_IR_VERSION:
+        # onnx 1.23 stamps its newest IR version on every model; ONNX Runtime 1.31 reads up to 13 and
+        # would refuse the file before looking at the ops. The IR changes do not affect these graphs.
+        import onnx
+
+        model = onnx.ModelProto()
+        model.CopyFrom(case.model)
+        model.ir_version = ORT_MAX_IR_VERSION
     try:
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = 1
         opts.log_severity_level = 4
-        sess = ort.InferenceSession(case.model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
+        sess = ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
     except Exception:
         return "error"
     names = [i.name for i in sess.get_inputs()]
@@ -77,14 +88,14 @@ def run(cases: list, mode: str, jsonl: "str | None", chunk: int = 16) -> list[di
     for start in range(0, len(todo), chunk):
         part = todo[start:start + chunk]
         for case, res in zip(part, harness.run_all(part, mode)):
-            r = {"name": case.name, "op": res.op, "ingot": res.status, "detail": res.detail,
-                 "ort": ort_status(case)}
+            r = {"name": case.name, "op": res.op, "ingot": res.status, "detail": res.detail}
             done[case.name] = r
             if jsonl:
                 with open(jsonl, "a") as f:
                     f.write(json.dumps(r) + "\n")
         print(f"[{min(start + chunk, len(todo))}/{len(todo)}]", file=sys.stderr, flush=True)
-    return [done[c.name] for c in cases]
+    # ONNX Runtime takes seconds for all cases: always rerun (not resumed from the jsonl).
+    return [{**done[c.name], "ort": ort_status(c)} for c in cases]
 
 
 def table(results: list[dict], markdown: bool) -> str:
