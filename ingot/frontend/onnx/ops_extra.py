@@ -1,5 +1,6 @@
 """ONNX converters on the frontend's extra graph ops (`ingot.graph.op.onnx_extra`): ArgMax, ArgMin,
-TopK, CumSum, BitShift, BitwiseAnd/Or/Xor/Not, Resize/Upsample (nearest, linear), ConvTranspose (1-D, 2-D).
+TopK, CumSum, BitShift, BitwiseAnd/Or/Xor/Not, Resize/Upsample (nearest, linear), ConvTranspose (1-D, 2-D),
+QuantizeLinear/DequantizeLinear (integer types).
 
 Note: TopK's values are ``gather_elements`` of its indices, so both outputs come from one ranking;
 CumSum's ``reverse`` is a flip (``take`` with reversed positions) on both sides of the scan.
@@ -238,3 +239,67 @@ def _conv_transpose(ctx: Any, node: Any) -> Any:
         c = ctx.shape(y)[1]
         y = ctx.emit(G.op.add(ctx.expr(y), ctx.expr(ctx.emit(G.op.reshape(ctx.expr(b), (1, c) + (1,) * nd)))))
     return y
+
+
+# -- QuantizeLinear / DequantizeLinear (integer types; per-tensor, per-axis and blocked scales) ----
+
+_QTYPES = ("int8", "uint8", "int16", "uint16", "int32")
+
+
+def _per_axis(ctx: Any, node: Any, param: Any, x_shape: list, axis: int) -> Any:
+    """``param`` (scale or zero point) shaped to broadcast against x: scalar, 1-D along ``axis``, or
+    blocked (same rank as x, each entry repeated ``block_size`` times along ``axis``)."""
+    pshape = list(ctx.shape(param))
+    e = ctx.expr(param)
+    if len(pshape) == 0 or (len(pshape) == 1 and pshape[0] == 1):
+        return e
+    block = int(node.attr("block_size", 0))
+    if block:
+        rep = G.const(np.arange(x_shape[axis], dtype="int64") // block)
+        return ctx.expr(ctx.emit(G.op.take(e, rep, axis=axis)))
+    if len(pshape) != 1 or pshape[0] != x_shape[axis]:
+        raise node.error(f"scale/zero point of shape {pshape} does not match axis {axis} of the input "
+                         f"{x_shape} (per-tensor, per-axis or blocked with block_size)")
+    return ctx.expr(ctx.emit(G.op.reshape(e, [x_shape[axis] if a == axis else 1 for a in range(len(x_shape))])))
+
+
+@register("DequantizeLinear", since=10)
+def _dequantize(ctx: Any, node: Any) -> Any:
+    x, scale, zp = node.input(0), node.input(1), node.input(2)
+    xs, xdt = ctx.sinfo(x)
+    if xdt not in _QTYPES:
+        raise node.error(f"quantized type {xdt} is not supported (supported: {_QTYPES})")
+    fdt = ctx.dtype(scale)
+    axis = norm_axes([node.attr("axis", 1)], max(len(xs), 1))[0] if xs else 0
+    y = ctx.expr(ctx.emit(G.op.astype(ctx.expr(x), fdt)))
+    if zp is not None:
+        z = ctx.expr(ctx.emit(G.op.astype(_per_axis(ctx, node, zp, list(xs), axis), fdt)))
+        y = ctx.expr(ctx.emit(G.op.subtract(y, z)))
+    return ctx.emit(G.op.multiply(y, _per_axis(ctx, node, scale, list(xs), axis)))
+
+
+@register("QuantizeLinear", since=10)
+def _quantize(ctx: Any, node: Any) -> Any:
+    from .importer import np_dtype
+
+    x, scale, zp = node.input(0), node.input(1), node.input(2)
+    xs = list(ctx.shape(x))
+    if zp is not None:
+        qdt = ctx.dtype(zp)
+    elif node.attr("output_dtype"):
+        qdt = np_dtype(int(node.attr("output_dtype")))
+    else:
+        qdt = "uint8"
+    if qdt not in _QTYPES:
+        raise node.error(f"quantized type {qdt} is not supported (supported: {_QTYPES})")
+    axis = norm_axes([node.attr("axis", 1)], max(len(xs), 1))[0] if xs else 0
+    fdt = ctx.dtype(x)
+    # round half to even (C nearbyint / numpy round), add the zero point, saturate, convert.
+    q = ctx.expr(ctx.emit(G.op.divide(ctx.expr(x), _per_axis(ctx, node, scale, xs, axis))))
+    q = ctx.expr(ctx.emit(G.op.round(q)))
+    if zp is not None:
+        z = ctx.expr(ctx.emit(G.op.astype(_per_axis(ctx, node, zp, xs, axis), fdt)))
+        q = ctx.expr(ctx.emit(G.op.add(q, z)))
+    info = np.iinfo(qdt)
+    q = ctx.expr(ctx.emit(G.op.clip(q, float(info.min), float(info.max))))
+    return ctx.emit(G.op.astype(q, qdt))
