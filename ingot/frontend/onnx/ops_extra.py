@@ -1,6 +1,6 @@
 """ONNX converters on the frontend's extra graph ops (`ingot.graph.op.onnx_extra`): ArgMax, ArgMin,
 TopK, CumSum, BitShift, BitwiseAnd/Or/Xor/Not, Resize/Upsample (nearest, linear), ConvTranspose (1-D, 2-D),
-QuantizeLinear/DequantizeLinear (integer types).
+QuantizeLinear/DequantizeLinear (integer types), LpNormalization.
 
 Note: TopK's values are ``gather_elements`` of its indices, so both outputs come from one ranking;
 CumSum's ``reverse`` is a flip (``take`` with reversed positions) on both sides of the scan.
@@ -303,3 +303,24 @@ def _quantize(ctx: Any, node: Any) -> Any:
     info = np.iinfo(qdt)
     q = ctx.expr(ctx.emit(G.op.clip(q, float(info.min), float(info.max))))
     return ctx.emit(G.op.astype(q, qdt))
+
+
+@register("LpNormalization", since=1)
+def _lp_normalization(ctx: Any, node: Any) -> Any:
+    x = node.input(0)
+    axis = _axis(ctx, node, x, node.attr("axis", -1))
+    p = int(node.attr("p", 2))
+    e = ctx.expr(x)
+    if p == 2:
+        sq = ctx.expr(ctx.emit(G.op.multiply(e, e)))
+        norm = ctx.emit(G.op.sqrt(ctx.expr(ctx.emit(G.op.sum(sq, axis=[axis], keepdims=True)))))
+    elif p == 1:
+        norm = ctx.emit(G.op.sum(ctx.expr(ctx.emit(G.op.abs(e))), axis=[axis], keepdims=True))
+    else:
+        raise node.error(f"p must be 1 or 2, got {p}")
+    # A zero norm means a zero slice: divide it by 1 (ONNX gives 0 there, not 0/0).
+    n = ctx.expr(norm)
+    dt = ctx.dtype(x)
+    zero = G.const(np.zeros((), dt))
+    safe = ctx.emit(G.op.where(ctx.expr(ctx.emit(G.op.equal(n, zero))), G.const(np.ones((), dt)), n))
+    return ctx.emit(G.op.divide(e, ctx.expr(safe)))
