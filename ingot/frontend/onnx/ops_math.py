@@ -235,6 +235,12 @@ def _binary(builder: Callable, shape_ref: "Callable | None") -> Callable:
         ea, eb = ctx.expr(a), ctx.expr(b)
         if builder is G.op.power and ctx.dtype(ea) != ctx.dtype(eb):
             eb = ctx.expr(ctx.emit(G.op.cast(eb, ctx.dtype(ea))))  # Pow allows a different exponent type
+        if builder is G.op.power and is_int_dtype(ctx.dtype(ea)):
+            # The C pow is floating-point only: integer powers go through float64 (exact below 2**53).
+            dt = ctx.dtype(ea)
+            fa, fb = (ctx.expr(ctx.emit(G.op.cast(e, "float64"))) for e in (ea, eb))
+            r = ctx.expr(ctx.emit(G.op.round(ctx.expr(ctx.emit(G.op.power(fa, fb))))))
+            return ctx.emit(G.op.cast(r, dt))
         return ctx.emit(builder(ea, eb))
 
     return convert
