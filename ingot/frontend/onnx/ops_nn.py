@@ -93,7 +93,18 @@ def _conv(ctx: Any, node: Any) -> Any:
 
 @register("MatMul")
 def _matmul(ctx: Any, node: Any) -> Any:
-    return ctx.emit(G.op.matmul(ctx.expr(node.input(0)), ctx.expr(node.input(1))))
+    a, b = node.input(0), node.input(1)
+    sa, sb = list(ctx.shape(a)), list(ctx.shape(b))
+    lead = sa[:-1]
+    if len(sa) >= 3 and len(sb) == 2 and all(isinstance(d, int) for d in lead):
+        # (..., M, K) @ (K, N) is one (prod(...)*M, K) @ (K, N) GEMM: a batched matmul with a shared
+        # weight would run prod(...) small products (torch's MHA export gives (seq, 1, hidden) @ W,
+        # i.e. 128 GEMVs instead of one GEMM).
+        rows = int(np.prod(lead, dtype=np.int64))
+        flat = ctx.expr(ctx.emit(G.op.reshape(ctx.expr(a), (rows, sa[-1]))))
+        out = ctx.expr(ctx.emit(G.op.matmul(flat, ctx.expr(b))))
+        return ctx.emit(G.op.reshape(out, tuple(lead) + (sb[-1],)))
+    return ctx.emit(G.op.matmul(ctx.expr(a), ctx.expr(b)))
 
 
 @register("Gemm")
@@ -102,7 +113,13 @@ def _gemm(ctx: Any, node: Any) -> Any:
     alpha, beta = float(node.attr("alpha", 1.0)), float(node.attr("beta", 1.0))
     if node.attr("transA", 0):
         a = ctx.expr(ctx.emit(G.op.permute_dims(a, (1, 0))))
-    if node.attr("transB", 0):
+    if node.attr("transB", 0) and is_static(node.input(1)):
+        # A constant (out, in) weight is transposed once here: matmul's default schedule streams a
+        # (in, out) weight contiguously, linear's walks it with stride `in` (measured: ResNet-50's
+        # 1x2048 @ 2048x1000 head took 131 ms as linear, 0.26 ms as matmul).
+        wt = np.ascontiguousarray(as_array(node.input(1)).T)
+        out = ctx.emit(G.op.matmul(a, G.const(wt)))
+    elif node.attr("transB", 0):
         out = ctx.emit(G.op.linear(a, b))  # torch.nn.Linear's layout: weight (out, in)
     else:
         out = ctx.emit(G.op.matmul(a, b))
