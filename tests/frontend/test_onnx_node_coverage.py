@@ -35,7 +35,8 @@ def _recorded() -> dict:
 def test_random_cases_are_excluded():
     names = [c.name for c in harness.collect_cases()]
     assert len(names) > 1500
-    assert not any("bernoulli" in n or "random" in n for n in names)
+    # Inference Dropout is the identity even when the case name says "random" (test_dropout_random_old).
+    assert not any(("bernoulli" in n or "random" in n) and "dropout" not in n for n in names)
     assert not any("dropout" in n and "training" in n for n in names)
     assert any(n.startswith("test_dropout_default") for n in names)  # inference dropout is kept
 
