@@ -125,3 +125,72 @@ def _is_one(dim: Any) -> bool:
     from ._util import is_one
 
     return is_one(dim)
+
+
+def scatter_elements(data: Any, indices: Any, updates: Any, axis: int = 0, reduction: str = "none") -> Any:
+    """ONNX ``ScatterElements``: ``out = data`` with ``out[i.. with axis = indices[j..]] (op)= updates[j..]``.
+
+    Each output element searches the index positions that target it (a reduction over the indices'
+    ``axis`` length, so quadratic in it): ``reduction="none"`` takes the last one (ONNX leaves
+    duplicates unspecified), ``add``/``mul``/``max``/``min`` combine all of them with ``data``.
+    Indices are wrapped (negative) and never read outside ``updates``.
+
+    Example:
+        >>> from ingot import te
+        >>> d = te.placeholder((3, 4), name="d")
+        >>> y = scatter_elements(d, te.placeholder((2, 4), "int64", "i"), te.placeholder((2, 4), name="u"))
+    """
+    from ingot import te
+
+    ndim = len(data.shape)
+    axis = normalize_axis(axis, ndim)
+    ishape = list(indices.shape)
+    r = te.reduce_axis((0, ishape[axis]), name="r")
+    dtype = str(data.dtype)
+
+    def source(idx: tuple, j: Any) -> tuple:
+        # The index position in this output element's line; other coordinates clamped in range.
+        src = [tir.min(i, convert(ishape[d]).astype(str(convert(i).dtype)) - 1) if d != axis else j
+               for d, i in enumerate(idx)]
+        return tuple(src)
+
+    def hit(idx: tuple, j: Any) -> Any:
+        pos = indices[source(idx, j)]
+        size = convert(data.shape[axis]).astype(str(pos.dtype))
+        pos = tir.Select(pos < 0, pos + size, pos)
+        cond = pos == idx[axis].astype(str(pos.dtype))
+        for d in range(ndim):
+            if d != axis:  # the output element lies inside the indices' extent on the other axes
+                cond = tir.And(cond, idx[d] < convert(ishape[d]).astype(str(convert(idx[d]).dtype)))
+        return cond
+
+    if reduction == "none":
+        last = compute(data.shape, lambda idx: te.max(tir.Select(hit(idx, r), r.astype("int64"),
+                                                                 tir.const(-1, "int64")), axis=r),
+                       "T_scatter_last", tag="reduction")
+
+        def pick(idx: tuple) -> Any:
+            j = last[tuple(idx)]
+            safe = tir.max(j, tir.const(0, "int64")).astype(str(convert(idx[axis]).dtype))
+            return tir.Select(j >= 0, updates[source(idx, safe)], data[tuple(idx)])
+
+        return compute(data.shape, pick, "T_scatter_elements", tag="injective")
+    if reduction == "add":
+        red = lambda v, ax: te.sum(v, axis=ax)  # noqa: E731
+        neutral, combine = tir.const(0, dtype), lambda a, b: a + b
+    elif reduction == "mul":
+        red = te.comm_reducer(lambda a, b: a * b, lambda t: tir.const(1, t), name="prod")
+        red = (lambda reducer: lambda v, ax: reducer(v, axis=ax))(red)
+        neutral, combine = tir.const(1, dtype), lambda a, b: a * b
+    elif reduction in ("max", "min"):
+        lowest = te.min_value(dtype) if reduction == "max" else te.max_value(dtype)
+        red = (lambda f: lambda v, ax: f(v, axis=ax))(te.max if reduction == "max" else te.min)
+        neutral = lowest
+        combine = (lambda a, b: tir.max(a, b)) if reduction == "max" else (lambda a, b: tir.min(a, b))
+    else:
+        raise ValueError(f"scatter_elements: unknown reduction {reduction!r}; use none/add/mul/max/min")
+    acc = compute(data.shape, lambda idx: red(tir.Select(hit(idx, r), updates[source(idx, r)], neutral), r),
+                  "T_scatter_acc", tag="reduction")
+    # max/min: an element no index targets keeps data (combining with the neutral value is a no-op).
+    return compute(data.shape, lambda idx: combine(data[tuple(idx)], acc[tuple(idx)]), "T_scatter_elements",
+                   tag="elemwise")

@@ -135,3 +135,19 @@ def test_cumsum_reverse_exclusive():
                    [("x", F, [3, 4])], [("y", F, [3, 4])])
     expected = np.flip(np.cumsum(np.flip(x, 1), 1), 1) - x
     np.testing.assert_allclose(_ref(model, [x])[0], expected, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.compiler
+@pytest.mark.parametrize("reduction", ["none", "add", "max"])
+def test_scatter_elements_compiled_duplicates_and_negative_indices(reduction):
+    data = rng.standard_normal((4, 3)).astype("float32")
+    idx = np.array([[1, -1, 0], [1, 2, -4]], dtype="int64")  # row 1 twice in column 0; negatives wrap
+    upd = rng.standard_normal((2, 3)).astype("float32")
+    model = _model([helper.make_node("ScatterElements", ["d", "i", "u"], ["y"], axis=0, reduction=reduction)],
+                   [("d", F, [4, 3]), ("i", TensorProto.INT64, [2, 3]), ("u", F, [2, 3])], [("y", F, [4, 3])])
+    expected = data.copy()
+    for j in np.ndindex(*idx.shape):
+        k = (int(idx[j]) % 4, j[1])
+        expected[k] = upd[j] if reduction == "none" else (expected[k] + upd[j] if reduction == "add"
+                                                          else max(expected[k], upd[j]))
+    np.testing.assert_allclose(_compiled(model, [data, idx, upd])[0], expected, rtol=1e-6, atol=1e-6)

@@ -1,6 +1,6 @@
 """ONNX converters on the frontend's extra graph ops (`ingot.graph.op.onnx_extra`): ArgMax, ArgMin,
 TopK, CumSum, BitShift, BitwiseAnd/Or/Xor/Not, Resize/Upsample (nearest, linear), ConvTranspose (1-D, 2-D),
-QuantizeLinear/DequantizeLinear (integer types), LpNormalization.
+QuantizeLinear/DequantizeLinear (integer types), LpNormalization, ScatterElements/ScatterND.
 
 Note: TopK's values are ``gather_elements`` of its indices, so both outputs come from one ranking;
 CumSum's ``reverse`` is a flip (``take`` with reversed positions) on both sides of the scan.
@@ -324,3 +324,37 @@ def _lp_normalization(ctx: Any, node: Any) -> Any:
     zero = G.const(np.zeros((), dt))
     safe = ctx.emit(G.op.where(ctx.expr(ctx.emit(G.op.equal(n, zero))), G.const(np.ones((), dt)), n))
     return ctx.emit(G.op.divide(e, ctx.expr(safe)))
+
+
+@register("Scatter", since=9)  # the deprecated name of ScatterElements
+@register("ScatterElements", since=11)
+def _scatter_elements(ctx: Any, node: Any) -> Any:
+    data, idx, upd = (ctx.expr(node.input(k)) for k in range(3))
+    axis = _axis(ctx, node, node.input(0), node.attr("axis", 0))
+    return ctx.emit(X.scatter_elements(data, idx, upd, axis=axis, reduction=node.attr("reduction", "none")))
+
+
+@register("ScatterND", since=11)
+def _scatter_nd(ctx: Any, node: Any) -> Any:
+    # Rows of data viewed as (prod(shape[:k]), rest): each index tuple is one row number, so
+    # ScatterND is a ScatterElements on axis 0 of that view with the row numbers broadcast over `rest`.
+    data, idx, upd = node.input(0), node.input(1), node.input(2)
+    ds, ishape, us = list(ctx.shape(data)), list(ctx.shape(idx)), list(ctx.shape(upd))
+    if not all(isinstance(d, int) for d in ds + ishape + us):
+        raise node.error("ScatterND needs static shapes; fix the dims with shape_dict")
+    k = ishape[-1]
+    rows, rest = int(np.prod(ds[:k], dtype=np.int64)), int(np.prod(ds[k:], dtype=np.int64))
+    m = int(np.prod(ishape[:-1], dtype=np.int64))
+    strides = np.array([int(np.prod(ds[j + 1:k], dtype=np.int64)) for j in range(k)], dtype="int64")
+    e_idx = ctx.expr(ctx.emit(G.op.astype(ctx.expr(idx), "int64")))
+    # negative entries count from the end of their own axis
+    dims = G.const(np.array(ds[:k], dtype="int64"))
+    wrapped = ctx.expr(ctx.emit(G.op.where(ctx.expr(ctx.emit(G.op.less(e_idx, G.const(np.zeros((), "int64"))))),
+                                           ctx.expr(ctx.emit(G.op.add(e_idx, dims))), e_idx)))
+    lin = ctx.expr(ctx.emit(G.op.sum(ctx.expr(ctx.emit(G.op.multiply(wrapped, G.const(strides)))), axis=[-1])))
+    lin = ctx.expr(ctx.emit(G.op.reshape(lin, (m, 1))))
+    lin = ctx.expr(ctx.emit(G.op.broadcast_to(lin, (m, rest))))
+    d2 = ctx.expr(ctx.emit(G.op.reshape(ctx.expr(data), (rows, rest))))
+    u2 = ctx.expr(ctx.emit(G.op.reshape(ctx.expr(upd), (m, rest))))
+    out = ctx.expr(ctx.emit(X.scatter_elements(d2, lin, u2, axis=0, reduction=node.attr("reduction", "none"))))
+    return ctx.emit(G.op.reshape(out, tuple(ds)))

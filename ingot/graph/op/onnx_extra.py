@@ -157,3 +157,73 @@ def bitwise_not(x: Expr) -> Call:
         'R.Tensor((4,), dtype="int32")'
     """
     return make_call("bitwise_not", [x])
+
+
+# -- scatter_elements ----------------------------------------------------------------------------
+
+_REDUCTIONS = ("none", "add", "mul", "max", "min")
+
+
+def _infer_scatter(args: Any, attrs: Any) -> TensorStructInfo:
+    d = tensor_sinfo("scatter_elements", args[0], 0)
+    i = tensor_sinfo("scatter_elements", args[1], 1)
+    u = tensor_sinfo("scatter_elements", args[2], 2)
+    if not i.dtype.is_integer:
+        raise op_error("scatter_elements", f"indices must be integers, got {i.dtype}")
+    if attrs["reduction"] not in _REDUCTIONS:
+        raise op_error("scatter_elements", f"reduction must be one of {_REDUCTIONS}, got {attrs['reduction']!r}")
+    ds, is_, us = known_shape("scatter_elements", d), known_shape("scatter_elements", i, 1), \
+        known_shape("scatter_elements", u, 2)
+    if len(ds) != len(is_) or tuple(map(str, is_)) != tuple(map(str, us)) or str(u.dtype) != str(d.dtype):
+        raise op_error("scatter_elements", f"indices {tuple(map(str, is_))} and updates {tuple(map(str, us))} "
+                                           f"({u.dtype}) must have the same shape, of the rank and dtype of data "
+                                           f"{tuple(map(str, ds))} ({d.dtype})")
+    norm_axis("scatter_elements", attrs["axis"], len(ds))
+    return d
+
+
+def _np_scatter(args: Any, attrs: Any) -> np.ndarray:
+    data, idx, upd = args
+    axis = attrs["axis"] % data.ndim
+    out = data.copy()
+    idx = np.where(idx < 0, idx + data.shape[axis], idx)
+    for j in np.ndindex(*idx.shape):
+        k = list(j)
+        k[axis] = int(np.clip(idx[j], 0, data.shape[axis] - 1))
+        k = tuple(k)
+        red = attrs["reduction"]
+        if red == "none":
+            out[k] = upd[j]
+        elif red == "add":
+            out[k] = out[k] + upd[j]
+        elif red == "mul":
+            out[k] = out[k] * upd[j]
+        elif red == "max":
+            out[k] = max(out[k], upd[j])
+        else:
+            out[k] = min(out[k], upd[j])
+    return out
+
+
+_register(
+    "scatter_elements", num_inputs=3, pattern=OpPattern.OPAQUE, attrs={"axis": 0, "reduction": "none"},
+    normalize_attrs=lambda attrs, args: {"axis": int(attrs["axis"]), "reduction": str(attrs["reduction"])},
+    infer=_infer_scatter,
+    legalize=lambda inputs, attrs, out: topi("onnx_extra").scatter_elements(inputs[0], inputs[1], inputs[2],
+                                                                            attrs["axis"], attrs["reduction"]),
+    numpy=_np_scatter,
+)
+
+
+def scatter_elements(data: Expr, indices: Expr, updates: Expr, axis: int = 0, reduction: str = "none") -> Call:
+    """ONNX ``ScatterElements`` / ``torch.scatter`` (``reduction``: none/add/mul/max/min).
+
+    Example:
+        >>> from ingot import graph as G
+        >>> d = G.Var("d", G.TensorStructInfo((3, 4), "float32"))
+        >>> i = G.Var("i", G.TensorStructInfo((2, 4), "int64"))
+        >>> u = G.Var("u", G.TensorStructInfo((2, 4), "float32"))
+        >>> scatter_elements(d, i, u).struct_info.shape
+        (3, 4)
+    """
+    return make_call("scatter_elements", [data, indices, updates], axis=axis, reduction=reduction)
