@@ -194,3 +194,16 @@ def scatter_elements(data: Any, indices: Any, updates: Any, axis: int = 0, reduc
     # max/min: an element no index targets keeps data (combining with the neutral value is a no-op).
     return compute(data.shape, lambda idx: combine(data[tuple(idx)], acc[tuple(idx)]), "T_scatter_elements",
                    tag="elemwise")
+
+
+def unary_math(x: Any, fn: str) -> Any:
+    """Elementwise C math function ``fn`` (``asin``, ``acos``, ``atan``, ``sinh``, ``cosh``, ``asinh``,
+    ``acosh``, ``atanh``; any float intrinsic of `ingot.tir.op`).
+
+    Example:
+        >>> from ingot import te
+        >>> y = unary_math(te.placeholder((4,), name="x"), "asin")
+    """
+    from ingot.ir import Call
+
+    return compute(x.shape, lambda idx: Call(str(x.dtype), fn, [x[tuple(idx)]]), f"T_{fn}", tag="elemwise")

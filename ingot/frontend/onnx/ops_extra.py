@@ -1,6 +1,7 @@
 """ONNX converters on the frontend's extra graph ops (`ingot.graph.op.onnx_extra`): ArgMax, ArgMin,
 TopK, CumSum, BitShift, BitwiseAnd/Or/Xor/Not, Resize/Upsample (nearest, linear), ConvTranspose (1-D, 2-D),
-QuantizeLinear/DequantizeLinear (integer types), LpNormalization, ScatterElements/ScatterND.
+QuantizeLinear/DequantizeLinear (integer types), LpNormalization, ScatterElements/ScatterND, inverse and
+hyperbolic trigonometry.
 
 Note: TopK's values are ``gather_elements`` of its indices, so both outputs come from one ranking;
 CumSum's ``reverse`` is a flip (``take`` with reversed positions) on both sides of the scan.
@@ -358,3 +359,15 @@ def _scatter_nd(ctx: Any, node: Any) -> Any:
     u2 = ctx.expr(ctx.emit(G.op.reshape(ctx.expr(upd), (m, rest))))
     out = ctx.expr(ctx.emit(X.scatter_elements(d2, lin, u2, axis=0, reduction=node.attr("reduction", "none"))))
     return ctx.emit(G.op.reshape(out, tuple(ds)))
+
+
+def _math(fn: str) -> Any:
+    def convert(ctx: Any, node: Any) -> Any:
+        return ctx.emit(X.unary_math(ctx.expr(node.input(0)), fn))
+
+    return convert
+
+
+for _op, _fn in (("Asin", "asin"), ("Acos", "acos"), ("Atan", "atan"), ("Sinh", "sinh"), ("Cosh", "cosh"),
+                 ("Asinh", "asinh"), ("Acosh", "acosh"), ("Atanh", "atanh")):
+    register(_op, since=7 if _fn in ("asin", "acos", "atan") else 9)(_math(_fn))

@@ -227,3 +227,38 @@ def scatter_elements(data: Expr, indices: Expr, updates: Expr, axis: int = 0, re
         (3, 4)
     """
     return make_call("scatter_elements", [data, indices, updates], axis=axis, reduction=reduction)
+
+
+# -- unary_math ----------------------------------------------------------------------------------
+
+_MATH = {"asin": np.arcsin, "acos": np.arccos, "atan": np.arctan, "sinh": np.sinh, "cosh": np.cosh,
+         "asinh": np.arcsinh, "acosh": np.arccosh, "atanh": np.arctanh}
+
+
+def _infer_unary_math(args: Any, attrs: Any) -> TensorStructInfo:
+    x = tensor_sinfo("unary_math", args[0])
+    if attrs["fn"] not in _MATH:
+        raise op_error("unary_math", f"fn must be one of {sorted(_MATH)}, got {attrs['fn']!r}")
+    if not str(x.dtype).startswith(("float", "bfloat")):
+        raise op_error("unary_math", f"{attrs['fn']} needs a floating-point tensor, got {x.dtype}; cast it first")
+    return x
+
+
+_register(
+    "unary_math", num_inputs=1, pattern=OpPattern.ELEMWISE, attrs={"fn": "asin"},
+    normalize_attrs=lambda attrs, args: {"fn": str(attrs["fn"])},
+    infer=_infer_unary_math,
+    legalize=lambda inputs, attrs, out: topi("onnx_extra").unary_math(inputs[0], attrs["fn"]),
+    numpy=lambda args, attrs: _MATH[attrs["fn"]](args[0]).astype(args[0].dtype),
+)
+
+
+def unary_math(x: Expr, fn: str) -> Call:
+    """Elementwise ``asin``/``acos``/``atan``/``sinh``/``cosh``/``asinh``/``acosh``/``atanh``.
+
+    Example:
+        >>> from ingot import graph as G
+        >>> str(unary_math(G.Var("x", G.TensorStructInfo((3,), "float32")), "atan").struct_info)
+        'R.Tensor((3,), dtype="float32")'
+    """
+    return make_call("unary_math", [x], fn=fn)
