@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
+from ingot.ir import as_const_int
 from ingot.ir import expr as E
 from ingot.ir.dtype import DataType
 from ingot.ir.expr import IterVar, PrimExpr, Var, convert
@@ -183,6 +184,12 @@ def comm_reducer(fcombine: Callable[..., Any], fidentity: Callable[..., Any], na
             if len(inits) != len(values):
                 raise ValueError(f"te.{name}: init has {len(inits)} value(s) for {len(values)} reduced value(s)")
             _check_dtypes(name, "init", inits, dtypes)
+        # Step 3. A reduction over an empty domain (an axis of constant extent 0) is its init/identity:
+        # a Reduce node would lower to an empty loop whose guarded init never runs, leaving the
+        # output uninitialized (ONNX's reduce_*_empty_set cases read garbage).
+        if any(as_const_int(iv.dom.extent) == 0 for iv in axes):
+            empty = inits or identity
+            return tuple(empty) if multi else empty[0]
         reduces = [Reduce(combiner, values, axes, condition, i, inits) for i in range(len(values))]
         return tuple(reduces) if multi else reduces[0]
 
