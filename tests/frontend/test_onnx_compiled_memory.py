@@ -92,3 +92,26 @@ def test_crashing_case_is_clean_under_address_sanitizer():
     assert "AddressSanitizer" not in proc.stderr, proc.stderr[-3000:]
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "RESULT pass" in proc.stdout, proc.stdout[-2000:]
+
+
+@pytest.mark.compiler
+def test_reduction_over_an_empty_axis_is_its_identity_not_garbage():
+    """ReduceSum/ReduceProd over a zero-size axis: the kernel's loop is empty, so the init must not
+    live inside it (it did: the output was whatever the allocator left there)."""
+    G = pytest.importorskip("ingot.graph")
+    import ingot
+    from onnx import TensorProto, helper
+
+    from ingot.frontend.onnx import from_onnx
+
+    for op, identity in (("ReduceSum", 0.0), ("ReduceProd", 1.0), ("ReduceSumSquare", 0.0)):
+        axes = helper.make_tensor("axes", TensorProto.INT64, [1], [1])
+        g = helper.make_graph([helper.make_node("Constant", [], ["a"], value=axes),
+                               helper.make_node(op, ["x", "a"], ["y"], keepdims=1)], "g",
+                              [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 0, 4])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3, 1, 4])])
+        mod, _ = from_onnx(helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)]))
+        run = G.Executor(G.build(mod, "llvm"), ingot.cpu())["main"]
+        for _ in range(3):  # fresh output buffers each call: garbage would differ from the identity
+            np.testing.assert_array_equal(run(np.zeros((3, 0, 4), "float32")).numpy(),
+                                          np.full((3, 1, 4), identity, "float32"))
