@@ -468,7 +468,7 @@ def _input_shape(info: Any, given: Any, dims: dict, source: str) -> tuple:
                              f"shape_dict={{{info.name!r}: [...]}}")
     out = []
     for k, d in enumerate(model_dims):
-        if d.HasField("dim_value") and d.dim_value > 0:
+        if d.HasField("dim_value") and d.dim_value >= 0:  # an explicit 0 is a real (empty) size
             out.append(int(d.dim_value))
         elif d.HasField("dim_param") and d.dim_param:
             out.append(_dim_var(d.dim_param, dims))
