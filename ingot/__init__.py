@@ -51,6 +51,7 @@ _LAZY_ATTRS = {
     "compile": ("ingot.driver.model", "compile"),
     "run": ("ingot.driver.model", "run"),
     "load_package": ("ingot.driver.model", "load_package"),
+    "profile": ("ingot.driver.model", "profile"),
     "Package": ("ingot.driver.model", "Package"),
     "tune": ("ingot.tune", None),
 }
