@@ -155,6 +155,7 @@ def _onnxruntime_seconds(layer, x, w, b, threads: int) -> "float | None":
                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
                               [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b.reshape(-1), "bv")])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8  # onnx 1.23 stamps IR 14, which ONNX Runtime 1.31 does not read yet
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = threads
     sess = ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
