@@ -4,7 +4,8 @@ Note: each entry takes ``(ctx, call, args)`` where ``args`` are the already prin
 one lane (vector calls are applied lane by lane by the printer) and ``ctx`` gives access to the
 helper registry; it returns C text for one scalar. Math on ``float32``/``bfloat16`` calls the
 ``f``-suffixed libm function, ``float64`` the plain one, and ``float16`` computes in float and
-rounds back (``(_Float16)expf((float)x)``).
+rounds back (``(_Float16)sqrtf((float)x)``). exp/tanh/erf/sigmoid on float32 (and 16-bit floats)
+call the prelude's vectorizable inline versions (``ingot_expf`` ...) instead of libm.
 
 Example:
     >>> "exp" in INTRINSICS and "sigmoid" in INTRINSICS and "if_then_else" in INTRINSICS
@@ -32,15 +33,25 @@ def _libm(base: str, dtype: DataType) -> str:
     return base if dtype.bits == 64 else base + "f"
 
 
+#: float32 functions with a branch-free inline version in the C prelude (``ingot_expf`` ...).
+#: libm's scalar ``expf`` is an opaque call GCC cannot vectorize; these inline to selects and
+#: FMAs, so loops calling them vectorize. float64 keeps libm.
+_VECTOR_MATH_F32 = {"exp": "ingot_expf", "tanh": "ingot_tanhf", "erf": "ingot_erff",
+                    "sigmoid": "ingot_sigmoidf"}
+
+
 def _math(base: str) -> Emitter:
-    """``expf(x)`` / ``exp(x)``; float16 goes through float."""
+    """``expf(x)`` / ``exp(x)``; float16 goes through float; see ``_VECTOR_MATH_F32``."""
+    f32 = _VECTOR_MATH_F32.get(base, base + "f")
 
     def emit(ctx, call: Call, args: Sequence[str]) -> str:
         dtype = _float_dtype(call)
         if dtype.code == "float" and dtype.bits == 16:
             inner = ", ".join(f"(float)({a})" for a in args)
-            return f"((_Float16){base}f({inner}))"
-        return f"{_libm(base, dtype)}({', '.join(args)})"
+            return f"((_Float16){f32}({inner}))"
+        if dtype.bits == 64:
+            return f"{base}({', '.join(args)})"
+        return f"{f32}({', '.join(args)})"
 
     return emit
 
@@ -146,7 +157,7 @@ INTRINSICS: dict[str, Emitter] = {
     "round": _math("nearbyint"),
     "exp10": _formula(lambda s, a: f"pow{s}(10.0{s}, {a[0]})"),
     "rsqrt": _formula(lambda s, a: f"({_one(s)} / sqrt{s}({a[0]}))"),
-    "sigmoid": _formula(lambda s, a: f"({_one(s)} / ({_one(s)} + exp{s}(-({a[0]}))))"),
+    "sigmoid": _formula(lambda s, a: f"ingot_sigmoidf({a[0]})" if s else f"(1.0 / (1.0 + exp(-({a[0]}))))"),
     "isnan": _predicate("isnan"),
     "isinf": _predicate("isinf"),
     "isfinite": _predicate("isfinite"),
@@ -175,7 +186,9 @@ def intrinsic_text(ctx, call: Call, args: Sequence[str]) -> str:
         >>> from ingot.tir import exp
         >>> class Ctx: pass
         >>> intrinsic_text(Ctx(), exp(Var("x", "float32")), ["x"])
-        'expf(x)'
+        'ingot_expf(x)'
+        >>> intrinsic_text(Ctx(), exp(Var("x", "float64")), ["x"])
+        'exp(x)'
     """
     emit = INTRINSICS.get(call.op)
     if emit is None:
