@@ -20,6 +20,7 @@ Example::
 from __future__ import annotations
 
 import ctypes
+import threading
 from collections import namedtuple
 
 import numpy as np
@@ -28,9 +29,9 @@ from . import abi
 from ._ffi import DLTensor
 from .dtype import dtype_to_dlpack, numpy_dtype
 from .errors import ArgumentError, IngotRuntimeError, KernelError
-from .ndarray import NDArray, from_dlpack
+from .ndarray import NDArray, aligned_empty, from_dlpack
 
-__all__ = ["Function", "ParamSpec"]
+__all__ = ["Function", "ParamSpec", "StaticCaller"]
 
 _K_TENSOR, _K_INT, _K_FLOAT, _K_HANDLE = 0, 1, 2, 3
 _INT_RANGES = {
@@ -365,6 +366,20 @@ class Function:
         finally:
             self._release(bufs)
 
+    def static_caller(self, *bound) -> "StaticCaller | None":
+        """A :class:`StaticCaller`: this function with its leading handle/scalar arguments bound.
+
+        Worth it when the same function runs many times with tensors of one fixed signature (an
+        executor's AOT entry). Returns ``None`` when the function has no metadata or a parameter
+        after ``bound`` is not a tensor with a fully static shape (call the Function then).
+
+        Example::
+
+            >>> call = mod["graph.main"].static_caller(weights_ptr, workspace_ptr)  # doctest: +SKIP
+            >>> (y,) = call.run(x)              # y allocated, 64-byte aligned   # doctest: +SKIP
+        """
+        return StaticCaller.create(self, bound)
+
     def time(self, args: tuple, number: int, repeat: int, min_repeat_ms: int) -> list[float]:
         """Seconds per call for each repeat, measured in C (``ingot_time_function``).
 
@@ -422,3 +437,220 @@ def check_int(value, what: str) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
         raise IngotRuntimeError(f"{what} must be a non-negative int, got {value!r}")
     return int(value)
+
+
+_np_empty = np.empty
+_np_ndarray = np.ndarray
+_UINT8 = np.dtype("uint8")
+_OUT_ALIGN = 64  # like ingot.runtime.ndarray.ALIGNMENT (the outputs ``run`` allocates)
+_SLAB_BYTES = 16384  # outputs of up to _SLAB_MAX_STRIDE bytes per call share slabs of this size
+_SLAB_MAX_STRIDE = 1024
+
+
+class StaticCaller:
+    """A Function with leading handle/scalar arguments bound, for tensors of one static signature.
+
+    Note (why): a small model's time is mostly the per-call work in Python (DESIGN.md "Executor
+    overhead"). This caller owns one argument block with a ``DLTensor`` per tensor parameter
+    whose shape and dtype are written once; a call only checks that each argument has exactly
+    the cached signature (numpy array or NDArray, same dtype object, same shape, C-contiguous,
+    aligned) and patches data pointers. Any other argument (a wrong dtype or shape, a read-only
+    or strided array, a torch tensor, ...) takes the Function's full path, which converts it or
+    raises the usual error naming the parameter; the C entry checks everything again. When the
+    block is in use by another thread the call takes the full path too, so the caller is
+    thread-safe. Make one with :meth:`Function.static_caller`.
+
+    Example::
+
+        >>> call = mod["graph.main"].static_caller(weights_ptr, 0)   # doctest: +SKIP
+        >>> call(x, y)                  # like mod["graph.main"](weights_ptr, 0, x, y)  # doctest: +SKIP
+        >>> (y,) = call.run(x)          # outputs allocated per call (never reused)   # doctest: +SKIP
+    """
+
+    __slots__ = ("function", "bound", "num_inputs", "output_specs", "call", "run")
+
+    @classmethod
+    def create(cls, function: Function, bound: tuple) -> "StaticCaller | None":
+        """The caller, or ``None`` when the signature is not static (see `Function.static_caller`).
+
+        Example::
+
+            >>> StaticCaller.create(mod["graph.main"], (w, ws))   # doctest: +SKIP
+        """
+        specs = function._specs
+        if function._nparams < 0 or len(bound) > len(specs):
+            return None
+        rest = specs[len(bound):]
+        if any(s[0] != _K_TENSOR or s[9] is None for s in rest):
+            return None
+        if any(s[0] == _K_TENSOR for s in specs[:len(bound)]):
+            return None
+        return cls(function, tuple(bound))
+
+    def __init__(self, function: Function, bound: tuple):
+        self.function = function
+        self.bound = bound
+        nb = len(bound)
+        specs = function._specs
+        rest = specs[nb:]
+        outs = [k for k, s in enumerate(rest) if s[8]]
+        # ``run`` allocates the trailing output parameters (the AOT layout: inputs, then outputs).
+        n_in = len(rest) - len(outs) if outs == list(range(len(rest) - len(outs), len(rest))) else None
+        self.num_inputs = n_in
+        self.output_specs = [] if n_in is None else [(s[9], s[4]) for s in rest[n_in:]]
+
+        # Step 1: one argument block; the bound arguments are stored into it once, through the
+        # Function's own checks (so a wrong bound value raises the usual error now).
+        nargs = len(specs)
+        bufs = function._new_buffers(nargs)
+        vals, dbls, codes, err, tensors = bufs[:5]
+        for spec, a in zip(specs[:nb], bound):
+            if spec[0] == _K_HANDLE:
+                function._marshal_handle(a, spec, bufs)
+            elif spec[0] == _K_INT:
+                a = a if type(a) is int else function._coerce_int(a, spec)
+                if not spec[4] <= a <= spec[5]:
+                    function._fail(spec[2], f"value {a} does not fit in {spec[3]}")
+                vals[spec[1]] = a
+            else:
+                dbls[spec[1]] = a if type(a) is float else function._coerce_float(a, spec)
+        for spec in rest:  # static shapes: written once, never patched
+            t, taddr, shape_buf = tensors[spec[1]]
+            shape_buf[:spec[5]] = spec[9]
+            vals[spec[1]] = taddr
+        # (index, numpy dtype, dtype name, shape, alignment, DLTensor, its address) per tensor
+        flat = tuple((s[1], s[4], s[3], s[9], s[7], tensors[s[1]][0], tensors[s[1]][1]) for s in rest)
+        lock = threading.Lock()
+        acquire, release = lock.acquire, lock.release
+        cfunc, fail_code = function._cfunc, function._raise_from_code
+        full_call = function.__call__
+        ndarray_t, errlen = np.ndarray, abi.ERR_BUFFER_SIZE
+
+        def patch(tensors: tuple) -> bool:
+            """Patch the pointers of ``tensors`` (the first parameters after the bound ones);
+            False when one is not of the cached signature."""
+            for a, (i, npd, dtype, shape, align, dlt, taddr) in zip(tensors, flat):
+                if type(a) is ndarray_t:
+                    if a.dtype is not npd or a.shape != shape:
+                        return False
+                    try:  # succeeds only for writable C-contiguous buffers
+                        ptr = _addressof(_c_char_from_buffer(a))
+                    except (TypeError, ValueError, BufferError):
+                        return False
+                    if ptr % align:
+                        return False
+                    dlt.data = ptr
+                    vals[i] = taddr
+                elif type(a) is NDArray:
+                    info = a._abi
+                    if info is None or info[0] != a._np.shape:
+                        info = a._abi_info()
+                    if a._dtype != dtype or info[0] != shape or not info[3] or info[2] % align:
+                        return False
+                    if not a._np.flags.writeable:
+                        return False  # (the full path says whether that is an error)
+                    vals[i] = info[1]
+                else:
+                    return False
+            return True
+
+        def invoke() -> None:
+            rc = cfunc(vals, codes, nargs, err, errlen)
+            _ = bufs  # keeps the shape arrays the DLTensors point to alive
+            if rc:
+                fail_code(rc, err)
+
+        def call(*tensors) -> None:
+            if len(tensors) == len(flat) and acquire(False):
+                try:
+                    if patch(tensors):
+                        invoke()
+                        return
+                finally:
+                    release()
+            full_call(*bound, *tensors)
+
+        self.call = call  # ``caller(*tensors)`` too (see __call__)
+        self.run = self._make_run(patch, invoke, acquire, release, full_call, flat, vals)
+
+    def _make_run(self, patch, invoke, acquire, release, full_call, flat, vals):
+        """``run(*inputs) -> tuple of new output arrays`` (one aligned allocation per call)."""
+        n_in, bound = self.num_inputs, self.bound
+        if n_in is None:
+            def unsupported(*inputs):
+                raise IngotRuntimeError(
+                    f"{self.function.name}: StaticCaller.run needs the output parameters last; "
+                    f"allocate the outputs and use the caller itself, call(*inputs, *outputs)")
+            return unsupported
+        # Step 2: the outputs' places in one block, each at a 64-byte aligned offset; they are
+        # made here with the signature's dtype and shape, so only their pointers are patched.
+        layout, slots, stride = [], [], 0
+        for (shape, npd), (i, *_, dlt, taddr) in zip(self.output_specs, flat[n_in:]):
+            layout.append((shape, npd, stride))
+            slots.append((dlt, i, taddr, stride))
+            nbytes = max(1, _prod(shape)) * npd.itemsize
+            stride += -(-nbytes // _OUT_ALIGN) * _OUT_ALIGN
+        # Step 3: small outputs are carved from a slab holding several calls' worth (one numpy
+        # allocation and one address lookup per slab, not per call). Blocks are never handed out
+        # twice, so a result stays valid however long it is kept; it keeps its slab alive, which
+        # the size limit keeps cheap (at most _SLAB_BYTES per slab).
+        per_slab = max(1, _SLAB_BYTES // stride) if stride <= _SLAB_MAX_STRIDE else 1
+        # [uint8 array, offset of its first 64-byte aligned byte, that byte's address, next block]
+        slab = [None, 0, 0, per_slab]
+
+        def new_block() -> tuple:
+            """(slab array, byte offset, address) of a fresh output block."""
+            k = slab[3]
+            if k == per_slab:
+                raw = _np_empty(stride * per_slab + _OUT_ALIGN, _UINT8)
+                base = _addressof(_c_char_from_buffer(raw))
+                start = -base % _OUT_ALIGN
+                slab[0], slab[1], slab[2], k = raw, start, base + start, 0
+            slab[3] = k + 1
+            off = k * stride
+            return slab[0], slab[1] + off, slab[2] + off
+
+        single = len(layout) == 1
+        shape0, npd0, _ = layout[0] if layout else ((), _UINT8, 0)
+
+        def run(*inputs) -> tuple:
+            if len(inputs) == n_in and acquire(False):
+                try:  # the slab is only touched under the lock (two calls never share a block)
+                    raw, off, addr = new_block()
+                    if single:
+                        outs = (_np_ndarray(shape0, npd0, raw, off),)
+                    else:
+                        outs = tuple([_np_ndarray(sh, d, raw, off + o) for sh, d, o in layout])
+                    if patch(inputs):
+                        for dlt, i, taddr, o in slots:
+                            dlt.data = addr + o
+                            vals[i] = taddr
+                        invoke()
+                        return outs
+                finally:
+                    release()
+            outs = tuple(aligned_empty(sh, d) for sh, d, _ in layout)
+            full_call(*bound, *inputs, *outs)
+            return outs
+
+        return run
+
+    def __call__(self, *tensors) -> None:
+        """Call with every tensor argument (inputs and outputs) after the bound ones.
+
+        Example::
+
+            >>> call(x, y)          # doctest: +SKIP
+        """
+        self.call(*tensors)
+
+    def __repr__(self) -> str:
+        return f"<ingot.StaticCaller {self.function.name} bound={len(self.bound)}>"
+
+
+def _prod(shape: tuple) -> int:
+    """The product of a static shape (1 for a scalar)."""
+    n = 1
+    for d in shape:
+        n *= d
+    return n

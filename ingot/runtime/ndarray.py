@@ -108,6 +108,22 @@ class NDArray:
         self._dlt = None
         self._shape_buf = None
 
+    @classmethod
+    def _wrap_trusted(cls, data: np.ndarray, dtype: str) -> "NDArray":
+        """Wrap a CPU numpy array whose Ingot dtype name is known (no checks: hot paths only).
+
+        Example::
+
+            >>> NDArray._wrap_trusted(np.zeros(2, "float32"), "float32").dtype
+            'float32'
+        """
+        self = _new_object(cls)
+        self._np = data
+        self._device = _CPU0
+        self._dtype = dtype
+        self._abi = self._dlt = self._shape_buf = None
+        return self
+
     # ------------------------------------------------------------ properties
     @property
     def shape(self) -> tuple[int, ...]:
@@ -321,6 +337,10 @@ class NDArray:
     def __repr__(self) -> str:
         body = np.array2string(self._np, threshold=20, edgeitems=2, prefix="  ")
         return f"<ingot.NDArray shape={self.shape} dtype={self._dtype} device={self._device}>\n  {body}"
+
+
+_new_object = object.__new__
+_CPU0 = cpu(0)
 
 
 def array(data, dtype=None, device: Device | None = None) -> NDArray:

@@ -197,3 +197,24 @@ def test_aot_runner_outlives_its_executor(mlp_ex):
     for _ in range(3):
         np.testing.assert_allclose(run(data).numpy(), mlp_ref(data), rtol=1e-4, atol=1e-4)
     del junk
+
+
+def test_aot_fast_path_new_inputs_fresh_outputs_and_errors_after_fast_calls(mlp_ex):
+    run = G.Executor(mlp_ex)["main"]
+    results = []
+    for _ in range(30):  # more calls than one output slab holds
+        data = rng.standard_normal((1, 784)).astype("float32")
+        results.append((data, run(data)))
+    for data, out in results:  # earlier results are never overwritten by later calls
+        np.testing.assert_allclose(out.numpy(), mlp_ref(data), rtol=1e-4, atol=1e-4)
+        assert out.dtype == "float32" and out.shape == (1, 10)
+    with pytest.raises(Exception, match="'x' expects dtype float32, got float64"):
+        run(np.zeros((1, 784)))
+    with pytest.raises(Exception, match="'x' dimension 1 expects 784, got 783"):
+        run(np.zeros((1, 783), "float32"))
+    with pytest.raises(Exception, match="expects 4 arguments, got 5"):
+        run(data, data)
+    nd = ingot.runtime.array(data)  # NDArray and read-only inputs work as well
+    np.testing.assert_allclose(run(nd).numpy(), mlp_ref(data), rtol=1e-4, atol=1e-4)
+    data.flags.writeable = False
+    np.testing.assert_allclose(run(data).numpy(), mlp_ref(data), rtol=1e-4, atol=1e-4)
