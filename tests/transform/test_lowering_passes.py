@@ -23,16 +23,61 @@ def _serial(v, ext, body, kind=ForKind.SERIAL, **kw):
 
 
 def test_lower_init_block():
+    # The reduce loop k is innermost: the init is hoisted before it as its own block, so it
+    # runs even when the reduce loop has zero trips.
     f = matmul(4, 4, 4)
     out = _apply(tt.LowerInitBlock(), f)
-    realize = f.body.block.body.body.body.body
+    loop_i = f.body.block.body
+    loop_j = loop_i.body
+    loop_k = loop_j.body
+    realize = loop_k.body
     blk = realize.block
-    vi, vj, vk = (x.var for x in blk.iter_vars)
-    expected_block = blk.replace(init=None, body=SeqStmt([IfThenElse(vk == 0, blk.init), blk.body]))
-    expected = f.with_body(f.body.replace(block=f.body.block.replace(
-        body=f.body.block.body.replace(body=f.body.block.body.body.replace(
-            body=f.body.block.body.body.body.replace(body=realize.replace(block=expected_block)))))))
+    spatial = [(x, v) for x, v in zip(blk.iter_vars, realize.iter_values) if x.kind != "R"]
+    init = BlockRealize([v for _, v in spatial], realize.predicate,
+                        Block([x for x, _ in spatial], [], blk.writes, "C_init", blk.init))
+    nest = loop_i.replace(body=loop_j.replace(body=SeqStmt([
+        init, loop_k.replace(body=realize.replace(block=blk.replace(init=None)))])))
+    expected = f.with_body(f.body.replace(block=f.body.block.replace(body=nest)))
     assert_structural_equal(out, expected)
+
+
+def test_lower_init_block_guard_when_reduce_loop_is_not_innermost():
+    # k outside j: hoisting would re-run the init per k; the guard keeps the old semantics.
+    f = matmul(4, 4, 4)
+    loop_i = f.body.block.body
+    loop_j = loop_i.body
+    loop_k = loop_j.body
+    realize = loop_k.body
+    swapped = loop_i.replace(body=loop_k.replace(body=loop_j.replace(body=realize)))
+    f = f.with_body(f.body.replace(block=f.body.block.replace(body=swapped)))
+    out = _apply(tt.LowerInitBlock(), f)
+    blk = realize.block
+    vk = blk.iter_vars[2].var
+    expected_block = blk.replace(init=None, body=SeqStmt([IfThenElse(vk == 0, blk.init), blk.body]))
+    expected = f.with_body(f.body.replace(block=f.body.block.replace(body=loop_i.replace(
+        body=loop_k.replace(body=loop_j.replace(body=realize.replace(block=expected_block)))))))
+    assert_structural_equal(out, expected)
+
+
+def test_reduction_over_runtime_empty_axis_gives_identity():
+    import ingot
+    from ingot import te
+
+    m, n = te.var("m"), te.var("n")
+    A = te.placeholder((m, n), "float32", name="A")
+    k = te.reduce_axis((0, n), name="k")
+    S = te.compute((m,), lambda i: te.sum(A[i, k], axis=k), name="S")
+    k2 = te.reduce_axis((0, n), name="k2")
+    M = te.compute((m,), lambda i: te.max(A[i, k2], axis=k2), name="M")
+    lib = ingot.build(te.create_prim_func([A, S, M]), target="llvm")
+    for size in (0, 3):
+        a = np.arange(5 * size, dtype="float32").reshape(5, size)
+        s = ingot.nd.array(np.full(5, np.nan, "float32"))
+        mx = ingot.nd.array(np.full(5, np.nan, "float32"))
+        lib["main"](ingot.nd.array(a), s, mx)
+        np.testing.assert_array_equal(s.numpy(), a.sum(axis=1))
+        want_max = a.max(axis=1) if size else np.full(5, -np.inf, "float32")
+        assert (mx.numpy() == want_max).all() or (size == 0 and (mx.numpy() <= -3.4e38).all())
 
 
 def test_convert_blocks_to_loops_split_predicate():

@@ -64,10 +64,10 @@ def test_lower_init_block_tvmscript():
 
         @T.prim_func
         def after(A: T.Buffer((8, 8), "float32"), B: T.Buffer((8,), "float32")):
-            for i, k in T.grid(8, 8):
-                if k == 0:
-                    B[i] = T.float32(0)
-                B[i] = B[i] + A[i, k]
+            for i in range(8):
+                B[i] = T.float32(0)  # hoisted out of the (innermost) reduce loop
+                for k in range(8):
+                    B[i] = B[i] + A[i, k]
 
         return before, after
 
