@@ -29,7 +29,7 @@ from .errors import (
     KernelError,
     ModuleLoadError,
 )
-from .function import Function, ParamSpec
+from .function import Function, ParamSpec, StaticCaller
 from .metadata import validate_metadata
 from .module import Module, ProfileResult, load_module
 from .ndarray import NDArray, array, empty, from_dlpack
@@ -75,4 +75,4 @@ def Executor(executable, device=None):  # noqa: N802 - TVM's spelling (relax.Vir
     return factory(executable, device)
 
 
-__all__.append("Executor")
+__all__ += ["Executor", "StaticCaller"]
