@@ -19,7 +19,7 @@ from typing import Any, Callable, Sequence
 from ingot.ir.dtype import DataType
 from ingot.ir.expr import Call, StringImm
 
-__all__ = ["INTRINSICS", "intrinsic_text"]
+__all__ = ["INTRINSICS", "C_CPU_INTRINSICS", "intrinsic_text"]
 
 Emitter = Callable[[Any, Call, Sequence[str]], str]
 
@@ -33,16 +33,9 @@ def _libm(base: str, dtype: DataType) -> str:
     return base if dtype.bits == 64 else base + "f"
 
 
-#: float32 functions with a branch-free inline version in the C prelude (``ingot_expf`` ...).
-#: libm's scalar ``expf`` is an opaque call GCC cannot vectorize; these inline to selects and
-#: FMAs, so loops calling them vectorize. float64 keeps libm.
-_VECTOR_MATH_F32 = {"exp": "ingot_expf", "tanh": "ingot_tanhf", "erf": "ingot_erff",
-                    "sigmoid": "ingot_sigmoidf"}
-
-
-def _math(base: str) -> Emitter:
-    """``expf(x)`` / ``exp(x)``; float16 goes through float; see ``_VECTOR_MATH_F32``."""
-    f32 = _VECTOR_MATH_F32.get(base, base + "f")
+def _math(base: str, f32: "str | None" = None) -> Emitter:
+    """``expf(x)`` / ``exp(x)``; float16 goes through float. ``f32`` replaces the float name."""
+    f32 = f32 or base + "f"
 
     def emit(ctx, call: Call, args: Sequence[str]) -> str:
         dtype = _float_dtype(call)
@@ -157,7 +150,7 @@ INTRINSICS: dict[str, Emitter] = {
     "round": _math("nearbyint"),
     "exp10": _formula(lambda s, a: f"pow{s}(10.0{s}, {a[0]})"),
     "rsqrt": _formula(lambda s, a: f"({_one(s)} / sqrt{s}({a[0]}))"),
-    "sigmoid": _formula(lambda s, a: f"ingot_sigmoidf({a[0]})" if s else f"(1.0 / (1.0 + exp(-({a[0]}))))"),
+    "sigmoid": _formula(lambda s, a: f"({_one(s)} / ({_one(s)} + exp{s}(-({a[0]}))))"),
     "isnan": _predicate("isnan"),
     "isinf": _predicate("isinf"),
     "isfinite": _predicate("isfinite"),
@@ -178,6 +171,17 @@ INTRINSICS: dict[str, Emitter] = {
 }
 
 
+#: The CPU C backend's table: `INTRINSICS` (portable libm names, which the CUDA backend extends)
+#: with float32 exp/tanh/erf/sigmoid sent to the prelude's branch-free inline versions
+#: (``ingot_expf`` ...). libm's scalar ``expf`` is an opaque call GCC cannot vectorize; these
+#: inline to selects and FMAs, so loops calling them vectorize. float64 keeps libm.
+C_CPU_INTRINSICS: dict[str, Emitter] = {
+    **INTRINSICS,
+    **{name: _math(name, f"ingot_{name}f") for name in ("exp", "tanh", "erf")},
+    "sigmoid": _formula(lambda s, a: f"ingot_sigmoidf({a[0]})" if s else f"(1.0 / (1.0 + exp(-({a[0]}))))"),
+}
+
+
 def intrinsic_text(ctx, call: Call, args: Sequence[str]) -> str:
     """C text of one lane of ``call`` with operands ``args``.
 
@@ -190,7 +194,7 @@ def intrinsic_text(ctx, call: Call, args: Sequence[str]) -> str:
         >>> intrinsic_text(Ctx(), exp(Var("x", "float64")), ["x"])
         'exp(x)'
     """
-    emit = INTRINSICS.get(call.op)
+    emit = C_CPU_INTRINSICS.get(call.op)
     if emit is None:
         raise NotImplementedError(
             f"the C backend has no rule for intrinsic {call.op!r} (in `{call}`); known intrinsics: "
