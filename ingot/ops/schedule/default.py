@@ -34,14 +34,14 @@ from ingot.tir.stmt import BlockRealize, For, ForKind, SeqStmt
 from .analysis import analyze_block
 from .blocked import blocked_gemm_rule
 from .conv import conv_oc_rule
-from .reduction import row_reduction_rule
+from .reduction import gemv_rule, row_reduction_rule
 from .rules import elementwise_rule, gemm_rule, parallel_vectorize, reduction_rule
 
 __all__ = ["default_schedule", "schedule_blocks", "RULES"]
 
 # kind -> rules to try in order (the last ones are the safe fallbacks).
 RULES: dict[str, list[Callable]] = {
-    "gemm": [blocked_gemm_rule, conv_oc_rule, gemm_rule, reduction_rule],
+    "gemm": [blocked_gemm_rule, conv_oc_rule, gemv_rule, gemm_rule, reduction_rule],
     "reduction": [row_reduction_rule, reduction_rule],
     "elementwise": [elementwise_rule],
     "opaque": [],

@@ -37,7 +37,7 @@ from ingot.tir.schedule.error import ScheduleError
 from .analysis import BlockInfo
 from .rules import _fuse_parallel
 
-__all__ = ["row_reduction_rule", "row_vector_lanes"]
+__all__ = ["row_reduction_rule", "row_vector_lanes", "gemv_rule"]
 
 
 def row_vector_lanes(extent: "int | None", lanes: int) -> "int | None":
@@ -127,3 +127,47 @@ def row_reduction_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: 
     # compute_at regenerates the rf block's loops under the row: vectorize its lane loop now
     sch.vectorize(sch.get_loops(rf)[-1])
     _fuse_parallel(sch, spatial, s_ext, cores)
+
+
+#: Largest batch (rows M) that `gemv_rule` takes; larger M keeps `gemm_rule`.
+GEMV_MAX_ROWS = 4
+
+
+def gemv_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: int) -> None:
+    """Dense with the weight in ``[N, K]`` layout (``linear``: ``Y[i, j] = sum_k X[i, k] * W[j, k]``)
+    as row reductions: each output is a dot product of two contiguous rows, vectorized over K
+    (`row_reduction_rule`: VL lane accumulators, combined once), outputs fused and parallel.
+
+    Why: `gemm_rule` vectorizes over the output axis ``j``, which is right for ``matmul``
+    (``B[k, j]`` is contiguous in ``j``) but, for ``W[j, k]``, makes every vector lane load from a
+    different weight row ``K`` floats apart — a 16-way gather per FMA. With a batch of 1 (ResNet's
+    FC layer, any batch-1 ``linear`` whose N is not panel-aligned so that `PackWeights` keeps the
+    original operator) that was ~500x slower than the same product as a ``matmul``. Raises
+    `ScheduleError` (the driver then tries `gemm_rule`) unless M <= `GEMV_MAX_ROWS`, every input load that reads the
+    reduce axis reads it in its last index only (so ``matmul``'s ``B[k, j]`` is left to
+    `gemm_rule`) and the K extent has a vector split.
+
+    Example:
+        >>> from ingot import te
+        >>> from ingot.ops import nn
+        >>> from ingot.tir.schedule import Schedule
+        >>> from ingot.ops.schedule.analysis import analyze_block
+        >>> x, w = te.placeholder((1, 256), name="x"), te.placeholder((100, 256), name="w")
+        >>> y = nn.dense(x, w)
+        >>> sch = Schedule(te.create_prim_func([x, w, y]))
+        >>> gemv_rule(sch, y.op.name, analyze_block(sch, sch.get_block(y.op.name)), 16, 2)
+        >>> "T.vectorized(16)" in sch.mod["main"].script()
+        True
+    """
+    if info.kind != "gemm" or not info.simple_loops or len(info.reduce) != 1:
+        raise ScheduleError(f"gemv_rule: block {name!r} is not a dense-like reduction over one axis")
+    rows = info.extents[info.i_index] if info.i_index is not None else None
+    if rows is None or rows > GEMV_MAX_ROWS:
+        # with MR >= 8 rows the register tile reuses each gathered weight vector MR times
+        raise ScheduleError(f"gemv_rule: block {name!r} has {rows} rows (> {GEMV_MAX_ROWS}): gemm_rule's "
+                            "register tile amortizes the weight loads")
+    block_node = sch.get(sch.get_block(name))
+    if not _reads_rows(block_node, block_node.iter_vars[info.reduce[0]].var):
+        raise ScheduleError(f"gemv_rule: block {name!r} reads an operand across the reduce axis (matmul "
+                            "layout: gemm_rule vectorizes over the contiguous output axis)")
+    row_reduction_rule(sch, name, info, lanes, cores)
