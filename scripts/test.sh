@@ -7,7 +7,7 @@ python3 -m pip install --quiet --disable-pip-version-check -e ".[dev]"
 # Kernels compiled by the tests go to a fresh cache so a run never depends on an old one.
 export INGOT_CACHE_DIR="${INGOT_CACHE_DIR:-$(mktemp -d -t ingot-cache-XXXXXX)}"
 set +e
-python3 -m pytest tests -q -p no:cacheprovider "$@"
+python3 -m pytest tests -p no:cacheprovider "$@"
 status=$?
 set -e
 if [ "$status" -eq 5 ]; then
