@@ -54,7 +54,11 @@ def make_model(path: str, size: int) -> None:
             module.running_mean.uniform_(-0.1, 0.1)
             module.running_var.uniform_(0.5, 1.5)
     example = torch.randn(1, 3, size, size)
-    torch.onnx.export(net, (example,), path, input_names=["data"], output_names=["logits"], dynamo=False)
+    import warnings
+
+    with warnings.catch_warnings():  # the legacy exporter's deprecation notice is not the demo's business
+        warnings.simplefilter("ignore")
+        torch.onnx.export(net, (example,), path, input_names=["data"], output_names=["logits"], dynamo=False)
 
 
 def median_ms(fn, runs: int) -> float:
