@@ -18,6 +18,7 @@ import os
 import statistics
 import tempfile
 import time
+import warnings
 
 import numpy as np
 
@@ -54,8 +55,6 @@ def make_model(path: str, size: int) -> None:
             module.running_mean.uniform_(-0.1, 0.1)
             module.running_var.uniform_(0.5, 1.5)
     example = torch.randn(1, 3, size, size)
-    import warnings
-
     with warnings.catch_warnings():  # the legacy exporter's deprecation notice is not the demo's business
         warnings.simplefilter("ignore")
         torch.onnx.export(net, (example,), path, input_names=["data"], output_names=["logits"], dynamo=False)
