@@ -140,7 +140,7 @@ def check(packed_weights: bool = True) -> None:
 
 def _onnxruntime_seconds(layer, x, w, b, threads: int) -> "float | None":
     try:
-        import onnx
+        import onnx  # noqa: F401  (availability check)
         import onnxruntime as ort
         from onnx import TensorProto, helper, numpy_helper
     except ImportError:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 
 from ingot.ir import IRModule, PrimExpr, Var as PrimVar, collect_vars
 from ingot.ir.module import GlobalVar

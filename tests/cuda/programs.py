@@ -6,7 +6,7 @@ under the block's loops — is not in `ingot.tir.schedule` yet.
 """
 from __future__ import annotations
 
-import ingot
+import ingot  # noqa: F401  (registers the TVMScript printer)
 from ingot import te, tir
 from ingot.ir import Var, decl_buffer
 from ingot.tir import Allocate, BufferStore, For, ForKind, PrimFunc, SeqStmt

@@ -9,7 +9,7 @@ from ingot.codegen.cuda.split import (
 )
 from ingot.ir import EQ, LT, IntImm, Var, decl_buffer, structural_equal
 from ingot.runtime.cuda import eval_launch_expr
-from ingot.tir import Allocate, BufferStore, For, ForKind, IfThenElse, PrimFunc, SeqStmt
+from ingot.tir import Allocate, BufferStore, For, IfThenElse, PrimFunc, SeqStmt
 
 import programs
 from programs import thread_loop

@@ -10,7 +10,6 @@ from ingot.codegen.toolchain import (
     CompileError,
     CompileOptions,
     ToolchainError,
-    cache_dir,
     compile_count,
     compile_shared_library,
     compile_to_assembly,

@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-import ingot
+import ingot  # noqa: F401  (registers the TVMScript printer)
 from ingot.ir import IngotError
 from ingot.script import ParseError, from_source
 from ingot.script import tir as T

@@ -6,7 +6,7 @@ from ingot import ir, tir
 from ingot.ir import IterVar, Range, Var, assert_structural_equal, decl_buffer, structural_equal
 from ingot.script import from_source, ir as I, tir as T
 from ingot.tir import (
-    Allocate, Block, BlockRealize, BufferStore, For, ForKind, IfThenElse, LetStmt, PrimFunc, SeqStmt,
+    Block, BlockRealize, BufferStore, For, ForKind, IfThenElse, LetStmt, PrimFunc,
 )
 
 

@@ -6,7 +6,7 @@ from ingot.driver.lower import get_lowering_pipeline, lower
 from ingot.ir import IRModule, post_order_visit
 from ingot.ir.expr import Ramp
 from ingot.ir.transform import PassConfigError, PassContext, PassTimingInstrument
-from ingot.tir import Allocate, Block, BlockRealize, BufferStore, For, ForKind, IfThenElse, PrimFunc
+from ingot.tir import Allocate, Block, BlockRealize, BufferStore, ForKind, IfThenElse
 from ingot.tir.transform import prim_func_pass
 
 from ir_builders import matmul, split_add_one, tiled_matmul_local

@@ -10,7 +10,7 @@ from ingot.tir import (
 )
 from ingot.tir import transform as tt
 
-from ir_builders import iv, loops, matmul, root, split_add_one, tiled_matmul_local
+from ir_builders import iv, matmul, root, split_add_one, tiled_matmul_local
 from tir_interp import run_prim_func
 
 

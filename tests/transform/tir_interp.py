@@ -15,7 +15,6 @@ import numpy as np
 
 from ingot.ir import expr as E
 from ingot.ir.buffer import Buffer
-from ingot.tir import stmt as S
 from ingot.tir.function import PrimFunc
 
 

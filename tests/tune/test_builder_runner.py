@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from conftest import add_func, matmul_func  # noqa: E402
+from tune_workloads import add_func, matmul_func  # noqa: E402
 
 from ingot.codegen.prelude import C_PRELUDE, emit_metadata_c  # noqa: E402
 from ingot.codegen.toolchain import compile_shared_library  # noqa: E402

@@ -7,7 +7,7 @@ import sys
 import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from conftest import add_func, matmul_func  # noqa: E402
+from tune_workloads import add_func, matmul_func  # noqa: E402
 
 from ingot.tune.database import (  # noqa: E402
     MemoryDatabase, SQLiteDatabase, TuningRecord, Workload, workload_hash,

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from conftest import matmul_func  # noqa: E402
+from tune_workloads import matmul_func  # noqa: E402
 
 import ingot  # noqa: E402
 from ingot.ir import structural_equal  # noqa: E402

@@ -5,7 +5,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-from conftest import add_func, matmul_func  # noqa: E402
+from tune_workloads import add_func, matmul_func  # noqa: E402
 
 import ingot  # noqa: E402
 from ingot import tune as ms  # noqa: E402

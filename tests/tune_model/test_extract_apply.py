@@ -1,13 +1,12 @@
 """Task extraction and apply-best without tuning (records made by hand): fast."""
 import os
 import sys
-import warnings
 
 import numpy as np
 import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from conftest import N, TARGET, mlp_model, mlp_module, mlp_params, mlp_reference  # noqa: E402
+from model_workloads import N, TARGET, mlp_model, mlp_module, mlp_params, mlp_reference  # noqa: E402
 
 import ingot  # noqa: E402
 from ingot import graph as G  # noqa: E402

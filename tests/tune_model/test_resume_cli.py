@@ -8,7 +8,7 @@ import textwrap
 import time
 
 sys.path.insert(0, os.path.dirname(__file__))
-from conftest import TARGET, write_mlp_onnx  # noqa: E402
+from model_workloads import TARGET, write_mlp_onnx  # noqa: E402
 
 from ingot.tune.database import SQLiteDatabase  # noqa: E402
 
@@ -16,7 +16,7 @@ from ingot.tune.database import SQLiteDatabase  # noqa: E402
 _SCRIPT = textwrap.dedent("""
     import sys
     sys.path.insert(0, {here!r})
-    from conftest import TARGET, fast_runner, mlp_model
+    from model_workloads import TARGET, fast_runner, mlp_model
     import ingot
     ingot.tune(mlp_model(), target=TARGET, trials={trials}, work_dir={work!r}, runner_config=fast_runner(),
                num_trials_per_iter=2, seed={seed}, num_workers=2, verbose=0, patience=0)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from conftest import N, TARGET, fast_runner, mlp_model, mlp_params, mlp_reference  # noqa: E402
+from model_workloads import N, TARGET, fast_runner, mlp_model, mlp_params, mlp_reference  # noqa: E402
 
 import ingot  # noqa: E402
 from ingot.tune.database import SQLiteDatabase  # noqa: E402

@@ -32,7 +32,7 @@ from ingot.codegen.prelude import c_string_literal
 from ingot.codegen.sanitize import NameTable
 from ingot.ir.buffer import Buffer
 from ingot.ir.dtype import DataType
-from ingot.ir.expr import IntImm, PrimExpr, Var, as_const_int
+from ingot.ir.expr import Var, as_const_int
 from ingot.ir.functor import Visitor
 from ingot.runtime.dtype import dtype_to_dlpack
 from ingot.tir.function import PrimFunc

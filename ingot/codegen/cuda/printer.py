@@ -39,7 +39,7 @@ from ingot.codegen.c.intrinsics import INTRINSICS, _float_dtype
 from ingot.codegen.c.printer import CodegenError, CPrinter, _resolve_method
 from ingot.codegen.c.types import CHelpers, storage_type
 from ingot.ir.dtype import DataType
-from ingot.ir.expr import Broadcast, Call, IntImm, PrimExpr, Ramp, StringImm, Var, as_const_int, cast
+from ingot.ir.expr import Broadcast, Call, PrimExpr, Ramp, StringImm, Var, as_const_int
 from ingot.tir.stmt import Allocate, AssertStmt, BufferStore, Evaluate, For, ForKind
 
 from .split import SYNC_OP

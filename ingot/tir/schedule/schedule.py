@@ -191,7 +191,7 @@ class Schedule:
             what = "loop" if isinstance(rv, LoopRV) else "block"
             raise ScheduleError(
                 f"the {what} behind {rv!r} no longer exists",
-                f"a primitive (split, fuse, ...) replaced it; use the handles that primitive returned",
+                "a primitive (split, fuse, ...) replaced it; use the handles that primitive returned",
             )
 
     def _new_rv(self, cls: type, value: Any) -> Any:

@@ -26,7 +26,7 @@ from ingot.ir.expr import BufferLoad, IntImm, PrimExpr, as_const_int
 from ingot.ir.functor import Mutator
 
 from ..function import PrimFunc
-from ..stmt import Allocate, Block, BlockRealize, BufferStore, Stmt
+from ..stmt import Allocate, Block, BlockRealize, BufferStore
 from .base import prim_func_pass
 
 __all__ = ["FlattenBuffer", "flatten_buffer", "flat_index"]

@@ -19,7 +19,6 @@ from ingot.ir.expr import BufferLoad
 from ingot.ir.functor import Mutator, post_order_visit
 from ingot.ir.structural import structural_equal
 
-from ..function import PrimFunc
 from ..stmt import Allocate, BufferStore, For, IfThenElse, LetStmt, SeqStmt, Stmt
 from .base import is_no_op, no_op, prim_func_pass
 

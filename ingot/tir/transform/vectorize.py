@@ -31,7 +31,7 @@ from __future__ import annotations
 from typing import Any
 
 from ingot.ir import expr as E
-from ingot.ir.expr import Broadcast, BufferLoad, PrimExpr, Ramp, Var, as_const_int
+from ingot.ir.expr import Broadcast, BufferLoad, PrimExpr, Ramp, as_const_int
 from ingot.ir.functor import Mutator, collect_vars, substitute
 from ingot.ir.structural import structural_equal
 

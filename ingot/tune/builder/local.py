@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import concurrent.futures as cf
 import os
-import time
 import traceback
 from typing import Any, Optional, Sequence
 

@@ -17,7 +17,7 @@ import json
 import logging
 import os
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Optional
+from typing import Any, Iterable
 
 from .record import SCHEMA_VERSION, TuningRecord, Workload, as_module, workload_hash
 

@@ -33,7 +33,7 @@ def workload_hash(mod: Any) -> str:
     Example:
         >>> # workload_hash(te.create_prim_func([A, B, C])) == workload_hash(IRModule({"main": ...}))
     """
-    from ingot.ir import IRModule, structural_hash
+    from ingot.ir import structural_hash
 
     return structural_hash(as_module(mod))
 

@@ -31,8 +31,8 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from ingot.ir.expr import IntImm, IterVar, PrimExpr, Range, Var, as_const_int
-from ingot.ir.functor import collect_vars, substitute
+from ingot.ir.expr import IntImm, PrimExpr, Range, Var, as_const_int
+from ingot.ir.functor import substitute
 from ingot.tir.stmt import Block, BlockRealize, For, ForKind, SeqStmt, Stmt
 
 from ..analysis import (

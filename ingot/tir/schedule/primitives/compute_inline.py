@@ -29,7 +29,7 @@ from typing import Any, Callable, Optional
 from ingot.ir.buffer import Buffer
 from ingot.ir.expr import BufferLoad, Var
 from ingot.ir.functor import Mutator, Visitor, collect_vars, substitute
-from ingot.tir.stmt import Block, BlockRealize, BufferStore, For, SeqStmt, Stmt
+from ingot.tir.stmt import Block, BlockRealize, BufferStore, For, Stmt
 
 from ..analysis import block_kind, buffer_is_param, child_block_realizes, scope_block, writer_counts
 from ..instruction import BlockRV, InstructionKind
