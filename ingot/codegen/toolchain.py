@@ -295,18 +295,30 @@ def _cache_key(source: str, command: list[str], version: str, options: CompileOp
     return h.hexdigest()
 
 
-def _write_atomic(path: Path, text: str) -> None:
+def write_atomic(path: "str | os.PathLike", data: "str | bytes") -> None:
+    """Write ``data`` (text or bytes) to ``path`` through a temp file in the same directory and a
+    rename, so readers never see half a file and a failure leaves nothing behind.
+
+    Example:
+        >>> write_atomic("/tmp/ingot-example.txt", "hello")
+    """
+    path = Path(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", errors="surrogatepass") as f:
-            f.write(text)
+        if isinstance(data, bytes):
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+        else:
+            with os.fdopen(fd, "w", encoding="utf-8", errors="surrogatepass") as f:
+                f.write(data)
         os.replace(tmp, path)
     except BaseException:
-        _unlink_quietly(tmp)
+        unlink_quietly(tmp)
         raise
 
 
-def _unlink_quietly(path) -> None:
+def unlink_quietly(path) -> None:
+    """Remove ``path`` if it exists; ignore errors (cleanup of temp files)."""
     try:
         os.unlink(path)
     except OSError:
@@ -333,7 +345,7 @@ def _build(source: str, options: CompileOptions, mode: str, suffix: str,
         return str(out)
     src = bucket / f"{key}.c"
     if not src.exists():
-        _write_atomic(src, source)
+        write_atomic(src, source)
     fd, tmp_out = tempfile.mkstemp(dir=bucket, prefix=f"{key}.", suffix=f"{suffix}.tmp")
     os.close(fd)
     command = [*compiler, *flags, "-o", tmp_out, str(src), *libs]
@@ -343,10 +355,10 @@ def _build(source: str, options: CompileOptions, mode: str, suffix: str,
         proc = subprocess.run(command, capture_output=True, text=True, errors="replace",
                               check=False, env={**os.environ, "LC_ALL": "C"})
     except OSError as exc:
-        _unlink_quietly(tmp_out)
+        unlink_quietly(tmp_out)
         raise ToolchainError(f"cannot run the C compiler {compiler[0]!r}: {exc}") from exc
     if proc.returncode != 0:
-        _unlink_quietly(tmp_out)
+        unlink_quietly(tmp_out)
         stderr = (proc.stderr or "") + (proc.stdout or "")
         shown = stderr if len(stderr) <= _MAX_MESSAGE_STDERR else (
             stderr[:_MAX_MESSAGE_STDERR] + f"\n... ({len(stderr) - _MAX_MESSAGE_STDERR} more characters)"

@@ -25,6 +25,8 @@ from typing import Any
 
 import numpy as np
 
+from ingot.codegen.toolchain import write_atomic
+
 FORMAT = "ingot.graph.executable"
 VERSION = 1
 
@@ -54,13 +56,6 @@ def weights_path(path: str) -> str:
     return _stem(path) + ".weights.bin"
 
 
-def _write_atomic(path: str, data: bytes) -> None:
-    tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-    os.replace(tmp, path)
-
-
 def export_executable(ex: Any, path: str) -> str:
     """Write the library, weights and manifest of executable ``ex``; returns the library path.
 
@@ -83,7 +78,7 @@ def export_executable(ex: Any, path: str) -> str:
     used = max((c["offset"] + c["nbytes"] for c in ex.constants), default=0)
     blob = blob[:used]
     wpath = weights_path(path)
-    _write_atomic(wpath, blob)
+    write_atomic(wpath, blob)
     manifest = {
         "format": FORMAT, "version": VERSION, "loader": "ingot.graph.load_executable",
         "library": os.path.basename(path), "weights": os.path.basename(wpath),
@@ -91,7 +86,7 @@ def export_executable(ex: Any, path: str) -> str:
         "target": str(ex.target), "constants": ex.constants, "functions": ex.plans,
         "aot": ex.aot, "kernels": ex.kernels, "schedules": ex.schedule_report,
     }
-    _write_atomic(manifest_path(path), json.dumps(manifest, indent=1, sort_keys=True).encode())
+    write_atomic(manifest_path(path), json.dumps(manifest, indent=1, sort_keys=True).encode())
     return path
 
 

@@ -23,9 +23,8 @@ import shlex
 import shutil
 import subprocess
 import tempfile
-from pathlib import Path
 
-from ingot.codegen.toolchain import CompileError, ToolchainError, cache_dir
+from ingot.codegen.toolchain import CompileError, ToolchainError, cache_dir, unlink_quietly, write_atomic
 
 __all__ = ["find_nvcc", "nvcc_version", "compile_cuda", "normalize_arch", "DEFAULT_ARCH", "OUTPUT_KINDS"]
 
@@ -121,7 +120,7 @@ def compile_cuda(source: str, arch: "str | None" = None, output: str = "fatbin",
         return str(out)
     src = bucket / f"{key}.cu"
     if not src.exists():
-        _write_atomic(src, source)
+        write_atomic(src, source)
     fd, tmp_out = tempfile.mkstemp(dir=bucket, prefix=f"{key}.", suffix=f"{suffix}.tmp")
     os.close(fd)
     command = [nvcc, *flags, "-o", tmp_out, str(src)]
@@ -129,10 +128,10 @@ def compile_cuda(source: str, arch: "str | None" = None, output: str = "fatbin",
         proc = subprocess.run(command, capture_output=True, text=True, errors="replace", check=False,
                               env={**os.environ, "LC_ALL": "C"})
     except OSError as exc:
-        _unlink(tmp_out)
+        unlink_quietly(tmp_out)
         raise ToolchainError(f"cannot run the CUDA compiler {nvcc!r}: {exc}") from exc
     if proc.returncode != 0:
-        _unlink(tmp_out)
+        unlink_quietly(tmp_out)
         stderr = (proc.stderr or "") + (proc.stdout or "")
         shown = stderr if len(stderr) <= _MAX_STDERR else stderr[:_MAX_STDERR] + "\n..."
         raise CompileError(
@@ -142,21 +141,3 @@ def compile_cuda(source: str, arch: "str | None" = None, output: str = "fatbin",
         )
     os.replace(tmp_out, out)
     return str(out)
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", errors="surrogatepass") as f:
-            f.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        _unlink(tmp)
-        raise
-
-
-def _unlink(path) -> None:
-    try:
-        os.unlink(path)
-    except OSError:
-        pass

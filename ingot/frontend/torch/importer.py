@@ -219,15 +219,9 @@ class Context:
 
         Example: ``ctx.emit(G.op.relu(ctx.expr(x)))``.
         """
-        from ingot.graph.transform.fold_constant import try_fold
+        from ingot.frontend.folding import emit_folded
 
-        if isinstance(call, G.Call):
-            folded = try_fold(call)
-            if folded is not None:
-                return np.asarray(folded.data)
-        if isinstance(call, (G.Var, G.Constant)):
-            return call
-        return self.bb.emit(call)
+        return emit_folded(self.bb, call)
 
     @staticmethod
     def shape(value: Any) -> tuple:
