@@ -190,7 +190,7 @@ def main() -> None:
         tx, tw, tb = (torch.from_numpy(a) for a in (x, w, b))
         _, c, hw, o, k, s, g = layer
 
-        def run_torch():
+        def run_torch(tx=tx, tw=tw, tb=tb, s=s, k=k, g=g):
             with torch.no_grad():
                 torch.relu(torch.nn.functional.conv2d(tx, tw, stride=s, padding=k // 2, groups=g) + tb)
 

@@ -177,7 +177,7 @@ def transformer_table(threads: int) -> None:
         if torch is not None:
             tx, tw = torch.from_numpy(x), torch.from_numpy(w)
             with torch.no_grad():
-                tt = median_seconds(lambda: torch.nn.functional.linear(tx, tw), repeat=9, min_seconds=0.05)
+                tt = median_seconds(lambda tx=tx, tw=tw: torch.nn.functional.linear(tx, tw), repeat=9, min_seconds=0.05)
         rows.append([f"{m}x{k}x{n}", f"{g / t:.1f}", "-" if tt is None else f"{g / tt:.1f}",
                      "-" if tt is None else f"{tt / t:.2f}"])
     print(markdown_table(["M x K x N", "Ingot GFLOP/s", "PyTorch GFLOP/s", "Ingot / PyTorch"], rows))

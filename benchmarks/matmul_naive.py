@@ -41,7 +41,7 @@ def main() -> None:
         lib["main"](a, b, c)
         np.testing.assert_allclose(c, a @ b, rtol=1e-4)
         t_ingot = ingot_median_seconds(lib, "main", [a, b, c], repeat=5)
-        t_numpy = median_seconds(lambda: np.matmul(a, b, out=c), repeat=5)
+        t_numpy = median_seconds(lambda a=a, b=b, c=c: np.matmul(a, b, out=c), repeat=5)
         flops = 2.0 * n**3
         rows.append([n, f"{flops / t_ingot / 1e9:.1f}", f"{flops / t_numpy / 1e9:.1f}", f"{t_numpy / t_ingot:.3f}x"])
     print(markdown_table(["n", "Ingot naive GFLOP/s", "numpy GFLOP/s", "Ingot / numpy speed"], rows))

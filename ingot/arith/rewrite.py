@@ -166,7 +166,7 @@ class Simplifier:
         changed = True
         while changed:
             changed = False
-            for key, (coeff, atoms) in list(form.terms.items()):
+            for key, (_coeff, atoms) in list(form.terms.items()):
                 if len(atoms) != 1 or key not in form.terms:
                     continue
                 for rule in self._sum_rules:

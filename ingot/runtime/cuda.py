@@ -508,7 +508,7 @@ class CUDAFunction:
                                           "is not supported by the CUDA runtime")
         pointers: list[tuple[int, str]] = []
         device_id = None
-        for k, (spec, arg) in enumerate(zip(self.params, args)):
+        for spec, arg in zip(self.params, args):
             if spec["kind"] != "tensor":
                 pointers.append((0, ""))
                 continue

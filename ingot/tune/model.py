@@ -44,7 +44,7 @@ TABLE_EVERY_S = 30.0
 
 def _task_rows(sched: Any, extracted: list) -> list:
     rows = []
-    for i, (ctx, t) in enumerate(zip(sched.tasks, extracted)):
+    for i, t in enumerate(extracted):
         best, default = sched.best_secs[i], sched.default_secs[i]
         rows.append({"name": t.name, "workload_hash": t.workload_hash, "weight": t.weight,
                      "flop_count": t.flop_count, "kernels": list(t.kernels),

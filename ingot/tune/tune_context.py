@@ -59,19 +59,14 @@ class TuneContext:
 
 
 def _default_name(mod: Any) -> str:
+    from ingot.ir.functor import post_order_visit
     from ingot.tir.function import PrimFunc
+    from ingot.tir.stmt import Block
 
     for name, func in mod.items():
         if isinstance(func, PrimFunc):
-            blocks = []
-            from ingot.ir.functor import Visitor
-
-            class _V(Visitor):
-                def visit_Block(self, node):
-                    if node.name_hint != "root":
-                        blocks.append(node.name_hint)
-                    self.generic_visit(node)
-
-            _V().visit(func.body)
+            blocks: list[str] = []
+            post_order_visit(func.body, lambda n, found=blocks: found.append(n.name_hint)
+                             if isinstance(n, Block) and n.name_hint != "root" else None)
             return "_".join(blocks[:3]) if name == "main" and blocks else str(name)
     return "task"

@@ -366,7 +366,6 @@ def test_unlowered_function_is_rejected():
 
 def test_undefined_variable_is_named():
     A = decl_buffer((4,), "float32", "A")
-    i = Var("i")
     f = PrimFunc([A], BufferStore(A, Cast("float32", Var("ghost")), [0]))
     with pytest.raises(CodegenError, match="'ghost'"):
         generate_source(f)

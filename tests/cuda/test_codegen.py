@@ -118,7 +118,7 @@ def test_float16_and_intrinsics_compile(tmp_path):
     ops = [te.exp, te.log, te.sqrt, te.tanh, te.sigmoid, te.erf, te.floor, te.round, te.rsqrt, te.exp10]
     for dtype in ("float16", "float32", "float64"):
         A = te.placeholder((256,), dtype, name="A")
-        def body(i):
+        def body(i, A=A):
             x = A[i]
             total = x
             for op in ops:

@@ -12,9 +12,9 @@ from ingot.codegen.cuda.codegen import generate_cuda
 from ingot.runtime import ArgumentError, KernelError
 import importlib
 
-rc = importlib.import_module("ingot.runtime.cuda")
-
 import programs
+
+rc = importlib.import_module("ingot.runtime.cuda")
 
 
 class FakeDriver:

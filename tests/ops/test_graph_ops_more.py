@@ -115,7 +115,7 @@ def _resize_independent(x, size, method, coordinate_transformation_mode, roundin
                 y0, x0 = int(np.floor(cy)), int(np.floor(cx))
                 fy, fx = cy - y0, cx - x0
                 cl = lambda i, m: min(max(i, 0), m - 1)  # noqa: E731
-                v = lambda yy, xx: x[:, :, cl(yy, h), cl(xx, w)]  # noqa: E731
+                v = lambda yy, xx, cl=cl: x[:, :, cl(yy, h), cl(xx, w)]  # noqa: E731
                 out[:, :, oy, ox] = ((v(y0, x0) * (1 - fx) + v(y0, x0 + 1) * fx) * (1 - fy)
                                      + (v(y0 + 1, x0) * (1 - fx) + v(y0 + 1, x0 + 1) * fx) * fy)
     return out.astype("float32")

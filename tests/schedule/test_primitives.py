@@ -169,7 +169,7 @@ def test_reorder_matmul():
 
 def test_reorder_refusals():
     sch = _schedule(elementwise())
-    (ib, jb), (ic, jc) = sch.get_loops(sch.get_block("B")), sch.get_loops(sch.get_block("C"))
+    (ib, _), (_, jc) = sch.get_loops(sch.get_block("B")), sch.get_loops(sch.get_block("C"))
     with pytest.raises(ScheduleError, match="one path"):
         sch.reorder(ib, jc)
     with pytest.raises(ScheduleError, match="given twice"):

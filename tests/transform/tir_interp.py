@@ -92,7 +92,7 @@ class Interpreter:
             return
         for buf in block.alloc_buffers:
             self.allocate(buf)
-        for m in block.match_buffers:
+        if block.match_buffers:
             raise NotImplementedError("match_buffer in the test interpreter")
         if block.init is not None:
             if all(self.env[iv.var] == self.eval(iv.dom.min) for iv in block.iter_vars if iv.kind == "R"):

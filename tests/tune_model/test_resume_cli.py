@@ -62,7 +62,7 @@ def test_cli_tune_then_compile(tmp_path):
     from ingot.cli.main import main
 
     model = tmp_path / "mlp.onnx"
-    params = write_mlp_onnx(model)
+    write_mlp_onnx(model)
     work = tmp_path / "w"
     r = CliRunner().invoke(main, ["tune", str(model), "--target", TARGET, "--trials", "4", "--work-dir", str(work),
                                   "--trials-per-round", "2", "--seed", "0"])

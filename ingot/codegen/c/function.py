@@ -85,7 +85,6 @@ def emit_function(func: PrimFunc, name: str, symbol: str, kernel_symbol: str,
 
     # Step 1. Name the parameters and the symbolic dimensions (kernel argument order).
     kernel_params: list[str] = []
-    kernel_args: list[str] = []
     scalar_params = [p for p in func.params if isinstance(p, Var)]
     for p in func.params:
         if isinstance(p, Buffer):

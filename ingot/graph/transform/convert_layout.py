@@ -89,7 +89,7 @@ def convert_module(mod: IRModule) -> IRModule:
         # Step 2: push NHWC→NCHW transforms down through elementwise ops, cancel inverse pairs.
         perm_of: dict[int, tuple] = {}
 
-        def push(b: VarBinding, vmap: dict) -> Any:
+        def push(b: VarBinding, vmap: dict, perm_of: dict = perm_of) -> Any:
             v = b.value
             if _is_op(v, "permute_dims") and isinstance(v.args[0], Var) and id(v.args[0]) in perm_of:
                 inner, axes = perm_of[id(v.args[0])]

@@ -89,7 +89,8 @@ def simplify_module(mod: IRModule) -> IRModule:
         dataflow = dataflow_binding_ids(func)
         producers: dict[int, Call] = {}
 
-        def rewrite(b: VarBinding, vmap: dict) -> Any:
+        def rewrite(b: VarBinding, vmap: dict, producers: dict = producers, counts: dict = counts,
+                    dataflow: set = dataflow) -> Any:
             v = b.value
             if isinstance(v, Call):
                 producers[id(b.var)] = v

@@ -97,7 +97,7 @@ def _operand_reads(sch: Any, name: str, info: BlockInfo) -> "tuple[int, int, int
         vi = next(n for n, b in enumerate(names) if b is found["vec"][0])
         bi = next(n for n, b in enumerate(names) if b is found["bc"][0])
     except StopIteration:
-        raise ScheduleError(f"blocked_gemm_rule: block {name!r}: operand missing from its read regions")
+        raise ScheduleError(f"blocked_gemm_rule: block {name!r}: operand missing from its read regions") from None
     return vi, found["vec"][1], bi, found["bc"][1]
 
 

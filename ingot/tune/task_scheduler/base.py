@@ -178,7 +178,7 @@ class TaskScheduler:
         n_fail = sum(1 for m in means if not math.isfinite(m))
         logger.info("task %s round %d: %d candidates, %d failed, best %.3f us", ctx.task_name, self.rounds[i],
                     len(cands), n_fail, self.best_secs[i] * 1e6)
-        for c, (secs, err) in zip(cands, results):
+        for c, (_secs, err) in zip(cands, results):
             if err:
                 logger.debug("candidate %s failed: %s", c.candidate_hash[:12], err.splitlines()[0])
         self.time_split["other"] += time.perf_counter() - t

@@ -94,7 +94,7 @@ def _regenerate(sch: Any, block: Block, ranges: dict, lsref: StmtSRef, preserve_
     loops: list[tuple[Var, PrimExpr]] = []
     values: list[PrimExpr] = []
     guards: list[PrimExpr] = []
-    for k, iv in enumerate(block.iter_vars):
+    for iv in block.iter_vars:
         rng = ranges.get(id(iv.var), iv.dom)
         lo, extent = ana.simplify(rng.min), ana.simplify(rng.extent)
         bounded_extent = extent

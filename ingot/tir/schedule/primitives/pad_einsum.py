@@ -144,9 +144,9 @@ def pad_einsum(sch: Any, block: BlockRV, padding: Sequence[int]) -> None:
             name = f"{buf.name}_pad"
             zero = IntImm(buf.dtype, 0) if not buf.dtype.is_float else 0.0
 
-            def fill(v, b=buf, p=pad, o=orig):
+            def fill(v, b=buf, p=pad, o=orig, z=zero):
                 cond = t_all(*[x < n for x, n, m in zip(v, o, p.shape) if as_const_int(m) != n])
-                return BufferStore(p, if_then_else(cond, b.load(v), zero), v)
+                return BufferStore(p, if_then_else(cond, b.load(v), z), v)
 
             before.append(_copy_nest(name, shape, fill))
         if name in taken:
