@@ -46,8 +46,10 @@ def test_time_budget_is_honoured(tmp_path):
     elapsed = time.perf_counter() - t0
     info = records.info
     assert "time budget" in info["stop_reason"], info["stop_reason"]
-    # The shared 2-core CI machine is noisy: "roughly" = within 15 % plus one candidate's slack.
-    assert budget * 0.7 <= elapsed <= budget * 1.15 + 1.0, elapsed
+    # The scheduler never starts a build/run chunk that the previous one says cannot finish in time, so
+    # the overrun is at most one chunk; with a cold kernel cache on a busy 2-core machine a chunk of
+    # 2 candidates can take a few seconds. Without the budget the run would not stop (no trial limit).
+    assert budget * 0.7 <= elapsed <= budget * 1.5 + 2.0, elapsed
     assert sum(t["trials"] for t in records.tasks) >= 2
 
 
