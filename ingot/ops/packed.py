@@ -9,6 +9,7 @@ have no per-call packing stage:
 
     dense:      w_packed[N / P, K, P]            w_packed[jo, k, ji]         = w[jo * P + ji, k]
     conv2d:     w_packed[O / P, C, KH, KW, P]    w_packed[oo, c, y, x, oi]   = w[oo * P + oi, c, y, x]
+    conv2d NHWC w_packed[O / P, KH, KW, C, P]    w_packed[oo, y, x, c, oi]   = w_hwio[y, x, c, oo * P + oi]
     depthwise:  w_packed[C / P, KH, KW, P]       w_packed[cb, y, x, ci]      = w[cb * P + ci, 0, y, x]
 
 The depthwise compute also re-lays out its (padded) input channel-blocked inside the kernel
@@ -42,7 +43,8 @@ from .nn import _out_size, _padding4, _pair, pad
 __all__ = [
     "pack_dense_weight", "unpack_dense_weight", "pack_conv2d_weight", "unpack_conv2d_weight",
     "pack_depthwise_weight", "unpack_depthwise_weight", "dense_packed_weight", "conv2d_nchw_packed_weight",
-    "depthwise_conv2d_nchw_packed_weight",
+    "depthwise_conv2d_nchw_packed_weight", "pack_conv2d_nhwc_weight", "unpack_conv2d_nhwc_weight",
+    "conv2d_nhwc_packed_weight",
 ]
 
 
@@ -101,6 +103,31 @@ def unpack_conv2d_weight(wp: np.ndarray) -> np.ndarray:
     """
     oo, c, kh, kw, p = wp.shape
     return np.ascontiguousarray(wp.transpose(0, 4, 1, 2, 3).reshape(oo * p, c, kh, kw))
+
+
+def pack_conv2d_nhwc_weight(w: np.ndarray, panel: int) -> np.ndarray:
+    """HWIO ``w[KH, KW, C, O]`` → ``[O / panel, KH, KW, C, panel]``: for each panel of output
+    channels, the whole reduction (ky, kx, c) in the order an NHWC conv walks it.
+
+    Example:
+        >>> pack_conv2d_nhwc_weight(np.zeros((3, 3, 8, 32), "float32"), 16).shape
+        (2, 3, 3, 8, 16)
+    """
+    kh, kw, c, o = w.shape
+    _check_panel("pack_conv2d_nhwc_weight: output channels", o, panel)
+    return np.ascontiguousarray(w.reshape(kh, kw, c, o // panel, panel).transpose(3, 0, 1, 2, 4))
+
+
+def unpack_conv2d_nhwc_weight(wp: np.ndarray) -> np.ndarray:
+    """Inverse of `pack_conv2d_nhwc_weight` (back to HWIO).
+
+    Example:
+        >>> w = np.random.rand(3, 3, 2, 32).astype("float32")
+        >>> bool((unpack_conv2d_nhwc_weight(pack_conv2d_nhwc_weight(w, 16)) == w).all())
+        True
+    """
+    oo, kh, kw, c, p = wp.shape
+    return np.ascontiguousarray(wp.transpose(1, 2, 3, 0, 4).reshape(kh, kw, c, oo * p))
 
 
 def pack_depthwise_weight(w: np.ndarray, panel: int) -> np.ndarray:
@@ -255,3 +282,43 @@ def depthwise_conv2d_nchw_packed_weight(data: Any, w_packed: Any, strides: Any =
 
     return compute((N, _times(CB, P), OH, OW), body, "depthwise_conv2d_nchw",
                    tag="depthwise_conv2d_nchw,packed_weight")
+
+
+def conv2d_nhwc_packed_weight(data: Any, w_packed: Any, strides: Any = 1, padding: Any = 0, dilation: Any = 1,
+                              out_dtype: "str | None" = None) -> Any:
+    """NHWC conv2d (groups = 1) reading the weight packed as ``[O / P, KH, KW, C, P]``
+    (`pack_conv2d_nhwc_weight` of an HWIO weight); output ``(N, OH, OW, O)``.
+
+    Example:
+        >>> from ingot import te
+        >>> y = conv2d_nhwc_packed_weight(te.placeholder((1, 8, 8, 3), name="x"),
+        ...                               te.placeholder((2, 3, 3, 3, 16), name="w"), padding=1)
+        >>> [int(d) for d in y.shape]
+        [1, 8, 8, 32]
+    """
+    from ingot import te
+
+    out_dtype = out_dtype or str(data.dtype)
+    sh, sw = _pair(strides, "strides")
+    dh, dw = _pair(dilation, "dilation")
+    pt, pl, pb, pr = _padding4(padding)
+    N, H, W, C = data.shape
+    OO, KH, KW, CW, P = w_packed.shape
+    if as_const_int(convert(C)) is not None and as_const_int(convert(CW)) is not None \
+            and as_const_int(convert(C)) != as_const_int(convert(CW)):
+        raise ValueError(f"conv2d_nhwc_packed_weight: data has {C} channels but the packed weight "
+                         f"{tuple(w_packed.shape)} reduces over {CW}")
+    OH, OW = _out_size(H, pt + pb, KH, sh, dh), _out_size(W, pl + pr, KW, sw, dw)
+    padded = data if all(as_const_int(convert(p)) == 0 for p in (pt, pl, pb, pr)) else \
+        pad(data, (0, pt, pl, 0), (0, pb, pr, 0), name="pad_temp")
+    ry = te.reduce_axis((0, KH), name="ry")
+    rx = te.reduce_axis((0, KW), name="rx")
+    rc = te.reduce_axis((0, CW), name="rc")
+
+    def body(idx: tuple) -> Any:
+        n, y, x, o = idx
+        lhs, rhs = _cast_pair(padded[n, y * sh + ry * dh, x * sw + rx * dw, rc], w_packed[o // P, ry, rx, rc, o % P],
+                              out_dtype)
+        return te.sum(lhs * rhs, axis=[ry, rx, rc])
+
+    return compute((N, OH, OW, _times(OO, P)), body, "conv2d_nhwc", tag="conv2d_nhwc,packed_weight")
