@@ -3,9 +3,10 @@
 Example:
     >>> from ingot.tune.schedule_rule import default_rules
     >>> [repr(r) for r in default_rules()]
-    ['AutoInline', 'MultiLevelTiling', 'ParallelVectorizeUnroll', 'RandomComputeLocation']
+    ['AutoInline', 'BlockedGemm', 'MultiLevelTiling', 'ParallelVectorizeUnroll', 'RandomComputeLocation']
 """
 from .auto_inline import AutoInline
+from .blocked_gemm import BlockedGemm
 from .base import ScheduleRule, has_primitive, loop_iter_kinds
 from .multi_level_tiling import MultiLevelTiling
 from .parallel_vectorize_unroll import ParallelVectorizeUnroll
@@ -13,15 +14,16 @@ from .random_compute_location import RandomComputeLocation
 
 
 def default_rules(target=None) -> list:
-    """TVM's default CPU rules: AutoInline, MultiLevelTiling(SSRSRS), ParallelVectorizeUnroll,
-    RandomComputeLocation.
+    """TVM's default CPU rules (AutoInline, MultiLevelTiling(SSRSRS), ParallelVectorizeUnroll,
+    RandomComputeLocation) plus `BlockedGemm` (the tunable GotoBLAS blocking of large GEMMs,
+    beside MultiLevelTiling: it returns the untouched block too).
 
     Example:
         >>> len(default_rules())
-        4
+        5
     """
-    return [AutoInline(), MultiLevelTiling("SSRSRS"), ParallelVectorizeUnroll(), RandomComputeLocation()]
+    return [AutoInline(), BlockedGemm(), MultiLevelTiling("SSRSRS"), ParallelVectorizeUnroll(), RandomComputeLocation()]
 
 
-__all__ = ["ScheduleRule", "AutoInline", "MultiLevelTiling", "ParallelVectorizeUnroll", "RandomComputeLocation",
+__all__ = ["ScheduleRule", "AutoInline", "BlockedGemm", "MultiLevelTiling", "ParallelVectorizeUnroll", "RandomComputeLocation",
            "default_rules", "has_primitive", "loop_iter_kinds"]
