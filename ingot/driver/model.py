@@ -194,12 +194,15 @@ class Package:
         return f"<ingot.Package {self.source} target={self.target!r} inputs={[i.name for i in self.inputs]}>"
 
 
-def compile(model: Any, target: Any = "llvm", tuning_records: Any = None, opt_level: int = 3) -> Package:  # noqa: A001
+def compile(model: Any, target: Any = "llvm", tuning_records: Any = None, opt_level: int = 3,  # noqa: A001
+            layout: str = "auto") -> Package:
     """Compile a `Model` (or a path, loaded with defaults) for ``target``: bind params, run the graph
     pipeline and build all kernels (``ingot.graph.build``).
 
     ``tuning_records`` (a database or path) applies tuned schedules when ``ingot.tune`` provides
-    them; ``opt_level`` < 1 skips the optional graph optimizations.
+    them; ``opt_level`` < 1 skips the optional graph optimizations. ``layout="auto"`` runs the
+    convolutional part of CPU models in NHWC (inputs and outputs keep the model's layout);
+    ``layout="NCHW"`` keeps the model's layout throughout (CUDA always does, for now).
 
     Example:
         >>> package = compile(load("model.onnx"), target="llvm -num-cores=2")  # doctest: +SKIP
@@ -213,7 +216,7 @@ def compile(model: Any, target: Any = "llvm", tuning_records: Any = None, opt_le
         from ingot.graph.transform.bind_params import BindParams
 
         mod = BindParams("main", model.params)(mod)
-    kwargs = {}
+    kwargs: dict = {"layout": layout}
     hook = None
     if tuning_records is not None:
         hook = kwargs["apply_schedule"] = _tuned_schedule_fn(tuning_records, target)

@@ -103,11 +103,13 @@ def _needs_pipeline(mod: IRModule) -> bool:
 
 
 def build(mod: IRModule, target: Any = "llvm", pipeline: Any = "default", *,
-          apply_schedule: "Callable[[Any], Any] | None" = None, aot: bool = True) -> Executable:
+          apply_schedule: "Callable[[Any], Any] | None" = None, aot: bool = True, layout: str = "auto") -> Executable:
     """Compile a graph module: legalize/fuse, schedule, plan, emit kernels + AOT entries, compile.
 
     ``apply_schedule(prim_func) -> prim_func | None`` substitutes tuned kernels (None: use the
     default schedule). ``aot=False`` builds no AOT entries (every call interprets the plan).
+    ``layout`` goes to `default_build_pipeline`: ``"auto"`` runs conv networks in NHWC on CPUs,
+    ``"NCHW"`` keeps the model's layout.
 
     Example:
         >>> from ingot import graph as G
@@ -126,7 +128,7 @@ def build(mod: IRModule, target: Any = "llvm", pipeline: Any = "default", *,
 
     target = as_target(target)
     if pipeline == "default" and _needs_pipeline(mod):
-        mod = default_build_pipeline()(mod)
+        mod = default_build_pipeline(target, layout)(mod)
     elif pipeline not in (None, "default"):
         mod = pipeline(mod)
     prim = IRModule({n: f for n, f in mod.functions.items() if not isinstance(f, Function)})

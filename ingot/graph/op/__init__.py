@@ -32,4 +32,6 @@ from .unary import (
     relu, round, rsqrt, sigmoid, silu, sin, sqrt, tanh,
 )
 from . import packed  # noqa: E402 - registers the pre-packed weight ops (PackWeights)
-from .packed import conv2d_packed_weight, dense_packed_weight, depthwise_conv2d_packed_weight  # noqa: E402
+from .packed import (  # noqa: E402
+    conv2d_nhwc_packed_weight, conv2d_packed_weight, dense_packed_weight, depthwise_conv2d_packed_weight,
+)

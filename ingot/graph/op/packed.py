@@ -10,6 +10,7 @@ and the tests treat them like any other op.
 * ``dense_packed_weight(x, w_packed[N/P, K, P], bias?)`` = ``x @ w.T (+ bias)``
 * ``conv2d_packed_weight(x, w_packed[O/P, C, KH, KW, P])`` = NCHW ``conv2d`` (groups = 1)
 * ``depthwise_conv2d_packed_weight(x, w_packed[C/P, KH, KW, P])`` = NCHW ``conv2d`` (groups = C)
+* ``conv2d_nhwc_packed_weight(x, w_packed[O/P, KH, KW, C, P])`` = NHWC ``conv2d`` (HWIO weight, groups = 1)
 
 Example:
     >>> import numpy as np
@@ -33,7 +34,8 @@ from . import _ref
 from ._common import known_shape, tensor_sinfo, topi
 from .nn import _pad4, _pair, _window_out
 
-__all__ = ["dense_packed_weight", "conv2d_packed_weight", "depthwise_conv2d_packed_weight"]
+__all__ = ["dense_packed_weight", "conv2d_packed_weight", "depthwise_conv2d_packed_weight",
+           "conv2d_nhwc_packed_weight"]
 
 
 def _unpack(kind: str, w: np.ndarray) -> np.ndarray:
@@ -199,4 +201,58 @@ def depthwise_conv2d_packed_weight(x: Expr, w_packed: Expr, strides: Any = 1, pa
         (1, 32, 7, 7)
     """
     return make_call("depthwise_conv2d_packed_weight", [x, w_packed], strides=strides, padding=padding,
+                     dilation=dilation, out_dtype=out_dtype)
+
+
+# -- conv2d, NHWC ----------------------------------------------------------------------------------
+
+
+def _infer_conv_nhwc(args: Any, attrs: Any) -> TensorStructInfo:
+    name = "conv2d_nhwc_packed_weight"
+    x, w = tensor_sinfo(name, args[0], 0), tensor_sinfo(name, args[1], 1)
+    sx, sw = known_shape(name, x, 0), known_shape(name, w, 1)
+    if len(sx) != 4 or len(sw) != 5 or not all(isinstance(d, int) for d in sw):
+        raise op_error(name, f"data must be 4-D NHWC and the packed weight 5-D (O/P, KH, KW, C, P) with static dims, "
+                             f"got {sx} and {sw}; pack an HWIO weight with ingot.ops.packed.pack_conv2d_nhwc_weight")
+    _same_dtype(name, x, w)
+    n, h, wd, c = sx
+    oo, kh, kw, cw, p = sw
+    if not dims_equal(c, cw):
+        raise op_error(name, f"input channels {c} != the packed weight's {cw}")
+    (sh, sw_), (dh, dw), (pt, pl, pb, pr) = attrs["strides"], attrs["dilation"], attrs["padding"]
+    shape = (n, _window_out(h, pt, pb, kh, sh, dh), _window_out(wd, pl, pr, kw, sw_, dw), oo * p)
+    return TensorStructInfo(shape, attrs["out_dtype"] or x.dtype)
+
+
+def _np_conv_nhwc(args: Any, attrs: Any) -> np.ndarray:
+    x, wp = args
+    w = _unpack("conv2d_nhwc", wp)  # HWIO
+    out = _ref.conv2d_nchw(x.transpose(0, 3, 1, 2), w.transpose(3, 2, 0, 1), attrs["strides"], attrs["padding"],
+                           attrs["dilation"], 1)
+    return out.transpose(0, 2, 3, 1).astype(attrs["out_dtype"] or x.dtype)
+
+
+register_op(
+    "conv2d_nhwc_packed_weight", num_inputs=2, pattern=OpPattern.OUT_ELEMWISE_FUSABLE, attrs=dict(_CONV_ATTRS),
+    normalize_attrs=_norm_conv("conv2d_nhwc_packed_weight"), infer=_infer_conv_nhwc, numpy=_np_conv_nhwc,
+    legalize=lambda inputs, attrs, out: topi("packed").conv2d_nhwc_packed_weight(
+        inputs[0], inputs[1], attrs["strides"], attrs["padding"], attrs["dilation"], out_dtype=str(out.dtype)),
+    doc="NHWC conv2d (groups = 1) with the HWIO weight pre-packed as [O/P, KH, KW, C, P] (PackWeights).",
+)
+
+
+def conv2d_nhwc_packed_weight(x: Expr, w_packed: Expr, strides: Any = 1, padding: Any = 0, dilation: Any = 1,
+                              out_dtype: "str | None" = None) -> Call:
+    """NHWC ``conv2d`` (groups = 1) with the HWIO weight packed as ``[O / P, KH, KW, C, P]``
+    (`ingot.ops.packed.pack_conv2d_nhwc_weight`); output ``(N, OH, OW, O)``.
+
+    Example:
+        >>> import numpy as np
+        >>> from ingot import graph as G
+        >>> x = G.Var("x", G.TensorStructInfo((1, 8, 8, 3), "float32"))
+        >>> w = G.const(np.zeros((2, 3, 3, 3, 16), "float32"))
+        >>> G.op.packed.conv2d_nhwc_packed_weight(x, w, padding=1).struct_info.shape
+        (1, 8, 8, 32)
+    """
+    return make_call("conv2d_nhwc_packed_weight", [x, w_packed], strides=strides, padding=padding,
                      dilation=dilation, out_dtype=out_dtype)

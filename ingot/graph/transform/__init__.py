@@ -17,18 +17,50 @@ from .pack_weights import PackWeights
 from .simplify_inference import SimplifyInference
 
 
-def default_build_pipeline() -> Any:
-    """FoldConstant → SimplifyInference → FoldConstant → EliminateCommonSubexpr →
-    DeadCodeElimination → FuseOps → PackWeights → FuseTIR → LegalizeOps → DeadCodeElimination, as
-    one `Sequential` (ConvertLayout is opt-in; PackWeights pre-packs constant conv/dense weights).
+LAYOUTS = ("auto", "NHWC", "NCHW")
+
+
+def resolve_layout(target: Any = None, layout: str = "auto") -> str:
+    """The activation layout the build pipeline uses: ``"NHWC"`` or ``"NCHW"``.
+
+    ``layout="auto"`` picks NHWC for CPU targets (channels innermost: convs, pools and elementwise
+    ops vectorize over contiguous channels) and NCHW for CUDA (its conv schedules are NCHW);
+    ``target`` defaults to `Target.current()`, else the host CPU.
 
     Example:
-        >>> p = default_build_pipeline()
+        >>> resolve_layout("llvm"), resolve_layout("cuda"), resolve_layout("llvm", "NCHW")
+        ('NHWC', 'NCHW', 'NCHW')
+    """
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout={layout!r} is not one of {LAYOUTS}: use 'auto' (NHWC on CPUs, NCHW on CUDA), "
+                         f"'NHWC' or 'NCHW' (keep the model's layout)")
+    if layout != "auto":
+        return layout
+    from ingot.target import Target, as_target
+
+    target = as_target(target) if target is not None else (Target.current() or as_target("llvm"))
+    return "NHWC" if target.is_cpu else "NCHW"
+
+
+def default_build_pipeline(target: Any = None, layout: str = "auto") -> Any:
+    """FoldConstant → SimplifyInference → FoldConstant → [ConvertLayout → FoldConstant] →
+    EliminateCommonSubexpr → DeadCodeElimination → FuseOps → PackWeights → FuseTIR → LegalizeOps →
+    DeadCodeElimination, as one `Sequential`.
+
+    ConvertLayout (NCHW convolutional regions run in NHWC, see its module note) is in the pipeline
+    when `resolve_layout(target, layout)` is ``"NHWC"``: by default on CPU targets, not on CUDA;
+    ``layout="NCHW"`` keeps the model's layout (``ingot.compile(..., layout="NCHW")``,
+    ``G.build(..., layout="NCHW")``). PackWeights pre-packs constant conv/dense weights.
+
+    Example:
+        >>> p = default_build_pipeline()                     # CPU host: NHWC
+        >>> p = default_build_pipeline("llvm", layout="NCHW")  # keep NCHW
     """
     from ingot.ir import transform
 
-    return transform.Sequential(
-        [FoldConstant(), SimplifyInference(), FoldConstant(), EliminateCommonSubexpr(), DeadCodeElimination(),
-         FuseOps(), PackWeights(), FuseTIR(), LegalizeOps(), DeadCodeElimination()],
-        name="graph.default_build_pipeline",
-    )
+    passes = [FoldConstant(), SimplifyInference(), FoldConstant()]
+    if resolve_layout(target, layout) == "NHWC":
+        passes += [ConvertLayout(), FoldConstant()]
+    passes += [EliminateCommonSubexpr(), DeadCodeElimination(), FuseOps(), PackWeights(), FuseTIR(), LegalizeOps(),
+               DeadCodeElimination()]
+    return transform.Sequential(passes, name="graph.default_build_pipeline")

@@ -1,12 +1,30 @@
-"""ConvertLayout: run NCHW conv2d in NHWC (channels innermost: contiguous SIMD over channels).
+"""ConvertLayout: run the convolutional part of a graph in NHWC (channels innermost).
 
-Note: each NCHW ``conv2d`` becomes ``permute_dims(x, NCHW→NHWC)`` → NHWC ``conv2d`` with the
-weight permuted OIHW → HWIO (a constant weight is permuted here, with numpy) → ``permute_dims``
-back to NCHW, so the function's signature and results do not change. Then layout transforms are
-pushed through elementwise operators and bias/residual ``add``s whose other operand is a
-per-channel constant (``relu(permute(y))`` → ``permute(relu(y))``), and back-to-back inverse
-permutations cancel, so a chain conv → relu → conv keeps NHWC in between and converts once at
-each end. Run FoldConstant/DeadCodeElimination afterwards.
+Note (why): on CPUs every conv, depthwise conv, pool and elementwise op vectorizes over
+contiguous channels with contiguous stores in NHWC; NCHW forces transposing write-backs. The
+function's signature and results do not change: the graph converts once where NCHW data enters
+the NHWC region and once where it leaves (typically the model input and the flatten after the
+global pool).
+
+Note (the algorithm): layout propagation in one forward walk over the bindings (A-normal form
+is in topological order). Each 4-D tensor of the original program exists in NCHW (its original
+variable is bound), in NHWC (an equivalent variable, ``nhwc[v]``), or both. Per binding:
+
+* layout-sensitive ops choose NHWC: NCHW ``conv2d`` (any groups: depthwise ``(KH, KW, 1, C)``)
+  becomes NHWC/HWIO with its input converted and its weight permuted (with numpy when constant);
+* layout-agnostic ops follow their inputs: when an input exists in NHWC, the op is rewritten in
+  NHWC — unary elementwise ops (relu, clip, sigmoid, cast, ...), broadcasting binary ops whose
+  other operands are 4-D tensors (converted if needed: residual adds, SE ``multiply``) or
+  constants/scalars of rank ≤ 4 (re-laid out with numpy), ``concat`` (axis remapped), ``pad``
+  (widths permuted), pools / ``global_avg_pool2d`` / ``resize2d`` (``layout="NHWC"``),
+  ``batch_norm`` and ``softmax`` (axis remapped), reductions (axes remapped; without keepdims
+  only when the kept axes stay in order, e.g. a spatial mean giving ``(N, C)``), aliases;
+* every other use (reshape/flatten, matmul, the function's results, ...) reads the NCHW variable,
+  materialized lazily — ``v = permute_dims(nhwc[v], NHWC→NCHW)`` — once, right before its first
+  such use. A variable computed in NHWC that nothing reads in NCHW is never converted back.
+
+So a ResNet/MobileNet/DenseNet-style network has exactly one conversion at its input and one at
+the flatten/global-pool boundary. Run FoldConstant/DeadCodeElimination afterwards.
 
 Example:
     >>> import numpy as np
@@ -15,116 +33,261 @@ Example:
     >>> bb = G.BlockBuilder()
     >>> with bb.function("main", [x]):
     ...     with bb.dataflow():
-    ...         gv = bb.emit_output(G.op.conv2d(x, G.const(np.ones((4, 3, 3, 3), "float32"))))
+    ...         y = bb.emit(G.op.conv2d(x, G.const(np.ones((4, 3, 3, 3), "float32"))))
+    ...         gv = bb.emit_output(G.op.relu(y))
     ...     bb.emit_func_output(gv)
     >>> mod = ConvertLayout()(bb.get())
     >>> [b.value.op.name for b in mod["main"].body.blocks[0].bindings]
-    ['permute_dims', 'conv2d', 'permute_dims']
+    ['permute_dims', 'conv2d', 'relu', 'permute_dims']
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
 from ingot.ir import IRModule
 
-from ..expr import Call, Constant, Op, Var, VarBinding
+from ..expr import Call, Constant, DataflowBlock, DataflowVar, Function, Op, Tuple, Var, VarBinding
 from ..op_registry import OpPattern, get_op_def, make_call
-from ._util import dataflow_binding_ids, graph_functions, make_pass, map_bindings, new_var_like
+from ._util import graph_functions, make_pass, rebuild_function, used_vars
 
 TO_NHWC = (0, 2, 3, 1)
 TO_NCHW = (0, 3, 1, 2)
 
-
-def _compose(first: tuple, second: tuple) -> tuple:
-    """The axes of ``permute(permute(x, first), second)`` as one permutation."""
-    return tuple(first[a] for a in second)
-
-
-_DATAFLOW: set = set()  # ids of the bindings in dataflow blocks of the function being rewritten
+# Broadcasting elementwise operators: any operand may be a 4-D tensor, a scalar or a constant.
+_BROADCAST = frozenset({"add", "subtract", "multiply", "divide", "floor_divide", "maximum", "minimum", "power",
+                        "equal", "not_equal", "greater", "greater_equal", "less", "less_equal", "where"})
+_LAYOUT_ATTR = frozenset({"max_pool2d", "avg_pool2d", "global_avg_pool2d", "resize2d"})
+_REDUCE = frozenset({"sum", "mean", "max", "min", "prod"})
 
 
-def _fresh(like: Var, name: str, sinfo: Any) -> Var:
-    return new_var_like(like, name, sinfo, id(like) in _DATAFLOW)
+def _nhwc_axis(axis: int) -> int:
+    """Where NCHW axis ``axis`` sits in NHWC."""
+    return TO_NHWC.index(axis % 4)
 
 
-def _is_op(value: Any, name: str) -> bool:
-    return isinstance(value, Call) and isinstance(value.op, Op) and value.op.name == name
+def _ndim(e: Any) -> "int | None":
+    return getattr(e.struct_info, "ndim", None) if hasattr(e, "struct_info") else None
 
 
-def _convert_conv(b: VarBinding) -> "list | None":
-    conv = b.value
-    if conv.attrs["data_layout"] != "NCHW" or conv.struct_info.ndim != 4:
-        return None
-    x, w = conv.args
-    x_call = make_call("permute_dims", [x], axes=TO_NHWC)
-    xt = _fresh(b.var, f"{b.var.name_hint}_in", x_call.struct_info)
-    pre = [VarBinding(xt, x_call)]
-    if isinstance(w, Constant):
-        w_new: Any = Constant(np.ascontiguousarray(w.data.transpose(2, 3, 1, 0)))
-    else:
-        w_call = make_call("permute_dims", [w], axes=(2, 3, 1, 0))
-        w_new = _fresh(b.var, f"{b.var.name_hint}_w", w_call.struct_info)
-        pre.append(VarBinding(w_new, w_call))
-    attrs = dict(conv.attrs, data_layout="NHWC", kernel_layout="HWIO")
-    y_call = make_call("conv2d", [xt, w_new], **attrs)
-    y = _fresh(b.var, f"{b.var.name_hint}_nhwc", y_call.struct_info)
-    return pre + [VarBinding(y, y_call), VarBinding(b.var, make_call("permute_dims", [y], axes=TO_NCHW))]
+def _nhwc_constant(c: np.ndarray) -> np.ndarray:
+    """A constant broadcasting against an NCHW tensor, re-laid out to broadcast against NHWC."""
+    if c.ndim == 0:
+        return c
+    c4 = np.ascontiguousarray(c.reshape((1,) * (4 - c.ndim) + c.shape).transpose(TO_NHWC))
+    # Leading size-1 axes broadcast anyway: drop them (down to rank 3: (1, C, 1, 1) → (1, 1, C)).
+    while c4.ndim > 3 and c4.shape[0] == 1:
+        c4 = c4[0]
+    return c4
 
 
-def _per_channel_nchw(c: Any) -> bool:
-    # A constant broadcasting over N, H, W in NCHW: shape (C, 1, 1) or (1, C, 1, 1) or scalar.
-    return isinstance(c, Constant) and (c.data.ndim == 0 or (
-        c.data.ndim in (3, 4) and all(d == 1 for d in c.data.shape[-2:]) and (c.data.ndim == 3 or c.data.shape[0] == 1)))
+class _Rewriter:
+    """One graph function's layout rewrite (see the module note)."""
+
+    def __init__(self, func: Function):
+        self.func = func
+        self.nhwc: dict[int, Var] = {}   # id(original var) → its NHWC equivalent
+        self.bound: set[int] = {id(p) for p in func.params}  # original vars available in NCHW
+        self.pending: dict[int, Var] = {}  # id → original var computed in NHWC only (not yet bound)
+        self.out: list = []
+        self.dataflow = False
+        self.handlers: dict[str, Callable[[VarBinding], "Call | None"]] = {
+            "conv2d": self._conv2d, "concat": self._concat, "pad": self._pad, "batch_norm": self._batch_norm,
+            "softmax": self._softmax, "log_softmax": self._softmax,
+            **{n: self._broadcast for n in _BROADCAST}, **{n: self._layout_attr for n in _LAYOUT_ATTR},
+            **{n: self._reduce for n in _REDUCE},
+        }
+
+    # -- variables in either layout ------------------------------------------------------------
+
+    def _new_var(self, like: Var, suffix: str, sinfo: Any) -> Var:
+        cls = DataflowVar if self.dataflow else Var
+        return cls(f"{like.name_hint}{suffix}", sinfo)
+
+    def _emit(self, like: Var, suffix: str, call: Call) -> Var:
+        var = self._new_var(like, suffix, call.struct_info)
+        self.out.append(VarBinding(var, call))
+        return var
+
+    def has_nhwc(self, e: Any) -> bool:
+        return isinstance(e, Var) and id(e) in self.nhwc
+
+    def to_nhwc(self, e: Any) -> Any:
+        """``e`` (a 4-D NCHW tensor) in NHWC: its equivalent, else one new (cached) permute."""
+        if isinstance(e, Constant):
+            return Constant(np.ascontiguousarray(e.data.transpose(TO_NHWC)))
+        if id(e) not in self.nhwc:
+            self.nhwc[id(e)] = self._emit(e, "_nhwc", make_call("permute_dims", [e], axes=TO_NHWC))
+        return self.nhwc[id(e)]
+
+    def to_nchw(self, e: Any) -> Any:
+        """``e`` itself, bound first (``e = permute_dims(nhwc[e])``) when it exists only in NHWC."""
+        if isinstance(e, Var) and id(e) in self.pending:
+            del self.pending[id(e)]
+            self.out.append(VarBinding(e, make_call("permute_dims", [self.nhwc[id(e)]], axes=TO_NCHW)))
+            self.bound.add(id(e))
+        elif isinstance(e, Tuple):
+            for f in e.fields:
+                self.to_nchw(f)
+        return e
+
+    # -- per-operator rewrites: return the NHWC call, or None to keep the op in NCHW -------------
+
+    def _conv2d(self, b: VarBinding) -> "Call | None":
+        conv = b.value
+        x, w = conv.args
+        if conv.attrs["data_layout"] != "NCHW" or _ndim(x) != 4 or _ndim(w) != 4:
+            return None
+        if isinstance(w, Constant):
+            w_new: Any = Constant(np.ascontiguousarray(w.data.transpose(2, 3, 1, 0)))
+        else:
+            w_new = self._emit(b.var, "_w_hwio", make_call("permute_dims", [self.to_nchw(w)], axes=(2, 3, 1, 0)))
+        attrs = dict(conv.attrs, data_layout="NHWC", kernel_layout="HWIO")
+        return make_call("conv2d", [self.to_nhwc(x), w_new], **attrs)
+
+    def _unary(self, b: VarBinding) -> "Call | None":
+        x = b.value.args[0]
+        return make_call(b.value.op.name, [self.nhwc[id(x)]], **b.value.attrs) if self.has_nhwc(x) else None
+
+    def _broadcast(self, b: VarBinding) -> "Call | None":
+        call = b.value
+        if _ndim(b.var) != 4 or not any(self.has_nhwc(a) for a in call.args):
+            return None
+        for a in call.args:
+            if isinstance(a, Constant):
+                if a.data.ndim > 4:
+                    return None
+            elif not (isinstance(a, Var) and _ndim(a) in (0, 4)):
+                return None  # a lower-rank tensor variable: its broadcast axes would need a reshape
+        args = [Constant(_nhwc_constant(a.data)) if isinstance(a, Constant) else
+                a if _ndim(a) == 0 else self.to_nhwc(a) for a in call.args]
+        return make_call(call.op.name, args, **call.attrs)
+
+    def _concat(self, b: VarBinding) -> "Call | None":
+        call = b.value
+        fields = call.args[0].fields if isinstance(call.args[0], Tuple) else None
+        if fields is None or _ndim(b.var) != 4 or not any(self.has_nhwc(f) for f in fields) \
+                or not all(isinstance(f, (Var, Constant)) and _ndim(f) == 4 for f in fields):
+            return None
+        return make_call("concat", [Tuple([self.to_nhwc(f) for f in fields])],
+                         axis=_nhwc_axis(call.attrs["axis"]))
+
+    def _pad(self, b: VarBinding) -> "Call | None":
+        call = b.value
+        x = call.args[0]
+        if not self.has_nhwc(x) or _ndim(x) != 4:
+            return None
+        width = call.attrs["pad_width"]
+        return make_call("pad", [self.nhwc[id(x)]], **dict(call.attrs, pad_width=tuple(width[a] for a in TO_NHWC)))
+
+    def _layout_attr(self, b: VarBinding) -> "Call | None":
+        call = b.value
+        x = call.args[0]
+        if call.attrs["layout"] != "NCHW" or not self.has_nhwc(x):
+            return None
+        return make_call(call.op.name, [self.nhwc[id(x)]], **dict(call.attrs, layout="NHWC"))
+
+    def _batch_norm(self, b: VarBinding) -> "Call | None":
+        call = b.value
+        x = call.args[0]
+        if not self.has_nhwc(x):
+            return None
+        args = [self.nhwc[id(x)]] + [self.to_nchw(a) for a in call.args[1:]]
+        return make_call("batch_norm", args, **dict(call.attrs, axis=_nhwc_axis(call.attrs["axis"])))
+
+    def _softmax(self, b: VarBinding) -> "Call | None":
+        call = b.value
+        x = call.args[0]
+        if not self.has_nhwc(x):
+            return None
+        return make_call(call.op.name, [self.nhwc[id(x)]], axis=_nhwc_axis(call.attrs["axis"]))
+
+    def _reduce(self, b: VarBinding) -> "Call | None":
+        """Reductions follow with remapped axes. With keepdims the result is NHWC; without, it is
+        an ordinary tensor when the kept axes keep their order (then ``b.var`` is rebound)."""
+        call = b.value
+        x = call.args[0]
+        if not self.has_nhwc(x):
+            return None
+        axes, keep = tuple(call.attrs["axis"]), call.attrs["keepdims"]
+        new_axes = tuple(sorted(_nhwc_axis(a) for a in axes))
+        if not keep:
+            kept = [a for a in range(4) if a not in axes]
+            if [a for a in TO_NHWC if a not in axes] != kept:
+                return None
+        return make_call(call.op.name, [self.nhwc[id(x)]], axis=new_axes, keepdims=keep)
+
+    # -- the walk ------------------------------------------------------------------------------
+
+    def rewrite_binding(self, b: VarBinding) -> None:
+        v = b.value
+        if isinstance(v, Var):  # alias: follows its source
+            if self.has_nhwc(v) and id(v) in self.pending:
+                self.nhwc[id(b.var)], self.pending[id(b.var)] = self.nhwc[id(v)], b.var
+                return
+            self.out.append(b)
+            self.bound.add(id(b.var))
+            return
+        new = None
+        if isinstance(v, Call) and isinstance(v.op, Op):
+            handler = self.handlers.get(v.op.name)
+            if handler is None and get_op_def(v.op.name).pattern == OpPattern.ELEMWISE and len(v.args) == 1:
+                handler = self._unary
+            new = handler(b) if handler is not None else None
+        if new is None:  # NCHW: every NHWC-only operand is converted back first
+            for a in (v.args if isinstance(v, Call) else v.fields if isinstance(v, Tuple) else ()):
+                self.to_nchw(a)
+            self.out.append(b)
+            self.bound.add(id(b.var))
+            return
+        if _ndim(new) == 4 and _ndim(b.var) == 4 and not (v.op.name in _REDUCE and not v.attrs["keepdims"]):
+            self.nhwc[id(b.var)] = self._emit(b.var, "_nhwc", new)
+            self.pending[id(b.var)] = b.var
+        else:  # the NHWC op already yields the original tensor (a reduction to (N, C))
+            self.out.append(VarBinding(b.var, new))
+            self.bound.add(id(b.var))
+
+    def run(self) -> Function:
+        blocks = self.func.body.blocks
+        new_blocks = []
+        for k, block in enumerate(blocks):
+            self.dataflow = isinstance(block, DataflowBlock)
+            self.out = []
+            for b in block.bindings:
+                self.rewrite_binding(b)
+            # Variables read after this block (later blocks, the result) must exist in NCHW here;
+            # NHWC equivalents bound inside a dataflow block do not outlive it.
+            later = used_vars(self.func.body.body)
+            for blk in blocks[k + 1:]:
+                for lb in blk.bindings:
+                    used_vars(lb.value, later)
+            for var in list(self.pending.values()):
+                if id(var) in later:
+                    self.to_nchw(var)
+            if self.dataflow:
+                self.nhwc = {i: n for i, n in self.nhwc.items() if not isinstance(n, DataflowVar)}
+                self.pending = {i: v for i, v in self.pending.items() if i in self.nhwc}
+            new_blocks.append(type(block)(self.out))
+        return rebuild_function(self.func, new_blocks, self.func.body.body)
 
 
 def convert_module(mod: IRModule) -> IRModule:
-    """Convert the NCHW convolutions of every graph function of ``mod`` (see the module note)."""
+    """Run the convolutional graph functions of ``mod`` in NHWC (see the module note).
+
+    Example:
+        >>> mod2 = convert_module(IRModule({}))
+    """
     for fname, func in graph_functions(mod):
-        _DATAFLOW.clear()
-        _DATAFLOW.update(dataflow_binding_ids(func))
-        # Step 1: every NCHW conv2d runs in NHWC between two layout transforms.
-        func = map_bindings(func, lambda b, vmap: (_convert_conv(b) or b) if _is_op(b.value, "conv2d") else b)
-        # Step 2: push NHWC→NCHW transforms down through elementwise ops, cancel inverse pairs.
-        perm_of: dict[int, tuple] = {}
-
-        def push(b: VarBinding, vmap: dict, perm_of: dict = perm_of) -> Any:
-            v = b.value
-            if _is_op(v, "permute_dims") and isinstance(v.args[0], Var) and id(v.args[0]) in perm_of:
-                inner, axes = perm_of[id(v.args[0])]
-                total = _compose(axes, v.attrs["axes"])
-                if total == tuple(range(len(total))):
-                    vmap[b.var] = inner
-                    return None
-            if _is_op(v, "permute_dims") and v.attrs["axes"] == TO_NCHW and isinstance(v.args[0], Var):
-                perm_of[id(b.var)] = (v.args[0], TO_NCHW)
-                return b
-            if isinstance(v, Call) and isinstance(v.op, Op) and v.args and isinstance(v.args[0], Var) \
-                    and id(v.args[0]) in perm_of:
-                inner, axes = perm_of[id(v.args[0])]
-                op_def = get_op_def(v.op.name)
-                unary = op_def.pattern == OpPattern.ELEMWISE and len(v.args) == 1
-                bias = v.op.name in ("add", "multiply", "subtract") and _per_channel_nchw(v.args[1])
-                if unary or bias:
-                    args = [inner]
-                    if bias:
-                        c = v.args[1].data
-                        args.append(Constant(c.reshape(c.shape[-3:]).transpose(1, 2, 0) if c.ndim else c))
-                    inner_call = make_call(v.op.name, args, **v.attrs)
-                    new = _fresh(b.var, f"{b.var.name_hint}_nhwc", inner_call.struct_info)
-                    out = make_call("permute_dims", [new], axes=axes)
-                    perm_of[id(b.var)] = (new, axes)
-                    return [VarBinding(new, inner_call), VarBinding(b.var, out)]
-            return b
-
-        mod = mod.with_function(fname, map_bindings(func, push))
+        if func.attrs.get("Primitive"):
+            continue
+        mod = mod.with_function(fname, _Rewriter(func).run())
     return mod
 
 
 def ConvertLayout(desired: "dict | None" = None) -> Any:  # noqa: N802 - TVM's pass name
     """The ConvertLayout pass; ``desired`` follows TVM (``{"conv2d": ["NHWC", "default"]}``), and
-    NHWC for conv2d is the only conversion implemented.
+    NHWC for conv2d (with the layout-agnostic ops following) is the only conversion implemented.
 
     Example: see the module docstring.
     """

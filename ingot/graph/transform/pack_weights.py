@@ -10,14 +10,16 @@ reads the panels directly; the schedule rules recognize the panel layout and ski
 
     conv2d(x, W[O, C, KH, KW]), NCHW, groups 1   → conv2d_packed_weight(x, W'[O/P, C, KH, KW, P])
     conv2d(x, W[C, 1, KH, KW]), NCHW, groups C   → depthwise_conv2d_packed_weight(x, W'[C/L, KH, KW, L])
+    conv2d(x, W[KH, KW, C, O]), NHWC, groups 1   → conv2d_nhwc_packed_weight(x, W'[O/P, KH, KW, C, P])
     linear(x, W[N, K], b?)                       → dense_packed_weight(x, W'[N/P, K, P], b?)
     matmul(x, W[K, N]), x of rank ≥ 2            → dense_packed_weight(x, (W.T)'[N/P, K, P])
 
 P is two vectors of the target's float32 lanes when the channels allow, else one (L); every
 other case (weights that are not constants, other layouts or dtypes, channel counts that are
 not multiples of a vector, grouped convs) keeps the original operator, so the pass is correct
-for any shape. Run it after BindParams / FoldConstant / SimplifyInference (batch norm folded
-into the weights first). In `default_build_pipeline` it runs after FuseOps (before FuseTIR) so
+for any shape. Depthwise NHWC convs (weight ``(KH, KW, 1, C)``) stay plain ``conv2d``: their
+channels are contiguous already, nothing to pack. Run it after BindParams / FoldConstant /
+SimplifyInference (batch norm folded into the weights first) and ConvertLayout. In `default_build_pipeline` it runs after FuseOps (before FuseTIR) so
 that fused kernels keep their names (``fused_conv2d_add_relu``): inside a fused group it packs
 a weight parameter when every call site passes a constant, and replaces those constants by the
 packed ones. Before FuseOps (or on calls left unfused) it rewrites the calls directly.
@@ -98,10 +100,19 @@ def _rewrite(call: Call, panel: int, lanes: int) -> "Call | None":
         return None
     out_dtype = attrs.get("out_dtype")
     if name == "conv2d":
-        if attrs["data_layout"] != "NCHW" or attrs["kernel_layout"] != "OIHW" or w.ndim != 4 or len(x_shape) != 4:
+        if w.ndim != 4 or len(x_shape) != 4:
             return None
         conv = dict(strides=attrs["strides"], padding=attrs["padding"], dilation=attrs["dilation"],
                     out_dtype=out_dtype)
+        if attrs["data_layout"] == "NHWC" and attrs["kernel_layout"] == "HWIO":
+            # Depthwise/grouped NHWC keeps the plain op: its channels are already contiguous.
+            p = _panel_for(w.shape[3], panel, lanes) if attrs["groups"] == 1 else None
+            if p is None:
+                return None
+            return make_call("conv2d_nhwc_packed_weight", [call.args[0],
+                                                           Constant(packed.pack_conv2d_nhwc_weight(w, p))], **conv)
+        if attrs["data_layout"] != "NCHW" or attrs["kernel_layout"] != "OIHW":
+            return None
         if attrs["groups"] == 1:
             p = _panel_for(w.shape[0], panel, lanes)
             if p is None:

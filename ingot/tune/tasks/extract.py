@@ -103,7 +103,7 @@ def _graph_module(mod_or_model: Any, params: "dict | None") -> Any:
     return mod
 
 
-def fused_kernels(mod_or_model: Any, params: "dict | None" = None) -> "tuple[Any, dict]":
+def fused_kernels(mod_or_model: Any, params: "dict | None" = None, target: Any = None) -> "tuple[Any, dict]":
     """``(module after the build pipeline, {kernel name: PrimFunc})`` — the kernels
     `ingot.graph.build` would schedule.
 
@@ -116,7 +116,7 @@ def fused_kernels(mod_or_model: Any, params: "dict | None" = None) -> "tuple[Any
 
     mod = _graph_module(mod_or_model, params)
     if _needs_pipeline(mod):
-        mod = default_build_pipeline()(mod)
+        mod = default_build_pipeline(target)(mod)  # the target picks the layout (NHWC on CPUs)
     kernels = {getattr(n, "name_hint", n): f for n, f in mod.functions.items() if isinstance(f, PrimFunc)}
     return mod, kernels
 
@@ -159,8 +159,8 @@ def extract_tasks(mod_or_model: Any, target: Any = "llvm", params: "dict | None"
 
     ``mod_or_model``: an `ingot.Model` (``ingot.load(...)``) or a graph IRModule; ``params``
     (name -> array) are bound into ``main`` first. Kernels that are already lowered or marked
-    ``tir.is_scheduled`` are not tasks (the build keeps them as they are). ``target`` is accepted
-    for TVM's signature; extraction itself does not depend on it.
+    ``tir.is_scheduled`` are not tasks (the build keeps them as they are). ``target`` picks the
+    graph pipeline's layout as `ingot.graph.build` does (NHWC conv networks on CPUs).
 
     Example:
         >>> # tasks = extract_tasks(ingot.load("mlp.onnx"), "llvm -num-cores=2")
@@ -171,8 +171,7 @@ def extract_tasks(mod_or_model: Any, target: Any = "llvm", params: "dict | None"
 
     from ..utils import estimate_flops
 
-    del target  # the graph pipeline is target-independent today
-    mod, kernels = fused_kernels(mod_or_model, params)
+    mod, kernels = fused_kernels(mod_or_model, params, target)
     calls = count_calls(mod)
     tasks: dict = {}
     for name, func in kernels.items():
