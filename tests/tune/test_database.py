@@ -120,3 +120,25 @@ def test_merge_keeps_best(tmp_path):
     assert len(a) == 2 and a.query_best(matmul_func()).run_secs == [1e-3]
     report = b.merge(a)
     assert report.records == 0 and report.duplicates_skipped == 2 and len(b) == 2
+
+
+def test_records_match_by_normalized_target(db):
+    """Issue 7: a record is found for any spelling of the same machine (option order, mcpu vs
+    vector width, irrelevant flags), never for another core count or vector width."""
+    from ingot.tune.database import tuning_target_key
+
+    mod = matmul_func()
+    wl = db.commit_workload(mod)
+    db.commit_tuning_record(TuningRecord(_trace(0), wl.shash, [2e-3], "llvm -mcpu=skylake-avx512 -num-cores=2"))
+    db.commit_tuning_record(TuningRecord(_trace(1), wl.shash, [1e-3], "llvm -num-cores=2 -vector-width=512 -opt-level=3"))
+    db.commit_tuning_record(TuningRecord(_trace(2), wl.shash, [1e-4], "llvm -num-cores=4 -vector-width=512"))
+    db.commit_tuning_record(TuningRecord(_trace(3), wl.shash, [1e-5], "llvm -num-cores=2 -mcpu=haswell"))
+    for spelling in ("llvm -vector-width=512 -num-cores=2", "llvm -num-cores=2 -mcpu=icelake-server -keys=cpu",
+                     "llvm -mcpu=skylake-avx512 -num-cores=2"):
+        assert db.query_best(mod, spelling).trace_json == _trace(1), spelling
+        assert len(db.get_records(mod, spelling)) == 2
+        assert [r.trace_json for r in db.get_top_k(wl, 5, spelling)] == [_trace(1), _trace(0)]
+    assert db.query_best(mod, "llvm -num-cores=4 -mcpu=skylake-avx512").trace_json == _trace(2)
+    assert db.query_best(mod, "llvm -mcpu=haswell -num-cores=2").trace_json == _trace(3)
+    assert db.query_best(mod, "llvm -num-cores=1 -vector-width=512") is None
+    assert tuning_target_key("llvm -num-cores=2 -opt-level=2") == tuning_target_key("llvm -link-params -num-cores=2")

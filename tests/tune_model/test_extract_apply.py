@@ -123,3 +123,23 @@ def test_parse_duration():
     assert parse_duration("30m") == 1800 and parse_duration("1h30m") == 5400 and parse_duration("2.5s") == 2.5
     with pytest.raises(ValueError, match="30m"):
         parse_duration("soon")
+
+
+def test_apply_records_match_by_normalized_target():
+    """Issue 7: records tuned for ``llvm -num-cores=2`` apply when the model is compiled for the
+    same machine spelled otherwise (option order, -mcpu with the same vector width, -opt-level),
+    not for another core count."""
+    from ingot.target import Target
+
+    fused = extract_tasks(mlp_module(), TARGET, params=mlp_params())[0]
+    db = MemoryDatabase()
+    wl, rec = _record(fused.mod, _split_dense)
+    db.commit_workload(wl)
+    db.commit_tuning_record(rec)
+    _, kernels = fused_kernels(mlp_module(), mlp_params())
+    kernel = kernels[fused.kernels[0]]
+    bits = Target(TARGET).vector_width_bits
+    for spelling in (f"llvm -opt-level=3 -vector-width={bits} -num-cores=2", "llvm -keys=cpu -num-cores=2"):
+        hook = ingot.tune.apply_records(db, spelling)
+        assert hook(kernel) is not None, spelling
+    assert ingot.tune.apply_records(db, "llvm -num-cores=1")(kernel) is None

@@ -3,10 +3,11 @@
 Example:
     >>> from ingot.tune.database import MemoryDatabase, SQLiteDatabase, TuningRecord
 """
-from .base import Database, ImportReport, canonical_target
+from .base import Database, ImportReport, canonical_target, tuning_target_key
 from .memory import MemoryDatabase
 from .record import SCHEMA_VERSION, ArgInfo, TuningRecord, Workload, as_module, workload_hash
 from .sqlite import SQLiteDatabase
 
 __all__ = ["Database", "ImportReport", "MemoryDatabase", "SQLiteDatabase", "TuningRecord", "Workload",
-           "ArgInfo", "SCHEMA_VERSION", "workload_hash", "as_module", "canonical_target"]
+           "ArgInfo", "SCHEMA_VERSION", "workload_hash", "as_module", "canonical_target",
+           "tuning_target_key"]

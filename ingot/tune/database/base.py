@@ -14,6 +14,7 @@ Example:
 from __future__ import annotations
 
 import json
+import functools
 import logging
 import os
 from dataclasses import dataclass, field
@@ -36,6 +37,40 @@ def canonical_target(target: Any) -> "str | None":
     from ingot.target import Target
 
     return str(Target(target))
+
+
+@functools.lru_cache(maxsize=256)
+def _key_of(text: str) -> str:
+    from ingot.target import Target, TargetError
+
+    try:
+        t = Target(text)
+    except TargetError:  # a record from a newer Ingot with a kind or option unknown here
+        return text
+    if t.is_cpu:
+        return f"{t.kind} -num-cores={t.num_cores} -vector-width={t.vector_width_bits}"
+    if t.is_cuda:
+        return f"cuda -arch={t.arch or 'default'}"
+    return str(t)
+
+
+def tuning_target_key(target: Any) -> "str | None":
+    """What a tuning record's target must match to be reused (``None`` stays ``None``: any):
+    the kind, plus for CPUs the core count and vector width (from ``-mcpu``/``-vector-width``,
+    else the host) and for CUDA the ``-arch``. Option order and options that do not change the
+    measured program (``-opt-level``, ``-keys``, ``-mcpu`` spelled differently with the same
+    vector width, a ``-num-cores`` equal to the default) are ignored.
+
+    Example:
+        >>> tuning_target_key("llvm -mcpu=skylake-avx512 -num-cores=2") == tuning_target_key(
+        ...     "llvm -num-cores=2 -vector-width=512")
+        True
+        >>> tuning_target_key("llvm -num-cores=2") == tuning_target_key("llvm -num-cores=4")
+        False
+    """
+    if target is None:
+        return None
+    return _key_of(str(target) if not isinstance(target, str) else target)
 
 
 @dataclass
@@ -77,6 +112,7 @@ class Database:
         raise NotImplementedError
 
     def _records_of(self, shash: str, target: "str | None") -> "list[TuningRecord]":
+        """The records of workload ``shash`` whose `tuning_target_key` is ``target`` (None: all)."""
         raise NotImplementedError
 
     def _all_records(self) -> "list[TuningRecord]":
@@ -134,9 +170,10 @@ class Database:
         return self._all_records()
 
     def get_records(self, mod_or_hash: Any, target: Any = None) -> "list[TuningRecord]":
-        """All records (valid and failed) of a workload, optionally of one target."""
+        """All records (valid and failed) of a workload, optionally of the targets matching
+        ``target`` (same `tuning_target_key`)."""
         shash = mod_or_hash if isinstance(mod_or_hash, str) else workload_hash(mod_or_hash)
-        return self._records_of(shash, canonical_target(target))
+        return self._records_of(shash, tuning_target_key(target))
 
     def get_top_k(self, workload: Any, top_k: int, target: Any = None) -> "list[TuningRecord]":
         """The ``top_k`` fastest valid records of a workload (a `Workload`, module or hash).
@@ -148,7 +185,7 @@ class Database:
             workload if isinstance(workload, str) else workload_hash(workload))
         if top_k <= 0:
             return []
-        valid = [r for r in self._records_of(shash, canonical_target(target)) if r.is_valid]
+        valid = [r for r in self._records_of(shash, tuning_target_key(target)) if r.is_valid]
         valid.sort(key=lambda r: (r.mean_sec, r.timestamp))
         return valid[:top_k]
 

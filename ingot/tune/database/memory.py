@@ -46,9 +46,11 @@ class MemoryDatabase(Database):
             self._records.extend(records)
 
     def _records_of(self, shash, target):
+        from .base import tuning_target_key
+
         with self._lock:
             return [r for r in self._records
-                    if r.workload_hash == shash and (target is None or r.target == target)]
+                    if r.workload_hash == shash and (target is None or tuning_target_key(r.target) == target)]
 
     def _all_records(self):
         with self._lock:

@@ -137,28 +137,40 @@ class SQLiteDatabase(Database):
             rows = self._connect().execute(
                 f"SELECT {_COLUMNS} FROM records WHERE workload_hash=? ORDER BY id", (shash,))
         else:
+            names = self._matching_targets(shash, target)
             rows = self._connect().execute(
-                f"SELECT {_COLUMNS} FROM records WHERE workload_hash=? AND target=? ORDER BY id", (shash, target))
+                f"SELECT {_COLUMNS} FROM records WHERE workload_hash=? AND target IN ({','.join('?' * len(names))}) "
+                "ORDER BY id", (shash, *names)) if names else []
         return [_record(row) for row in rows]
+
+    def _matching_targets(self, shash: str, key: str) -> "list[str]":
+        """The stored target strings of workload ``shash`` whose `tuning_target_key` is ``key``."""
+        from .base import tuning_target_key
+
+        rows = self._connect().execute("SELECT DISTINCT target FROM records WHERE workload_hash=?", (shash,))
+        return [t for (t,) in rows if tuning_target_key(t) == key]
 
     def _all_records(self):
         return [_record(row) for row in self._connect().execute(f"SELECT {_COLUMNS} FROM records ORDER BY id")]
 
     def get_top_k(self, workload, top_k, target=None):
         # Let SQLite sort (index on mean_sec) instead of loading every record.
-        from .base import canonical_target
+        from .base import tuning_target_key
         from .record import Workload, workload_hash
 
         shash = workload.shash if isinstance(workload, Workload) else (
             workload if isinstance(workload, str) else workload_hash(workload))
         if top_k <= 0:
             return []
-        target = canonical_target(target)
+        key = tuning_target_key(target)
         sql = f"SELECT {_COLUMNS} FROM records WHERE workload_hash=? AND mean_sec IS NOT NULL"
         params: list = [shash]
-        if target is not None:
-            sql += " AND target=?"
-            params.append(target)
+        if key is not None:
+            names = self._matching_targets(shash, key)
+            if not names:
+                return []
+            sql += f" AND target IN ({','.join('?' * len(names))})"
+            params.extend(names)
         sql += " ORDER BY mean_sec, timestamp LIMIT ?"
         params.append(int(top_k))
         return [_record(row) for row in self._connect().execute(sql, params)]

@@ -276,13 +276,15 @@ def merge_records(sources: Iterable[Any], out: "str | os.PathLike", top_k: "int 
 
 
 def _top_k_copy(db: Any, k: int, memory_cls: Any) -> Any:
+    from ..database.base import tuning_target_key
+
     mem = memory_cls()
     for shash, name, text in db._workload_rows():
         mem._put_workload(shash, name, text)
     best: dict = {}
     for r in db.get_all_tuning_records():
         if r.is_valid:
-            best.setdefault((r.workload_hash, r.target), []).append(r)
+            best.setdefault((r.workload_hash, tuning_target_key(r.target)), []).append(r)
     keep = []
     for rs in best.values():
         keep += sorted(rs, key=lambda r: r.mean_sec)[:k]
