@@ -34,6 +34,7 @@ from ingot.tir.stmt import BlockRealize, For, ForKind, SeqStmt
 from .analysis import analyze_block
 from .blocked import blocked_gemm_rule
 from .conv import conv_oc_rule
+from .conv_nhwc import conv_nhwc_rule, nhwc_window_rule
 from .reduction import gemv_rule, row_reduction_rule
 from .rules import elementwise_rule, gemm_rule, parallel_vectorize, reduction_rule
 
@@ -41,8 +42,8 @@ __all__ = ["default_schedule", "schedule_blocks", "RULES"]
 
 # kind -> rules to try in order (the last ones are the safe fallbacks).
 RULES: dict[str, list[Callable]] = {
-    "gemm": [blocked_gemm_rule, conv_oc_rule, gemv_rule, gemm_rule, reduction_rule],
-    "reduction": [row_reduction_rule, reduction_rule],
+    "gemm": [conv_nhwc_rule, blocked_gemm_rule, conv_oc_rule, gemv_rule, gemm_rule, reduction_rule],
+    "reduction": [nhwc_window_rule, row_reduction_rule, reduction_rule],
     "elementwise": [elementwise_rule],
     "opaque": [],
 }

@@ -1,0 +1,287 @@
+"""NHWC convolutions, depthwise convolutions and pools: vectorized over the contiguous channel axis.
+
+Note: in NHWC the output channel ``o`` is the last (contiguous) axis of the output and of the
+weights (HWIO, or pre-packed ``[O/P, KH, KW, C, P]`` panels, `ingot.ops.packed`), and the input
+does not depend on it, so a conv2d is an implicit GEMM whose register tile is MR output pixels
+(along OW) × NR = P output channels, stored as contiguous vectors — no transposing write-back:
+
+    for task in T.parallel(...):          # (n, oh) rows for big maps; (n, oc block, oh) for small
+        for oc block, ow tile:            #   maps with big weights: each weight panel stays hot
+            acc[MR, NR] local             # cache_write: MR x NR/16 zmm accumulators
+            for ky, kx, c:                # the whole reduction: broadcast x, vector-load w panel
+                for r in unroll(MR): for v in unroll(NR/16): for l in vectorized(16):
+                    acc[r, v*16 + l] += x_pad[n, oh*s + ky, (ow0 + r)*s + kx, c] * w[ob, ky, kx, c, v*16 + l]
+            out[n, oh, ow0 + r, ob*NR + :] = epilogue(acc[r, :])   # bias, residual, relu/clip
+
+The write-back of the local tile and every elementwise consumer (bias add, residual add,
+relu/clip) are moved under the tile loop and then inlined into one block that reads the
+accumulators and writes the final output: one pass, vector stores. MR divides OW (56 → 8;
+28, 14, 7 → 7; 112 → 8), so there is no predicate in the micro-kernel.
+
+Loop order (`conv_nhwc_rule`): a weight panel is KH·KW·C·P·4 bytes (3×3, C = 512: 590 KB).
+When the map is small (OH·OW ≤ `SMALL_MAP` pixels, ResNet's 14×14 and 7×7 stages) the oc block
+is the outer loop and the parallel loop is (n, oc block, oh) fused — each core walks all the
+pixels of its panels while they are in L2 instead of re-streaming the whole weight tensor from
+L3 once per row. For big maps the rows are the parallel axis (n, oh) and the oc blocks loop
+inside each row (the input rows stay in L1/L2, a panel is re-read from L2 per row).
+
+Depthwise convolutions (``depthwise_conv2d_nhwc``) and pools over NHWC (``pool_max``,
+``pool_sum``, global average pool) are window reductions where the channel is both the output's
+last axis and the inputs' last axis: `nhwc_window_rule` tiles MR output pixels × one channel
+vector, the window loops outside the tile, accumulators in registers, the epilogue fused.
+
+Example:
+    >>> # conv_nhwc_rule(sch, "conv2d_nhwc", info, lanes=16, cores=2)
+"""
+from __future__ import annotations
+
+from typing import Any, Optional
+
+from ingot.ir.expr import BufferLoad, Var
+from ingot.ir.functor import collect_vars
+from ingot.tir.schedule.error import ScheduleError
+from ingot.tir.stmt import ForKind
+
+from .analysis import BlockInfo, panel_layout
+from .rules import _fuse_parallel, _vectorize_tail, choose_mr
+
+__all__ = ["conv_nhwc_rule", "nhwc_window_rule", "SMALL_MAP"]
+
+#: Output maps with at most this many pixels loop over oc blocks outermost (weights stay hot).
+SMALL_MAP = 14 * 14
+
+
+def _loads(e: Any, out: list) -> list:
+    if isinstance(e, BufferLoad):
+        out.append(e)
+    for f in getattr(e, "_fields", ()):
+        child = getattr(e, f)
+        if isinstance(child, (list, tuple)):
+            for c in child:
+                if hasattr(c, "_fields"):
+                    _loads(c, out)
+        elif hasattr(child, "_fields"):
+            _loads(child, out)
+    return out
+
+
+def _loop_extent(sch: Any, loop: Any) -> Optional[int]:
+    e = sch.get(loop).extent
+    return getattr(e, "value", None) if type(e).__name__ == "IntImm" else None
+
+
+def _channel_weight(block: Any, ov: Var, name: str) -> "tuple[Any, Optional[int]]":
+    """(weight buffer, panel width or None) of an NHWC conv block: the one operand indexed by
+    the output channel ``ov`` — as its last index (HWIO) or as a pre-packed panel. Raises when
+    another operand (the input) depends on ``ov`` (grouped/depthwise: not a GEMM over c)."""
+    weight, panel = None, None
+    for ld in _loads(block.body.value, []):
+        if ld.buffer is block.body.buffer:
+            continue
+        packed = panel_layout(ld, ov)
+        last_is_o = isinstance(ld.indices[-1], Var) and ld.indices[-1] is ov
+        others = [ix for ix in ld.indices[:-1] if ov in collect_vars(ix)]
+        if packed is not None and weight is None:
+            weight, panel = ld.buffer, packed[1]
+        elif last_is_o and not others and weight is None:
+            weight = ld.buffer
+        elif ov in collect_vars(ld):
+            raise ScheduleError(f"conv_nhwc_rule: block {name!r}: operand {ld.buffer.name!r} depends on the output "
+                                "channel other than as its contiguous last axis (grouped conv?)",
+                                "only groups = 1 NHWC convs are register-tiled this way")
+    if weight is None:
+        raise ScheduleError(f"conv_nhwc_rule: block {name!r}: no operand is indexed by the output channel")
+    return weight, panel
+
+
+def conv_nhwc_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: int, *, epilogue: bool = True,
+                   order: Optional[str] = None, mr: Optional[int] = None) -> None:
+    """Register-tiled NHWC conv2d (module note) on a ``"gemm"`` block whose output is
+    ``[N, OH, OW, O]`` with ``O`` the vector axis and ``OW`` the tile-row axis: `ingot.ops.nn`'s
+    ``conv2d_nhwc`` (groups 1) and `ingot.ops.packed`'s ``conv2d_nhwc_packed_weight``.
+    ``order`` forces ``"rows"`` or ``"oc"`` (see the note), ``mr`` the tile height. Raises
+    `ScheduleError` when the block is not such a conv (4 output axes, O a multiple of the
+    vector width, a tile height dividing OW), so the driver falls back to `gemm_rule`.
+
+    Example:
+        >>> # conv_nhwc_rule(sch, "conv2d_nhwc", info, lanes=16, cores=2)
+    """
+    # Step 1. Recognize the block: spatial (n, oh, ow, o), reduce (ky, kx, c) in any order.
+    if info.kind != "gemm" or not info.simple_loops or None in info.extents:
+        raise ScheduleError(f"conv_nhwc_rule: block {name!r} is not a GEMM-like reduction with static shapes")
+    if len(info.spatial) != 4 or info.spatial != [0, 1, 2, 3] or info.j_index != 3 or info.i_index != 2:
+        raise ScheduleError(f"conv_nhwc_rule: block {name!r} is not an NHWC conv (output [N, OH, OW, O] with the "
+                            "input indexed by OW and the weights by O)")
+    block = sch.get(sch.get_block(name))
+    ivars = [iv.var for iv in block.iter_vars]
+    if [ix for ix in block.body.indices] != ivars[:4]:
+        raise ScheduleError(f"conv_nhwc_rule: block {name!r}: output not indexed [n, oh, ow, o]")
+    _, panel = _channel_weight(block, ivars[3], name)
+    n_ext, oh, ow, o = info.extents[:4]
+    if panel is not None:
+        if panel % lanes:
+            raise ScheduleError(f"conv_nhwc_rule: block {name!r}: weight panel {panel} is not a multiple of "
+                                f"{lanes} lanes", "pack the weights with P = 16 or 32")
+        nvec = panel // lanes
+    else:
+        nvec = 2 if o % (2 * lanes) == 0 else 1
+    nr = nvec * lanes
+    if o % nr:
+        raise ScheduleError(f"conv_nhwc_rule: block {name!r}: {o} output channels are not a multiple of {nr}")
+    mr = mr or choose_mr(ow, nvec)
+    if ow % mr:
+        raise ScheduleError(f"conv_nhwc_rule: block {name!r}: no register-tile height divides OW = {ow}")
+    if order is None:
+        tasks = n_ext * (o // nr)
+        order = "oc" if oh * ow <= SMALL_MAP and (tasks % cores == 0 or tasks >= 4 * cores) else "rows"
+    # Step 2. Tiles: ow -> (xo, xi = MR), o -> (oo, on = nvec, ol = lanes); loop order.
+    blk = sch.get_block(name)
+    loops = sch.get_loops(blk)
+    ln, ly, lx, lo = loops[:4]
+    reduce = [loops[k] for k in info.reduce]
+    xo, xi = sch.split(lx, [None, mr])
+    oo, on, ol = sch.split(lo, [None, nvec, lanes])
+    if order == "oc":
+        sch.reorder(ln, oo, ly, xo, *reduce, xi, on, ol)
+        outer, outer_ext = [ln, oo, ly], [n_ext, o // nr, oh]
+    elif order == "rows":
+        sch.reorder(ln, ly, oo, xo, *reduce, xi, on, ol)
+        outer, outer_ext = [ln, ly, oo], [n_ext, oh, o // nr]
+    else:
+        raise ValueError(f"conv_nhwc_rule: order must be 'rows' or 'oc', got {order!r}")
+    sch.unroll(xi)
+    sch.unroll(on)
+    sch.vectorize(ol)
+    if order == "oc":
+        # (n, oc block) parallel, the rows serial inside: each task keeps its panel hot. (Fusing
+        # the rows too would give finer tasks, but then no loop variable alone separates the
+        # tasks' tiles and CompactBufferAllocation keeps the accumulator tile a shared
+        # full-size workspace in memory instead of a per-tile local array.)
+        sch.parallel(sch.fuse(ln, oo))
+    else:
+        _fuse_parallel(sch, outer, outer_ext, cores)
+    _register_tile(sch, blk, xo, len(reduce), 3, lanes, epilogue)
+
+
+def _register_tile(sch: Any, blk: Any, tile_loop: Any, n_reduce: int, n_tile: int, vl: int, epilogue: bool) -> None:
+    """Accumulators in a local tile (cache_write), the write-back and the elementwise epilogue
+    under ``tile_loop``, then inlined into one block that reads the tile and writes the output.
+    The block's loops end with ``n_reduce`` reduce loops and ``n_tile`` register-tile loops."""
+    from .rules import _fuse_epilogue
+
+    # Step 1. cache_write: the update accumulates into a local buffer (registers after codegen).
+    write_back = sch.cache_write(blk, 0, "local")
+    sch.reverse_compute_at(write_back, tile_loop)
+    loops = sch.get_loops(blk)
+    first_reduce = loops[len(loops) - n_tile - n_reduce]
+    init = sch.decompose_reduction(blk, first_reduce)
+    if sch.get(sch.get_loops(init)[-1]).kind == ForKind.SERIAL:
+        _vectorize_tail(sch, init, vl)
+    # Step 2. The epilogue (bias, residual, relu/clip) under the same tile loop.
+    if not epilogue:
+        _vectorize_tail(sch, write_back, vl)
+        return
+    wb_name = sch.get(write_back).name_hint
+    _fuse_epilogue(sch, write_back, tile_loop, vl)
+    # Step 3. One pass over the tile: inline the write-back and every intermediate epilogue block
+    # into the last one (a block writing a function output refuses: it stays and is vectorized).
+    chain = [wb_name]
+    frontier = [write_back]
+    while frontier:
+        for cons in sch.get_consumers(frontier.pop()):
+            chain.append(sch.get(cons).name_hint)
+            frontier.append(cons)
+    for nm in chain:
+        trial = sch.copy()
+        try:
+            trial.compute_inline(trial.get_block(nm))
+        except ScheduleError:
+            continue
+        sch.compute_inline(sch.get_block(nm))
+    for nm in chain:
+        try:
+            b = sch.get_block(nm)
+        except ScheduleError:
+            continue  # inlined
+        if sch.get(sch.get_loops(b)[-1]).kind == ForKind.SERIAL:
+            _vectorize_tail(sch, b, vl)
+        _unroll_tile_loops(sch, b, tile_loop)
+
+
+def _unroll_tile_loops(sch: Any, blk: Any, tile_loop: Any) -> None:
+    """Unroll the serial loops between ``tile_loop`` and the vector loop of a block reading the
+    local tile: with constant indices GCC keeps the tile in registers (no store/reload)."""
+    loops = sch.get_loops(blk)
+    tile_stmt = sch.get(tile_loop)
+    below = False
+    for lp in loops:
+        if below and sch.get(lp).kind == ForKind.SERIAL and (_loop_extent(sch, lp) or 99) <= 32:
+            sch.unroll(lp)
+        below = below or sch.get(lp) is tile_stmt
+
+
+def nhwc_window_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: int, *,
+                     epilogue: bool = True) -> None:
+    """Window reductions over NHWC (depthwise conv2d, max/avg pool, global pool; module note):
+    the output's last axis ``c`` indexes every input as its last axis, the reduce axes are the
+    window. Tile MR output pixels × one ``lanes``-wide channel vector, window loops outside the
+    tile, accumulators local, the epilogue fused. Raises `ScheduleError` otherwise (the driver
+    then uses `reduction_rule`).
+
+    Example:
+        >>> # nhwc_window_rule(sch, "depthwise_conv2d_nhwc", info, lanes=16, cores=2)
+    """
+    if info.kind not in ("reduction", "gemm") or not info.simple_loops or None in info.extents or not info.reduce:
+        raise ScheduleError(f"nhwc_window_rule: block {name!r} is not a static window reduction")
+    nsp = len(info.spatial)
+    if info.spatial != list(range(nsp)) or nsp < 2:
+        raise ScheduleError(f"nhwc_window_rule: block {name!r}: spatial axes are not the leading ones")
+    block = sch.get(sch.get_block(name))
+    ivars = [iv.var for iv in block.iter_vars]
+    if list(block.body.indices) != ivars[:nsp]:
+        raise ScheduleError(f"nhwc_window_rule: block {name!r}: output not indexed by its spatial axes in order")
+    cv = ivars[nsp - 1]
+    rvars = set(ivars[nsp:])
+    for ld in _loads(block.body.value, []):
+        if ld.buffer is block.body.buffer:
+            continue
+        if not (isinstance(ld.indices[-1], Var) and ld.indices[-1] is cv):
+            raise ScheduleError(f"nhwc_window_rule: block {name!r}: {ld.buffer.name!r} is not indexed by the "
+                                "channel as its last axis (not channels-last)")
+        if any(cv in collect_vars(ix) for ix in ld.indices[:-1]):
+            raise ScheduleError(f"nhwc_window_rule: block {name!r}: {ld.buffer.name!r} uses the channel twice")
+        if any(v in rvars for v in collect_vars(ld.indices[-1])):
+            raise ScheduleError(f"nhwc_window_rule: block {name!r}: the channel index of {ld.buffer.name!r} "
+                                "depends on a reduce axis")
+    c = info.extents[nsp - 1]
+    vl = lanes
+    while vl > 4 and c % vl:
+        vl //= 2
+    if c % vl or c < 4:
+        raise ScheduleError(f"nhwc_window_rule: block {name!r}: {c} channels have no vector split")
+    nvec = 2 if c % (2 * vl) == 0 and c >= 4 * vl else 1
+    # Step 1. Tiles: the pixel axis before c (ow) -> (xo, xi = MR); c -> (co, cn, cl).
+    blk = sch.get_block(name)
+    loops = sch.get_loops(blk)
+    spatial = loops[:nsp]
+    reduce = [loops[k] for k in info.reduce]
+    w_ext = info.extents[nsp - 2]
+    mr = choose_mr(w_ext, nvec) if nsp >= 3 else 1
+    mr = mr if w_ext % mr == 0 else 1
+    co, cn, cl = sch.split(spatial[-1], [None, nvec, vl])
+    if nsp >= 3:
+        xo, xi = sch.split(spatial[-2], [None, mr])
+        outer = spatial[:-2]
+        sch.reorder(*outer, co, xo, *reduce, xi, cn, cl)
+        tile_loop = xo
+        outer_loops, outer_ext = [*outer, co], [*info.extents[:nsp - 2], c // (nvec * vl)]
+        sch.unroll(xi)
+    else:
+        outer = spatial[:-1]
+        sch.reorder(*outer, co, *reduce, cn, cl)
+        tile_loop = co
+        outer_loops, outer_ext = list(outer) + [co], [*info.extents[:nsp - 1], c // (nvec * vl)]
+    sch.unroll(cn)
+    sch.vectorize(cl)
+    _fuse_parallel(sch, outer_loops, outer_ext, cores)
+    _register_tile(sch, blk, tile_loop, len(reduce), 3 if nsp >= 3 else 2, vl, epilogue)
