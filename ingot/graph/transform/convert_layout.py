@@ -22,9 +22,11 @@ variable is bound), in NHWC (an equivalent variable, ``nhwc[v]``), or both. Per 
 * every other use (reshape/flatten, matmul, the function's results, ...) reads the NCHW variable,
   materialized lazily — ``v = permute_dims(nhwc[v], NHWC→NCHW)`` — once, right before its first
   such use. A variable computed in NHWC that nothing reads in NCHW is never converted back.
+  A conversion that moves only size-1 axes (the ``(N, 1, 1, C)`` global-pool result) is a
+  ``reshape``: the same bytes, no transpose.
 
-So a ResNet/MobileNet/DenseNet-style network has exactly one conversion at its input and one at
-the flatten/global-pool boundary. Run FoldConstant/DeadCodeElimination afterwards.
+So a ResNet/MobileNet/DenseNet-style network has exactly one ``permute_dims`` at its input and
+at most one at its output (none when it ends with a global pool). Run FoldConstant/DeadCodeElimination afterwards.
 
 Example:
     >>> import numpy as np
@@ -69,6 +71,16 @@ def _nhwc_axis(axis: int) -> int:
 
 def _ndim(e: Any) -> "int | None":
     return getattr(e.struct_info, "ndim", None) if hasattr(e, "struct_info") else None
+
+
+def _relayout(x: Any, axes: tuple) -> Call:
+    """``permute_dims(x, axes)``, or the equivalent ``reshape`` when only size-1 axes move (a
+    global-pool result ``(N, 1, 1, C)``, a one-channel input): same bytes, no transposing kernel."""
+    shape = x.struct_info.shape
+    moved = [a for a in axes if not (isinstance(shape[a], int) and shape[a] == 1)]
+    if moved == sorted(moved):
+        return make_call("reshape", [x], shape=tuple(shape[a] for a in axes))
+    return make_call("permute_dims", [x], axes=axes)
 
 
 def _nhwc_constant(c: np.ndarray) -> np.ndarray:
@@ -118,14 +130,14 @@ class _Rewriter:
         if isinstance(e, Constant):
             return Constant(np.ascontiguousarray(e.data.transpose(TO_NHWC)))
         if id(e) not in self.nhwc:
-            self.nhwc[id(e)] = self._emit(e, "_nhwc", make_call("permute_dims", [e], axes=TO_NHWC))
+            self.nhwc[id(e)] = self._emit(e, "_nhwc", _relayout(e, TO_NHWC))
         return self.nhwc[id(e)]
 
     def to_nchw(self, e: Any) -> Any:
         """``e`` itself, bound first (``e = permute_dims(nhwc[e])``) when it exists only in NHWC."""
         if isinstance(e, Var) and id(e) in self.pending:
             del self.pending[id(e)]
-            self.out.append(VarBinding(e, make_call("permute_dims", [self.nhwc[id(e)]], axes=TO_NCHW)))
+            self.out.append(VarBinding(e, _relayout(self.nhwc[id(e)], TO_NCHW)))
             self.bound.add(id(e))
         elif isinstance(e, Tuple):
             for f in e.fields:
