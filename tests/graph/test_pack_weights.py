@@ -95,7 +95,8 @@ def test_depthwise_conv_is_packed_by_vector_width():
                                atol=1e-5)
 
 
-@pytest.mark.parametrize("case", ["weight_is_input", "ragged_channels", "grouped", "nhwc", "float64", "vector_x"])
+@pytest.mark.parametrize("case", ["weight_is_input", "ragged_channels", "grouped", "nhwc_depthwise", "float64",
+                                  "vector_x"])
 def test_unpackable_calls_keep_their_operator(case):
     if case == "weight_is_input":
         x, wv = G.Var("x", T((1, 64))), G.Var("w", T((32, 64)))
@@ -107,8 +108,9 @@ def test_unpackable_calls_keep_their_operator(case):
         mod = one_op(T((1, 8, 8, 8)), lambda x: G.op.conv2d(x, G.const(W(24, 8, 3, 3)), padding=1))
     elif case == "grouped":
         mod = one_op(T((1, 32, 8, 8)), lambda x: G.op.conv2d(x, G.const(W(32, 16, 3, 3)), padding=1, groups=2))
-    elif case == "nhwc":
-        mod = one_op(T((1, 8, 8, 16)), lambda x: G.op.conv2d(x, G.const(W(3, 3, 16, 32)), data_layout="NHWC"))
+    elif case == "nhwc_depthwise":  # channels already contiguous in NHWC: nothing to pack
+        mod = one_op(T((1, 8, 8, 32)), lambda x: G.op.conv2d(x, G.const(W(3, 3, 1, 32)), padding=1, groups=32,
+                                                             data_layout="NHWC"))
     elif case == "float64":
         mod = one_op(T((1, 64), "float64"), lambda x: G.op.linear(x, G.const(W(32, 64).astype("float64"))))
     else:
@@ -169,7 +171,7 @@ def test_compiled_cnn_reads_packed_weights_and_matches_numpy():
     from ingot.tir.schedule import Schedule
 
     mod, ref = _cnn()
-    lowered = default_build_pipeline()(mod)
+    lowered = default_build_pipeline(layout="NCHW")(mod)  # the NCHW packed layouts (NHWC: test below)
     kernels = {n: f for n, f in lowered.functions.items() if isinstance(f, PrimFunc)}
     # fused kernels keep their names (PackWeights runs after FuseOps); unfused calls are renamed
     assert {"fused_conv2d_add_relu", "fused_conv2d_relu", "conv2d_packed_weight", "dense_packed_weight"} <= \
@@ -185,11 +187,46 @@ def test_compiled_cnn_reads_packed_weights_and_matches_numpy():
         rules = {blk: rule for blk, rule, _ in log}
         if "depthwise" in name:  # vectorized over channels, not the predicated/scalar width path
             assert rules["depthwise_conv2d_nchw"] == "conv_oc_rule", log
-    ex = G.build(mod, "llvm -num-cores=2")
+    ex = G.build(mod, "llvm -num-cores=2", layout="NCHW")
     data = rng.standard_normal((1, 16, 14, 14)).astype("float32")
     np.testing.assert_allclose(G.Executor(ex)["main"](data).numpy(), ref(data), rtol=1e-4, atol=1e-4)
     assert all(how == "default" for how in ex.schedule_report.values()), ex.schedule_report
     _ = ingot
+
+
+def test_nhwc_conv2d_weight_is_packed_into_output_channel_panels():
+    w = W(3, 3, 16, 64)  # HWIO
+    before = one_op(T((1, 14, 14, 16)), lambda x: G.op.conv2d(x, G.const(w), strides=2, padding=1,
+                                                              data_layout="NHWC"))
+    after = PackWeights(P, L)(before)
+    expected = one_op(T((1, 14, 14, 16)), lambda x: G.op.packed.conv2d_nhwc_packed_weight(
+        x, G.const(packed.pack_conv2d_nhwc_weight(w, P)), strides=2, padding=1))
+    assert structural_equal(after, expected)
+    wp = after["main"].body.blocks[0].bindings[0].value.args[1].data
+    assert wp.shape == (2, 3, 3, 16, 32) and wp[1, 2, 0, 5, 7] == w[2, 0, 5, 32 + 7]
+    x = rng.standard_normal((1, 14, 14, 16)).astype("float32")
+    want = conv2d_nchw(x.transpose(0, 3, 1, 2), w.transpose(3, 2, 0, 1), (2, 2), (1, 1, 1, 1)).transpose(0, 2, 3, 1)
+    np.testing.assert_allclose(evaluate(after, x), want, rtol=1e-5, atol=1e-5)
+    assert structural_equal(PackWeights(P, L)(after), after)  # idempotent
+
+
+@pytest.mark.compiler
+def test_compiled_cnn_in_nhwc_packs_and_matches_numpy():
+    """The default CPU pipeline (NHWC): conv weights packed as [O/P, KH, KW, C, P] inside the fused
+    kernels (names kept), depthwise stays a plain NHWC conv2d."""
+    from ingot.graph.transform import default_build_pipeline
+    from ingot.tir.function import PrimFunc
+
+    mod, ref = _cnn()
+    lowered = default_build_pipeline("llvm")(mod)
+    kernels = {n: f for n, f in lowered.functions.items() if isinstance(f, PrimFunc)}
+    assert {"fused_conv2d_add_relu", "fused_conv2d_relu", "conv2d_nhwc_packed_weight"} <= set(kernels), \
+        sorted(kernels)
+    shapes = [tuple(int(d) for d in p.shape) for f in kernels.values() for p in f.params if hasattr(p, "shape")]
+    assert (1, 3, 3, 16, 32) in shapes and (3, 3, 1, 32) in shapes  # packed conv, HWIO depthwise
+    ex = G.build(mod, "llvm -num-cores=2")
+    data = rng.standard_normal((1, 16, 14, 14)).astype("float32")
+    np.testing.assert_allclose(G.Executor(ex)["main"](data).numpy(), ref(data), rtol=1e-4, atol=1e-4)
 
 
 def test_fused_group_weights_are_packed_through_parameters():
