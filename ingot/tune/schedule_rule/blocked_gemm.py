@@ -14,7 +14,10 @@ same building blocks (`blocked._operand_reads`, `blocked._pack`, `rules._fuse_ep
   B; ki: the unrolled k steps) are `sample_perfect_tile` decisions, mutated by `MutateTileSize`.
 
 The loop order is the default's: ``(batch, ic) parallel | kc | jr | ir | ko | ki(unroll) |
-ii(unroll) | jn(unroll) | jl(vector)``. The block is annotated ``meta_schedule.blocked_gemm`` so
+ii(unroll) | jn(unroll) | jl(vector)``. The default pair's branch carries the default's MC and KC
+as its decisions and is marked ``meta_schedule.seeded``: the search measures it as generated in
+its first round (beside the decision-free default schedule), so that mutations start from the
+default's neighbourhood. The block is annotated ``meta_schedule.blocked_gemm`` so
 that `ParallelVectorizeUnroll` / `RandomComputeLocation` leave it alone (it is already
 parallel and vectorized). The rule also returns the untouched schedule, so `MultiLevelTiling`
 still builds its own branches from it.
@@ -33,6 +36,7 @@ from .base import ScheduleRule
 logger = logging.getLogger("ingot.tune")
 
 MARK = "meta_schedule.blocked_gemm"
+SEEDED = "meta_schedule.seeded"   # a design-space member whose own decisions are worth measuring
 # (MR, NVEC) register tiles tried, default first: MR x NVEC zmm accumulators + NVEC B vectors
 # + 1 broadcast must fit the 32 registers of AVX-512.
 TILES = ((8, 2), (4, 4), (6, 4), (12, 2), (16, 1), (8, 3), (4, 3))
@@ -74,7 +78,8 @@ class BlockedGemm(ScheduleRule):
         out = [sch]
         for mr, nvec in self._fitting_tiles(info, lanes):
             try:
-                trial = self._schedule(sch.copy(), name, info, lanes, cores, mr, nvec)
+                trial = self._schedule(sch.copy(), name, info, lanes, cores, mr, nvec,
+                                       seed=(mr, nvec) == (blocked_defaults()[0], blocked_defaults()[1]))
             except Exception as err:  # a primitive refused (layout, sizes): this branch is dropped
                 logger.debug("BlockedGemm: block %r, MR=%d NVEC=%d skipped: %s", name, mr, nvec, err)
                 continue
@@ -88,11 +93,14 @@ class BlockedGemm(ScheduleRule):
                 and mr * nv <= self.max_accumulators]
         return fits[: self.max_branches]
 
-    def _schedule(self, sch: Any, name: str, info: Any, lanes: int, cores: int, mr: int, nvec: int) -> Any:
+    def _schedule(self, sch: Any, name: str, info: Any, lanes: int, cores: int, mr: int, nvec: int,
+                  seed: bool = False) -> Any:
         from ingot.ops.schedule import blocked
         from ingot.ops.schedule.rules import _fuse_epilogue
 
         i, j, r = info.i_index, info.j_index, info.reduce[0]
+        m, k = info.extents[i], info.extents[r]
+        mc_dec, k_dec = (_default_decisions(m, k, mr, cores, self.max_unroll_k) if seed else (None, None))
         vi, vdim, bi, bdim = blocked._operand_reads(sch, name, info)
         if vdim < 0:  # weights pre-packed by the graph: the panel width is fixed
             if -vdim != nvec * lanes:
@@ -109,9 +117,10 @@ class BlockedGemm(ScheduleRule):
         b = sch.get_block(name)
         loops = sch.get_loops(b)
         io, ii = sch.split(loops[i], [None, mr])
-        ic, ir = sch.split(io, sch.sample_perfect_tile(io, n=2, max_innermost_factor=1 << 20))
+        ic, ir = sch.split(io, sch.sample_perfect_tile(io, n=2, max_innermost_factor=1 << 20, decision=mc_dec))
         jr, jn, jl = sch.split(loops[j], [None, nvec, lanes])
-        kco, ko, ki = sch.split(loops[r], sch.sample_perfect_tile(loops[r], n=3, max_innermost_factor=self.max_unroll_k))
+        kco, ko, ki = sch.split(loops[r], sch.sample_perfect_tile(loops[r], n=3, max_innermost_factor=self.max_unroll_k,
+                                                                  decision=k_dec))
         others = [loops[x] for x in info.spatial if x not in (i, j)]
         sch.reorder(*others, ic, kco, jr, ir, ko, ki, ii, jn, jl)
         sch.unroll(ki)
@@ -124,6 +133,10 @@ class BlockedGemm(ScheduleRule):
         init = sch.decompose_reduction(b, kco)
         blocked._vectorize_init(sch, init, lanes)
         sch.annotate(b, MARK, 1)
+        if seed and mc_dec is not None and k_dec is not None:
+            # the search measures this design-space member with these decisions in its first
+            # round (SearchStrategy.take_fixed_candidates), so mutations start from the default
+            sch.annotate(b, SEEDED, 1)
         # Step 4. elementwise consumers per row block, after its k slices (on a copy: a consumer
         # an earlier rule already moved may refuse, then the epilogue stays a separate nest).
         trial = sch.copy()
@@ -134,6 +147,31 @@ class BlockedGemm(ScheduleRule):
             return sch
         _drop_parallel_intent(trial, outer)
         return trial
+
+
+def blocked_defaults() -> "tuple[int, int]":
+    """The (MR, NVEC) register tile of the rule-based default (`blocked_gemm_rule`'s defaults)."""
+    import inspect
+
+    from ingot.ops.schedule.blocked import blocked_gemm_rule
+
+    params = inspect.signature(blocked_gemm_rule).parameters
+    return int(params["mr"].default), int(params["nvec"].default)
+
+
+def _default_decisions(m: int, k: int, mr: int, cores: int, max_ki: int) -> "tuple[Any, Any]":
+    """The rule-based default's (ic, ir) and (kc, ko, ki) tiles, as `blocked_gemm_rule`
+    computes MC and KC (None where the default would not apply)."""
+    from ingot.ops.schedule import blocked
+
+    mc = min(blocked.MC, max(mr, (m // max(1, 2 * cores)) // mr * mr))
+    while mc > mr and m % mc:
+        mc -= mr
+    ku = min(getattr(blocked, "KU", 4), max_ki)
+    kc = blocked.KC
+    mc_dec = [m // mc, mc // mr] if m % mc == 0 and mc % mr == 0 else None
+    k_dec = [k // kc, kc // ku, ku] if k % kc == 0 and kc % ku == 0 else None
+    return mc_dec, k_dec
 
 
 def _drop_parallel_intent(sch: Any, outer: Any) -> None:

@@ -65,6 +65,10 @@ class SearchStrategy:
         self.fixed_traces = [t for t in traces if not t.decisions]
         self.design_traces = [t for t in traces if t.decisions] or traces
         self._fixed_pending = bool(self.fixed_traces) and len(self.fixed_traces) < len(traces)
+        # Members a rule marked ``meta_schedule.seeded`` (BlockedGemm's default tiles) are also
+        # measured with their own decisions in the first round: evolution then starts there.
+        self.seeded_traces = [t for t in self.design_traces if t.decisions and _is_seeded(t)]
+        self._fixed_pending = self._fixed_pending or bool(self.seeded_traces)
         self.database = database
         self.cost_model = cost_model
         self.measured: set = set()
@@ -196,8 +200,9 @@ class SearchStrategy:
         self._prefix_cache[key] = (sch.copy(), tuple(rv_list))
 
     def take_fixed_candidates(self) -> "list[MeasureCandidate]":
-        """The decision-free design-space members (e.g. the default schedule) not measured yet,
-        once per search (the first round starts from them).
+        """The decision-free design-space members (e.g. the default schedule) and the seeded
+        ones (with their own decisions) not measured yet, once per search (the first round
+        starts from them).
 
         Example:
             >>> # first = strategy.take_fixed_candidates()   # [] after the first call
@@ -206,7 +211,7 @@ class SearchStrategy:
             return []
         self._fixed_pending = False
         out, seen = [], set(self.measured)
-        for trace in self.fixed_traces:
+        for trace in self.fixed_traces + self.seeded_traces:
             cand = self.replay(trace)
             if cand is not None and cand.candidate_hash not in seen:
                 seen.add(cand.candidate_hash)
@@ -274,3 +279,9 @@ def _chain(h: int, inst: Any, decision: Any, rv_index: dict) -> int:
     """The prefix key after ``inst``: a hash chained over the instructions so far."""
     return hash((h, inst.kind.name, _sig(inst.inputs, rv_index), _sig(inst.attrs, rv_index),
                  _sig(decision, rv_index)))
+
+
+def _is_seeded(trace: Any) -> bool:
+    """Whether a design-space trace annotates a block ``meta_schedule.seeded``."""
+    return any(i.kind.name == "annotate" and len(i.inputs) >= 2 and i.inputs[1] == "meta_schedule.seeded"
+               for i in trace.insts)
