@@ -153,12 +153,16 @@ def conv2d_nhwc(
     """
     from ingot import te
 
+    N, H, W, C = data.shape
+    KH, KW, CG, O = kernel.shape
+    if groups > 1 and as_const_int(convert(CG)) == 1 and _same_int(C, groups) and _same_int(O, groups):
+        # depthwise (one input channel per group, O == C): no extent-1 reduce axis, the channel
+        # indexes both operands as their contiguous last axis (vectorized over channels)
+        return depthwise_conv2d_nhwc(data, kernel, strides, padding, dilation, out_dtype)
     out_dtype = out_dtype or str(data.dtype)
     sh, sw = _pair(strides, "strides")
     dh, dw = _pair(dilation, "dilation")
     pt, pl, pb, pr = _padding4(padding)
-    N, H, W, C = data.shape
-    KH, KW, CG, O = kernel.shape
     OH = _out_size(H, pt + pb, KH, sh, dh)
     OW = _out_size(W, pl + pr, KW, sw, dw)
     padded = data if all(as_const_int(convert(p)) == 0 for p in (pt, pl, pb, pr)) else \
@@ -178,6 +182,53 @@ def conv2d_nhwc(
         return te.sum(lhs * rhs, axis=[rc, ry, rx])
 
     return compute((N, OH, OW, O), body, "conv2d_nhwc", tag="conv2d_nhwc")
+
+
+def _same_int(a: Any, b: Any) -> bool:
+    x, y = as_const_int(convert(a)), as_const_int(convert(b))
+    return x is not None and x == y
+
+
+def depthwise_conv2d_nhwc(data: Any, kernel: Any, strides: Any = 1, padding: Any = 0, dilation: Any = 1,
+                          out_dtype: "str | None" = None) -> Any:
+    """Depthwise 2-D convolution, data ``(N, H, W, C)``, kernel ``(KH, KW, 1, C)`` (HWIO with one
+    input channel per group, as `conv2d_nhwc` with ``groups = C`` takes it); output
+    ``(N, OH, OW, C)``. Reduce axes (ry, rx) only; ``c`` is the last index of every operand.
+
+    Example:
+        >>> from ingot import te
+        >>> y = depthwise_conv2d_nhwc(te.placeholder((1, 8, 8, 32), name="x"),
+        ...                           te.placeholder((3, 3, 1, 32), name="w"), strides=2, padding=1)
+        >>> [int(d) for d in y.shape]
+        [1, 4, 4, 32]
+    """
+    from ingot import te
+
+    out_dtype = out_dtype or str(data.dtype)
+    sh, sw = _pair(strides, "strides")
+    dh, dw = _pair(dilation, "dilation")
+    pt, pl, pb, pr = _padding4(padding)
+    N, H, W, C = data.shape
+    KH, KW, one, CK = kernel.shape
+    if as_const_int(convert(one)) != 1 or (as_const_int(convert(C)) is not None and not _same_int(C, CK)):
+        raise ValueError(f"depthwise_conv2d_nhwc: kernel shape {tuple(kernel.shape)} is not (KH, KW, 1, C) for "
+                         f"data with C = {C} channels")
+    OH = _out_size(H, pt + pb, KH, sh, dh)
+    OW = _out_size(W, pl + pr, KW, sw, dw)
+    padded = data if all(as_const_int(convert(p)) == 0 for p in (pt, pl, pb, pr)) else \
+        pad(data, (0, pt, pl, 0), (0, pb, pr, 0), name="pad_temp")
+    ry = te.reduce_axis((0, KH), name="ry")
+    rx = te.reduce_axis((0, KW), name="rx")
+
+    def body(idx: tuple) -> Any:
+        n, y, x, c = idx
+        lhs = padded[n, y * sh + ry * dh, x * sw + rx * dw, c]
+        rhs = kernel[ry, rx, 0, c]
+        if str(lhs.dtype) != out_dtype:
+            lhs, rhs = lhs.astype(out_dtype), rhs.astype(out_dtype)
+        return te.sum(lhs * rhs, axis=[ry, rx])
+
+    return compute((N, OH, OW, C), body, "depthwise_conv2d_nhwc", tag="depthwise_conv2d_nhwc")
 
 
 def pool2d(

@@ -221,7 +221,7 @@ def _unroll_tile_loops(sch: Any, blk: Any, tile_loop: Any) -> None:
 
 
 def nhwc_window_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: int, *,
-                     epilogue: bool = True) -> None:
+                     epilogue: bool = True, nvec: Optional[int] = None, mr: Optional[int] = None) -> None:
     """Window reductions over NHWC (depthwise conv2d, max/avg pool, global pool; module note):
     the output's last axis ``c`` indexes every input as its last axis, the reduce axes are the
     window. Tile MR output pixels × one ``lanes``-wide channel vector, window loops outside the
@@ -259,14 +259,20 @@ def nhwc_window_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: in
         vl //= 2
     if c % vl or c < 4:
         raise ScheduleError(f"nhwc_window_rule: block {name!r}: {c} channels have no vector split")
-    nvec = 2 if c % (2 * vl) == 0 and c >= 4 * vl else 1
+    if nvec is None:
+        nvec = 2 if c % (2 * vl) == 0 and c >= 4 * vl else 1
     # Step 1. Tiles: the pixel axis before c (ow) -> (xo, xi = MR); c -> (co, cn, cl).
     blk = sch.get_block(name)
     loops = sch.get_loops(blk)
     spatial = loops[:nsp]
     reduce = [loops[k] for k in info.reduce]
     w_ext = info.extents[nsp - 2]
-    mr = choose_mr(w_ext, nvec) if nsp >= 3 else 1
+    mr = mr or (choose_mr(w_ext, nvec) if nsp >= 3 else 1)
+    if nvec > 1 and mr * nvec > 14:
+        # GCC software-pipelines the strided input loads across the unrolled taps and spills a
+        # 16-accumulator tile (MR 8 x 2 vectors); 8 x 1 or 7 x 2 stay in registers.
+        nvec = 1
+        mr = choose_mr(w_ext, nvec) if nsp >= 3 else 1
     mr = mr if w_ext % mr == 0 else 1
     co, cn, cl = sch.split(spatial[-1], [None, nvec, vl])
     if nsp >= 3:

@@ -1,0 +1,227 @@
+"""NHWC convolutions, depthwise convolutions and pools under the default schedule: numbers vs
+PyTorch, the rule the driver picks (`conv_nhwc_rule`, `nhwc_window_rule`), the fused epilogue in
+one pass, and the micro-kernel in the assembly (zmm FMAs, no stack traffic)."""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pytest
+
+import ingot
+from ingot import ops, te
+from ingot.ops import packed
+from ingot.ops.schedule import schedule_blocks
+from ingot.ops.schedule.analysis import analyze_block
+from ingot.ops.schedule.conv_nhwc import conv_nhwc_rule, nhwc_window_rule
+from ingot.target import Target
+from ingot.tir.schedule import Schedule
+from ingot.tir.schedule.error import ScheduleError
+
+torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.compiler
+
+TARGET = "llvm -num-cores=2"
+RNG = np.random.default_rng(7)
+
+
+def _rand(*shape):
+    return RNG.standard_normal(shape).astype("float32")
+
+
+def _schedule(tensors):
+    log: list = []
+    sch = schedule_blocks(Schedule(te.create_prim_func(tensors)), Target(TARGET), log=log)
+    return sch, {name: rule for name, rule, _ in log}
+
+
+def _run(sch, args, out_shape):
+    out = np.zeros(out_shape, "float32")
+    ingot.build(sch.mod, TARGET)["main"](*args, out)
+    return out
+
+
+def _kernel_loop(sch) -> dict:
+    """FMAs, zmm FMAs and stack accesses of the innermost loop with the most FMAs."""
+    from ingot.codegen.build import module_assembly
+
+    lines = module_assembly(ingot.lower(sch.mod), TARGET).splitlines()
+    labels = {ln[:-1]: n for n, ln in enumerate(lines) if re.match(r"^\.L\w+:$", ln)}
+    best = {"fma": 0}
+    for n, ln in enumerate(lines):
+        m = re.match(r"^\s+j\w+\s+(\.L\w+)$", ln)
+        if not m or m.group(1) not in labels or labels[m.group(1)] >= n:
+            continue
+        body = lines[labels[m.group(1)]:n + 1]
+        fma = sum(1 for b in body if re.match(r"\s+vfmadd\w+\s", b))
+        if fma > best["fma"]:
+            best = {"fma": fma, "zmm": sum(1 for b in body if re.match(r"\s+vfmadd\w+\s.*%zmm", b)),
+                    "stack": sum(1 for b in body if re.search(r"\((%rsp|%rbp)", b))}
+    return best
+
+
+def _avx512() -> bool:
+    return Target(TARGET).vector_lanes("float32") >= 16
+
+
+def _torch_conv(x_nhwc, w_hwio, stride, pad, groups=1):
+    x = torch.from_numpy(x_nhwc).permute(0, 3, 1, 2)
+    w = torch.from_numpy(w_hwio).permute(3, 2, 0, 1)
+    with torch.no_grad():
+        y = torch.nn.functional.conv2d(x, w, stride=stride, padding=pad, groups=groups)
+    return y.permute(0, 2, 3, 1).numpy()
+
+
+def _packed_conv_layer(c, hw, o, k, s, panel=32, residual=True, pad=None):
+    """relu(conv2d_nhwc_packed_weight(x, w) + bias (+ res)): the kernel the graph hands over."""
+    pad = k // 2 if pad is None else pad
+    x = te.placeholder((1, hw, hw, c), name="x")
+    w = te.placeholder((o // panel, k, k, c, panel), name="w")
+    b = te.placeholder((o,), name="bias")
+    conv = packed.conv2d_nhwc_packed_weight(x, w, strides=s, padding=pad)
+    y = ops.add(conv, b)
+    args = [x, w, b]
+    if residual:
+        r = te.placeholder(tuple(int(d) for d in conv.shape), name="res")
+        y = ops.add(y, r)
+        args.append(r)
+    return args + [ops.relu(y)]
+
+
+# name, in channels, size, out channels, kernel, stride, panel: ResNet families at small sizes
+# (OW = 7, 14, an odd 9, stride 2, 1x1 and 3x3, P = 16 and 32)
+CONVS = [
+    ("3x3 ow14", 16, 14, 64, 3, 1, 32),
+    ("3x3 ow7", 32, 7, 64, 3, 1, 32),
+    ("3x3 odd ow9 P16", 8, 9, 32, 3, 1, 16),
+    ("3x3 stride2", 16, 28, 32, 3, 2, 32),
+    ("1x1 ow56", 16, 56, 64, 1, 1, 32),
+    ("1x1 stride2", 32, 14, 64, 1, 2, 32),
+    ("7x7 stem stride2", 3, 32, 64, 7, 2, 32),
+]
+
+
+@pytest.mark.parametrize("name,c,hw,o,k,s,panel", CONVS, ids=[c[0] for c in CONVS])
+def test_packed_nhwc_conv_with_fused_epilogue_matches_torch(name, c, hw, o, k, s, panel):
+    tensors = _packed_conv_layer(c, hw, o, k, s, panel)
+    sch, rules = _schedule(tensors)
+    assert rules["conv2d_nhwc"] == "conv_nhwc_rule", rules
+    # bias, residual add and relu are inlined into one block reading the accumulator tile
+    blocks = set(sch.state.blocks("main"))
+    assert "T_add" not in blocks and "T_add_1" not in blocks and "T_relu" in blocks, blocks
+    xa, wa, ba = _rand(1, hw, hw, c), _rand(k, k, c, o), _rand(o)
+    oh = (hw + 2 * (k // 2) - k) // s + 1
+    ra = _rand(1, oh, oh, o)
+    out = _run(sch, [xa, packed.pack_conv2d_nhwc_weight(wa, panel), ba, ra], (1, oh, oh, o))
+    ref = np.maximum(_torch_conv(xa, wa, s, k // 2) + ba + ra, 0)
+    np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("order", ["rows", "oc"])
+def test_both_loop_orders_are_correct(order):
+    tensors = _packed_conv_layer(16, 14, 64, 3, 1, residual=False)
+    sch = Schedule(te.create_prim_func(tensors))
+    info = analyze_block(sch, sch.get_block("conv2d_nhwc"))
+    conv_nhwc_rule(sch, "conv2d_nhwc", info, 16, 2, order=order)
+    sch = schedule_blocks(sch, Target(TARGET))  # the pad stage
+    xa, wa, ba = _rand(1, 14, 14, 16), _rand(3, 3, 16, 64), _rand(64)
+    out = _run(sch, [xa, packed.pack_conv2d_nhwc_weight(wa, 32), ba], (1, 14, 14, 64))
+    np.testing.assert_allclose(out, np.maximum(_torch_conv(xa, wa, 1, 1) + ba, 0), rtol=1e-4, atol=1e-4)
+
+
+def test_plain_hwio_conv_nhwc_uses_the_rule():
+    x, w = te.placeholder((1, 14, 14, 8), name="x"), te.placeholder((3, 3, 8, 32), name="w")
+    y = ops.nn.conv2d_nhwc(x, w, strides=1, padding=1)
+    sch, rules = _schedule([x, w, y])
+    assert rules["conv2d_nhwc"] == "conv_nhwc_rule", rules
+    xa, wa = _rand(1, 14, 14, 8), _rand(3, 3, 8, 32)
+    np.testing.assert_allclose(_run(sch, [xa, wa], (1, 14, 14, 32)), _torch_conv(xa, wa, 1, 1), rtol=1e-4, atol=1e-4)
+
+
+def test_rule_refuses_what_it_cannot_tile():
+    # 24 output channels: not a multiple of 16 lanes -> ScheduleError, the driver falls back
+    x, w = te.placeholder((1, 7, 7, 8), name="x"), te.placeholder((1, 1, 8, 24), name="w")
+    y = ops.nn.conv2d_nhwc(x, w)
+    sch = Schedule(te.create_prim_func([x, w, y]))
+    info = analyze_block(sch, sch.get_block("conv2d_nhwc"))
+    with pytest.raises(ScheduleError, match="24 output channels"):
+        conv_nhwc_rule(sch, "conv2d_nhwc", info, 16, 2)
+    sch, rules = _schedule([x, w, y])
+    assert rules["conv2d_nhwc"] != "conv_nhwc_rule"
+    xa, wa = _rand(1, 7, 7, 8), _rand(1, 1, 8, 24)
+    np.testing.assert_allclose(_run(sch, [xa, wa], (1, 7, 7, 24)), _torch_conv(xa, wa, 1, 0), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.skipif(not _avx512(), reason="needs AVX-512")
+@pytest.mark.parametrize("hw,k", [(56, 1), (14, 3), (7, 3)])
+def test_micro_kernel_keeps_the_tile_in_zmm_registers(hw, k):
+    sch, _ = _schedule(_packed_conv_layer(32, hw, 64, k, 1))
+    loop = _kernel_loop(sch)
+    # MR x 2 vectors: 8 x 2 at OW 56, 7 x 2 at OW 14 / 7, all zmm, no spill
+    assert loop["zmm"] >= 14 and loop["zmm"] == loop["fma"] and loop["stack"] == 0, loop
+
+
+# -- depthwise ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("c,hw,s", [(32, 14, 1), (64, 7, 1), (48, 16, 2), (96, 9, 2)])
+def test_depthwise_nhwc_relu6_matches_torch(c, hw, s):
+    x, w, b = te.placeholder((1, hw, hw, c), name="x"), te.placeholder((3, 3, 1, c), name="w"), \
+        te.placeholder((c,), name="bias")
+    conv = ops.nn.conv2d_nhwc(x, w, strides=s, padding=1, groups=c)
+    assert conv.op.name == "depthwise_conv2d_nhwc"
+    y = ops.clip(ops.add(conv, b), 0.0, 6.0)
+    sch, rules = _schedule([x, w, b, y])
+    assert rules["depthwise_conv2d_nhwc"] == "nhwc_window_rule", rules
+    oh = (hw - 1) // s + 1
+    xa, wa, ba = _rand(1, hw, hw, c) * 3, _rand(3, 3, 1, c), _rand(c)
+    out = _run(sch, [xa, wa, ba], (1, oh, oh, c))
+    ref = np.clip(_torch_conv(xa, wa, s, 1, groups=c) + ba, 0, 6)
+    np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.skipif(not _avx512(), reason="needs AVX-512")
+def test_depthwise_micro_kernel_vectorized_over_channels():
+    x, w = te.placeholder((1, 14, 14, 64), name="x"), te.placeholder((3, 3, 1, 64), name="w")
+    sch, _ = _schedule([x, w, ops.nn.conv2d_nhwc(x, w, padding=1, groups=64)])
+    loop = _kernel_loop(sch)
+    assert loop["zmm"] >= 7 and loop["zmm"] == loop["fma"] and loop["stack"] == 0, loop
+
+
+# -- pools ----------------------------------------------------------------------------------------
+
+
+def _torch_nhwc(fn, xa):
+    with torch.no_grad():
+        return fn(torch.from_numpy(xa).permute(0, 3, 1, 2)).permute(0, 2, 3, 1).numpy()
+
+
+@pytest.mark.parametrize("kind", ["max", "avg", "global"])
+def test_nhwc_pools_vectorized_over_channels_match_torch(kind):
+    shape = (1, 13, 13, 32)
+    x = te.placeholder(shape, name="x")
+    if kind == "max":
+        y = ops.nn.pool2d(x, "max", 3, 2, 1, layout="NHWC")
+        ref_fn = lambda t: torch.nn.functional.max_pool2d(t, 3, 2, 1)  # noqa: E731
+    elif kind == "avg":
+        y = ops.nn.pool2d(x, "avg", 3, 1, 1, layout="NHWC")
+        ref_fn = lambda t: torch.nn.functional.avg_pool2d(t, 3, 1, 1, count_include_pad=False)  # noqa: E731
+    else:
+        y = ops.nn.global_avg_pool2d(x, layout="NHWC")
+        ref_fn = lambda t: t.mean(dim=(2, 3), keepdim=True)  # noqa: E731
+    sch, rules = _schedule([x, y])
+    reduce_block = next(n for n in rules if n.startswith(("pool_", "adaptive_pool")) and n != "pool_avg")
+    assert rules[reduce_block] == "nhwc_window_rule", rules
+    assert "T.vectorized(16)" in sch.mod["main"].script()
+    xa = _rand(*shape)
+    out = _run(sch, [xa], tuple(int(d) for d in y.shape))
+    np.testing.assert_allclose(out, _torch_nhwc(ref_fn, xa), rtol=1e-5, atol=1e-5)
+
+
+def test_window_rule_refuses_nchw_pools():
+    x = te.placeholder((1, 16, 8, 8), name="x")
+    y = ops.nn.pool2d(x, "max", 2, 2)
+    sch = Schedule(te.create_prim_func([x, y]))
+    info = analyze_block(sch, sch.get_block("pool_max"))
+    with pytest.raises(ScheduleError, match="channels-last"):
+        nhwc_window_rule(sch, "pool_max", info, 16, 2)
