@@ -1,0 +1,59 @@
+"""Helpers for the architecture-zoo tests: the small versions of `benchmarks/architectures.py`, exported to
+ONNX and checked against ONNX Runtime.
+
+Note: the architecture definitions live in ``benchmarks/architectures.py`` (one module for the benchmark at
+real sizes and these tests at small sizes); this module puts the repository root on ``sys.path`` to import it.
+
+Example:
+    >>> expected, got = export_and_run("squeezenet1_1", tmp_path, opset=17)   # doctest: +SKIP
+"""
+from __future__ import annotations
+
+import os
+import sys
+
+import numpy as np
+
+_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+if _ROOT not in sys.path:
+    sys.path.insert(0, _ROOT)
+
+from benchmarks import architectures  # noqa: E402
+
+NAMES = architectures.NAMES
+
+
+def export(name: str, path: str, opset: int = 17):
+    """Export the small ``name`` to ONNX at ``path`` (input "data"); returns the example input.
+
+    Example:
+        >>> x = export("vgg19", "/tmp/vgg.onnx", opset=11)   # doctest: +SKIP
+    """
+    import torch
+
+    module, x = architectures.build(name, "small")
+    # The fused fast path of nn.TransformerEncoder has no ONNX export: trace the decomposed ops.
+    torch.backends.mha.set_fastpath_enabled(False)
+    with torch.no_grad():
+        torch.onnx.export(module, (torch.from_numpy(x),), path, input_names=["data"], dynamo=False,
+                          opset_version=opset)
+    return x
+
+
+def export_and_run(name: str, workdir, opset: int = 17):
+    """``(ONNX Runtime output, Ingot output)`` of the small ``name`` exported at ``opset``, compiled with
+    ``ingot.compile`` (default pipeline).
+
+    Example:
+        >>> expected, got = export_and_run("gpt2", tmp_path, opset=11)   # doctest: +SKIP
+    """
+    import onnxruntime as ort
+
+    import ingot
+
+    path = os.path.join(str(workdir), f"{name}_{opset}.onnx")
+    x = export(name, path, opset)
+    expected = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, {"data": x})[0]
+    package = ingot.compile(ingot.load(path))
+    got = list(ingot.run(package, {"data": x}).values())[0]
+    return expected, np.asarray(got)
