@@ -3,7 +3,9 @@
 Note: this module runs in the child; it only imports the runtime and numpy, so the child starts
 quickly. Random inputs and the reference outputs are made once per workload and kept; each
 candidate runs on fresh copies of the inputs, and every argument (outputs and inputs, which a
-correct kernel leaves alone) is compared with the reference's.
+correct kernel leaves alone) is compared with the reference's. The checking run is timed too: a
+candidate already `RunnerConfig.slow_cutoff` times slower than the workload's best is not timed
+again.
 
 Example:
     >>> # started by LocalRunner; messages are ("run", RunnerInput, RunnerConfig) tuples
@@ -11,6 +13,8 @@ Example:
 from __future__ import annotations
 
 import hashlib
+import math
+import time
 import traceback
 
 import numpy as np
@@ -87,18 +91,25 @@ def _measure(inp, cfg, references: dict) -> list:
             _, ref = _load(inp.reference_path, inp.func_name, inp.num_threads)
             ref(*expected)
         references.clear()  # one workload at a time: keep memory flat
-        references[key] = (base, expected)
-    base, expected = references[key]
+        references[key] = (base, expected, [math.inf])
+    base, expected, best = references[key]
     lib, fn = _load(inp.artifact_path, inp.func_name, inp.num_threads)
     args = [a.copy() for a in base]
+    t0 = time.perf_counter()
     fn(*args)
+    first = time.perf_counter() - t0
     if expected is not None:
         problem = _compare(args, expected, cfg)
         if problem is not None:
             raise _WrongResult(problem)
+    cutoff = float(getattr(cfg, "slow_cutoff", 0.0) or 0.0)
+    if cutoff > 0 and first > cutoff * best[0] and first * 1e3 > cfg.min_repeat_ms:
+        return [first]   # hopeless: its first run is the measurement (RunnerConfig.slow_cutoff)
     timer = lib.time_evaluator(inp.func_name, cpu(0), number=cfg.number, repeat=cfg.repeat,
                                min_repeat_ms=cfg.min_repeat_ms)
-    return [float(s) for s in timer(*args).results]
+    results = [float(s) for s in timer(*args).results]
+    best[0] = min(best[0], sum(results) / len(results))
+    return results
 
 
 class _WrongResult(Exception):

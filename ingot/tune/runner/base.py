@@ -18,6 +18,10 @@ class RunnerConfig:
     one candidate (check + timing); a candidate over it is recorded as a hang.
     ``check_correctness``: compare outputs with the unscheduled function's on random inputs.
     ``rtol``/``atol``: tolerances of that check (``atol`` is relative to the largest reference value).
+    ``slow_cutoff``: a candidate whose first (checking) run already takes more than this many
+    times the workload's best mean so far, and more than ``min_repeat_ms``, is not timed again:
+    that run is its measurement (it cannot win; timing it ``number`` more times would only cost
+    trials/s — the slowest random samples dominate the run phase). 0 disables.
 
     Example:
         >>> RunnerConfig(number=5).repeat
@@ -31,6 +35,7 @@ class RunnerConfig:
     check_correctness: bool = True
     rtol: float = 1e-3
     atol: float = 1e-4
+    slow_cutoff: float = 5.0
 
 
 @dataclass(frozen=True)
