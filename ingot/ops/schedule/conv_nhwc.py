@@ -95,11 +95,12 @@ def _channel_weight(block: Any, ov: Var, name: str) -> "tuple[Any, Optional[int]
 
 
 def conv_nhwc_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: int, *, epilogue: bool = True,
-                   order: Optional[str] = None, mr: Optional[int] = None) -> None:
+                   order: Optional[str] = None, mr: Optional[int] = None, kc: Optional[int] = None) -> None:
     """Register-tiled NHWC conv2d (module note) on a ``"gemm"`` block whose output is
     ``[N, OH, OW, O]`` with ``O`` the vector axis and ``OW`` the tile-row axis: `ingot.ops.nn`'s
     ``conv2d_nhwc`` (groups 1) and `ingot.ops.packed`'s ``conv2d_nhwc_packed_weight``.
-    ``order`` forces ``"rows"`` or ``"oc"`` (see the note), ``mr`` the tile height. Raises
+    ``order`` forces ``"rows"`` or ``"oc"`` (see the note), ``mr`` the tile height, ``kc`` the
+    channel slice of the blocked reduction (0: none; default: `choose_kc`). Raises
     `ScheduleError` when the block is not such a conv (4 output axes, O a multiple of the
     vector width, a tile height dividing OW), so the driver falls back to `gemm_rule`.
 
@@ -134,13 +135,27 @@ def conv_nhwc_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: int,
     if order is None:
         tasks = n_ext * (o // nr)
         order = "oc" if oh * ow <= SMALL_MAP and (tasks % cores == 0 or tasks >= 4 * cores) else "rows"
+    # The input channel: the reduce axis in the input's last (contiguous) index; innermost.
+    rc_pos = _input_channel_axis(block, info, ivars)
+    taps = 1
+    for k in info.reduce:
+        if k != rc_pos:
+            taps *= info.extents[k]
+    if kc is None:
+        kc = choose_kc(taps, info.extents[rc_pos], nr) if order == "oc" else 0
+    if kc and info.extents[rc_pos] % kc:
+        raise ScheduleError(f"conv_nhwc_rule: block {name!r}: channel slice {kc} does not divide "
+                            f"C = {info.extents[rc_pos]}")
     # Step 2. Tiles: ow -> (xo, xi = MR), o -> (oo, on = nvec, ol = lanes); loop order.
     blk = sch.get_block(name)
     loops = sch.get_loops(blk)
     ln, ly, lx, lo = loops[:4]
-    reduce = [loops[k] for k in info.reduce]
+    reduce = [loops[k] for k in info.reduce if k != rc_pos] + [loops[rc_pos]]
     xo, xi = sch.split(lx, [None, mr])
     oo, on, ol = sch.split(lo, [None, nvec, lanes])
+    if kc and order == "oc":
+        _blocked_oc(sch, name, blk, ln, oo, ly, xo, xi, on, ol, reduce, kc, lanes, epilogue)
+        return
     if order == "oc":
         sch.reorder(ln, oo, ly, xo, *reduce, xi, on, ol)
         outer, outer_ext = [ln, oo, ly], [n_ext, o // nr, oh]
@@ -161,6 +176,96 @@ def conv_nhwc_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: int,
     else:
         _fuse_parallel(sch, outer, outer_ext, cores)
     _register_tile(sch, blk, xo, len(reduce), 3, lanes, epilogue)
+
+
+#: Bytes of one weight-panel slice the blocked reduction keeps in L1 (48 KiB L1d).
+L1_SLICE = 36 * 1024
+#: Weight panels above this size (bytes) are sliced (a whole panel no longer streams well from L2).
+BIG_PANEL = 160 * 1024
+
+
+def choose_kc(taps: int, channels: int, nr: int) -> int:
+    """Input channels per slice of the blocked reduction: 0 (no slicing) when a whole weight
+    panel (``taps * channels * nr`` floats) is at most `BIG_PANEL` bytes, else the largest
+    divisor of ``channels`` (a multiple of 8) whose slice fits `L1_SLICE`.
+
+    Example:
+        >>> choose_kc(9, 64, 32), choose_kc(9, 512, 32), choose_kc(1, 2048, 32)
+        (0, 32, 256)
+    """
+    if taps * channels * nr * 4 <= BIG_PANEL:
+        return 0
+    best = 0
+    for kc in range(8, channels + 1, 8):
+        if channels % kc == 0 and taps * kc * nr * 4 <= L1_SLICE:
+            best = kc
+    return best
+
+
+def _input_channel_axis(block: Any, info: BlockInfo, ivars: list) -> int:
+    """Iteration-variable position of the reduce axis that is the input's last index."""
+    for ld in _loads(block.body.value, []):
+        last = ld.indices[-1] if ld.indices else None
+        if isinstance(last, Var):
+            for k in info.reduce:
+                if ivars[k] is last and ld.buffer is not block.body.buffer:
+                    dims_o = [ix for ix in ld.indices if ivars[3] in collect_vars(ix)]
+                    if not dims_o:
+                        return k
+    raise ScheduleError(f"conv_nhwc_rule: block {block.name_hint!r}: no reduce axis is the input's contiguous "
+                        "channel index")
+
+
+def _blocked_oc(sch: Any, name: str, blk: Any, ln: Any, oo: Any, ly: Any, xo: Any, xi: Any, on: Any, ol: Any,
+                reduce: list, kc: int, lanes: int, epilogue: bool) -> None:
+    """The oc-outer order with the reduction sliced by ``kc`` input channels (as
+    `blocked_gemm_rule`'s k slices): for each (n, oc block) task and channel slice, every pixel
+    tile accumulates that slice into the output block, whose KH·KW·kc·NR weight slice stays in
+    L1 instead of streaming the whole panel from L2 per tile. The accumulators live in the
+    output across slices (GCC keeps the tile in zmm over the slice); the epilogue runs once per
+    task over its output block."""
+    from .blocked import _vectorize_init
+    from .rules import _fuse_epilogue
+
+    # Step 1. rc -> (rco, rci); order n, oo, rco, oh, xo, taps..., rci, tile.
+    rco, rci = sch.split(reduce[-1], [None, kc])
+    sch.reorder(ln, oo, rco, ly, xo, *reduce[:-1], rci, xi, on, ol)
+    sch.unroll(xi)
+    sch.unroll(on)
+    sch.vectorize(ol)
+    outer = sch.fuse(ln, oo)
+    sch.parallel(outer)
+    # Step 2. Zero the task's output block before the slices.
+    init = sch.decompose_reduction(blk, rco)
+    _vectorize_init(sch, init, lanes)
+    # Step 3. The epilogue once per task, after its slices, inlined into one pass.
+    if epilogue:
+        _fuse_epilogue(sch, blk, outer, lanes)
+        _inline_chain(sch, blk, outer, lanes)
+
+
+def _inline_chain(sch: Any, producer: Any, loop: Any, vl: int) -> None:
+    """Inline every intermediate elementwise consumer of ``producer`` (moved under ``loop``)
+    into the last one, then vectorize/unroll what is left (see `_register_tile`)."""
+    chain, frontier = [], [producer]
+    while frontier:
+        for cons in sch.get_consumers(frontier.pop()):
+            chain.append(sch.get(cons).name_hint)
+            frontier.append(cons)
+    for nm in chain:
+        trial = sch.copy()
+        try:
+            trial.compute_inline(trial.get_block(nm))
+        except ScheduleError:
+            continue
+        sch.compute_inline(sch.get_block(nm))
+    for nm in chain:
+        try:
+            b = sch.get_block(nm)
+        except ScheduleError:
+            continue  # inlined
+        if sch.get(sch.get_loops(b)[-1]).kind == ForKind.SERIAL:
+            _vectorize_tail(sch, b, vl)
 
 
 def _register_tile(sch: Any, blk: Any, tile_loop: Any, n_reduce: int, n_tile: int, vl: int, epilogue: bool) -> None:
