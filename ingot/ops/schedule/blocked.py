@@ -1,19 +1,32 @@
-"""Cache-blocked GEMM (GotoBLAS structure) for large matmul / dense / batch_matmul blocks.
+"""Cache-blocked GEMM (GotoBLAS/BLIS structure) for large matmul / dense / batch_matmul blocks.
 
 Note: `gemm_rule` keeps the whole reduction inside one register tile, which is fine while one
-B panel (K x NR) fits in L1/L2 (up to ~512^3) but streams B from L3 and A with a 4·K-byte row
-stride for large K. This rule adds the two missing levels of GotoBLAS:
+B panel (K x NR) fits in L1/L2 (up to ~512^3) but streams B from L3 and re-reads A for every
+tile for large K. This rule adds the missing cache levels, in BLIS's loop order:
 
-    B_pack[j // NR, k, j % NR]   = B[...]         # cache_read + transform_layout (parallel copy)
-    A_pack[i // MR, k, i % MR]   = A[...]         # same for the broadcast operand
-    for ic in T.parallel(M / MC):                 # MC rows of C per task (A block in L2)
-        C[ic block, :] = 0                        # decompose_reduction at kc
-        for kc in range(K / KC):                  # KC-deep slices: one B micro-panel = KC x NR
-            for jr in range(N / NR):              #   (32 KiB at KC = 256, NR = 32: stays in L1)
+    C[...] = 0                                        # decompose_reduction at kc (parallel over jr)
+    for kc in range(K / KC):                          # KC-deep slices (pc loop), serial
+        for jp in T.parallel(N / NR):                 # pack the KC x N slice of B once per slice:
+            B_pack[jp, kc slice, 0:NR] = B[...]       #   cache_read + compute_at(kc) + transform_layout
+        for ic in range(M / MC):                      # MC rows of A (MC x KC block stays in L2)
+            for jr in T.parallel(N / NR):             # threads split the columns of one shared slice
                 for ir in range(MC / MR):
-                    for ko, ki(unrolled):         # C[ii, jn*VL:...] += A_pack * B_pack
-                        MR x NR register tile (unrolled ii, jn; vectorized jl)
-        epilogue (bias, relu, ...) on the MC x N block, vectorized
+                    for ko, ki(unrolled):             # MR x NR register tile (unrolled ii, jn;
+                        C[ii, jn*VL:...] += A * B_pack  #  vectorized jl), broadcast A, FMA
+    epilogue (bias, relu, ...): its own parallel, vectorized nest (the driver's elementwise rule)
+
+Why this order (measured on 2 AVX-512 cores, docs/performance.md "fp32 GEMM"):
+* B is packed once per call, one KC slice at a time, right before the slice is used (the
+  packing writes stay in L2); the old whole-matrix packing was a separate pass through L3.
+* The parallel loop is jr inside one slice, with the same static split as the packing loop:
+  each thread packs the panels it will read, so a B panel never crosses cores, and no thread
+  streams the other thread's half of B (the old row-block split made both threads stream all of B
+  once per 128-row block).
+* A is read in place: 8 broadcast rows of a row-major A stream well (hardware prefetch), and the
+  per-call packing of A (a strided scatter) cost more than it saved (measured 0.70x -> 0.85x of
+  OpenBLAS on one thread at 1024^3 when removed).
+* KC = 512 where it divides K: fewer read-modify-write passes over C beat keeping the B micro-panel
+  (KC x NR x 4 bytes) inside the 48 KiB L1; the panel streams from L2 at ~20 B/cycle.
 
 The accumulators live in C itself across the kc slices: the C code generator outlines the
 parallel loop body into a function with ``restrict`` pointers, so GCC keeps the MR x NR tile in
@@ -33,10 +46,11 @@ from ingot.tir.schedule.error import ScheduleError
 
 from .analysis import BlockInfo, panel_layout
 
-__all__ = ["blocked_gemm_rule", "is_large_gemm", "KC", "MC"]
+__all__ = ["blocked_gemm_rule", "choose_kc", "is_large_gemm", "KC", "KC_CHOICES", "MC"]
 
-KC = 256        # depth of a k slice: the B micro-panel KC x NR x 4 bytes = 32 KiB (L1)
-MC = 128        # rows of C per parallel task: the A block MC x KC x 4 bytes = 128 KiB (L2)
+KC = 256        # the smallest k slice the rule uses (is_large_gemm: K >= KC)
+KC_CHOICES = (512, 384, 256)   # slice depths tried in order: the first that divides K
+MC = 128        # rows of A per ic block: MC x KC x 4 bytes = 256 KiB at KC = 512 (L2)
 KU = 4          # k steps unrolled in the micro-kernel
 MIN_FLOPS = 2 * 256 ** 3   # below this the plain register-tiled rule is as fast (fits in L2)
 
@@ -103,7 +117,9 @@ def _operand_reads(sch: Any, name: str, info: BlockInfo) -> "tuple[int, int, int
 
 def _pack(sch: Any, name: str, read_index: int, dim: int, ndim: int, width: int, lanes: int, cores: int) -> None:
     """cache_read operand ``read_index`` of block ``name`` and re-layout the copy so that axis
-    ``dim`` becomes (``dim // width`` outermost, …, ``dim % width`` innermost): a panel layout."""
+    ``dim`` becomes (``dim // width`` outermost, …, ``dim % width`` innermost): a panel layout,
+    packed whole by a parallel copy at the root (used by `conv_oc_rule` and the tuner's
+    `BlockedGemm`; the GEMM rule packs per k slice, `_pack_slice`)."""
     from .rules import parallel_vectorize
 
     copy = sch.cache_read(sch.get_block(name), read_index, "global")
@@ -117,16 +133,75 @@ def _pack(sch: Any, name: str, read_index: int, dim: int, ndim: int, width: int,
     parallel_vectorize(sch, copy_name, lanes if dim == ndim - 1 else 1, cores)
 
 
+def choose_kc(k: int) -> Optional[int]:
+    """Depth of a k slice for reduction extent ``k``: the first of `KC_CHOICES` dividing ``k``
+    (None when none does: the rule then refuses and the driver uses `gemm_rule`).
+
+    Example:
+        >>> choose_kc(1024), choose_kc(768), choose_kc(264)
+        (512, 384, None)
+    """
+    return next((c for c in KC_CHOICES if k % c == 0), None)
+
+
+def _pack_slice(sch: Any, name: str, read_index: int, dim: int, nr: int, lanes: int, kco: Any) -> None:
+    """Pack the vector operand (read ``read_index`` of block ``name``, j along axis ``dim``) into
+    NR-wide panels ``[N / NR, ..., NR]``, one KC slice per iteration of loop ``kco``: cache_read,
+    compute_at under ``kco`` (only the slice the k loop below reads), then transform_layout (after
+    compute_at, whose region analysis needs plain output indices). The copy's j loop is split by
+    NR and made the outermost, parallel one, matching the compute's parallel jr loop."""
+    copy = sch.cache_read(sch.get_block(name), read_index, "global")
+    sch.compute_at(copy, kco)
+
+    def index_map(*idx: Any) -> tuple:
+        rest = [x for d, x in enumerate(idx) if d != dim]
+        return (idx[dim] // nr, *rest, idx[dim] % nr)
+
+    sch.transform_layout(copy, ("write", 0), index_map)
+    # Step 1. Find the copy's loop over j (the one its iteration variable ``dim`` is bound to)
+    # among the loops compute_at created under ``kco``.
+    loops = sch.get_loops(copy)
+    kvar = sch.get(kco).loop_var
+    inner = loops[[sch.get(lp).loop_var for lp in loops].index(kvar) + 1:]
+    jvars = collect_vars(_binding(sch, copy, dim))
+    mine = [lp for lp in inner if sch.get(lp).loop_var in jvars]
+    if len(mine) != 1:
+        raise ScheduleError(f"blocked_gemm_rule: block {name!r}: the packing copy {sch.get(copy).name_hint!r} "
+                            f"has no single loop over axis {dim} of its operand")
+    jloop = mine[0]
+    # Step 2. j -> (jp, jv): jp outermost and parallel; jv innermost, vectorized when j is the
+    # operand's contiguous axis (else a scalar gather along k stays as it is).
+    jp, jv = sch.split(jloop, [None, nr])
+    sch.reorder(jp, *[lp for lp in inner if lp is not jloop], jv)
+    if dim == len(sch.get(copy).reads[0].buffer.shape) - 1:
+        _, v = sch.split(jv, [None, lanes])
+        sch.vectorize(v)
+    sch.parallel(jp)
+
+
+def _binding(sch: Any, block_rv: Any, k: int) -> Any:
+    """The loop expression bound to iteration variable ``k`` of ``block_rv``."""
+    loops = sch.get_loops(block_rv)
+    realize = sch.get(loops[-1]).body if loops else None
+    while realize is not None and not hasattr(realize, "iter_values"):
+        realize = getattr(realize, "body", None)
+    if realize is None:
+        raise ScheduleError("blocked_gemm_rule: packing copy has no block realize under its loops")
+    return realize.iter_values[k]
+
+
 def blocked_gemm_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: int, *, epilogue: bool = True,
-                      mr: int = 8, nvec: int = 2, kc: Optional[int] = None, mc: Optional[int] = None,
-                      pack_a: bool = True) -> None:
-    """The GotoBLAS-structured schedule of the module note on a large ``"gemm"`` block (see
-    `is_large_gemm`). Needs M % MR == 0, N % (nvec·lanes) == 0 and K % KC == 0 (else it raises
-    `ScheduleError` and the driver uses `gemm_rule`).
+                      mr: int = 8, nvec: int = 2, kc: Optional[int] = None, mc: Optional[int] = None) -> None:
+    """The BLIS-structured schedule of the module note on a large ``"gemm"`` block (see
+    `is_large_gemm`). Needs M % MR == 0, N % (nvec·lanes) == 0 and a slice depth of `KC_CHOICES`
+    dividing K (else it raises `ScheduleError` and the driver uses `gemm_rule`). ``epilogue`` is
+    accepted for the rule signature; consumers are never fused (C is final only after the last
+    kc slice), the driver schedules them as parallel elementwise nests.
 
     Example:
         >>> # blocked_gemm_rule(sch, "T_matmul", info, lanes=16, cores=2)
     """
+    del epilogue, cores  # see the docstring; the parallel jr loop takes every core OpenMP gives
     if not is_large_gemm(info) or not info.simple_loops:
         raise ScheduleError(f"blocked_gemm_rule: block {name!r} is not a large plain GEMM")
     i, j, r = info.i_index, info.j_index, info.reduce[0]
@@ -140,45 +215,35 @@ def blocked_gemm_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: i
                                 f"of {lanes} lanes")
         nvec = -vdim // lanes
     nr = nvec * lanes
-    kc = kc or KC
-    mc = mc or min(MC, max(mr, (m // max(1, 2 * cores)) // mr * mr))
+    kc = kc or choose_kc(k)
+    mc = mc or min(MC, m)
     while mc > mr and m % mc:
         mc -= mr
-    if m % mr or n % nr or k % kc or k % KU or m % mc:
+    if kc is None or m % mr or n % nr or k % kc or kc % KU or m % mc:
         raise ScheduleError(f"blocked_gemm_rule: block {name!r}: sizes {m}x{n}x{k} are not multiples of the "
-                            f"tiles (MR={mr}, NR={nr}, KC={kc})")
-    # Step 1. Pack the vector operand into NR-wide panels, the broadcast one into MR-row panels.
-    block = sch.get(sch.get_block(name))
-    vbuf, bbuf = block.reads[vi].buffer, block.reads[bi].buffer
-    if not prepacked:
-        _pack(sch, name, vi, vdim, len(vbuf.shape), nr, lanes, cores)
-    if pack_a:
-        bi = next(n_ for n_, rg in enumerate(sch.get(sch.get_block(name)).reads) if rg.buffer is bbuf)
-        _pack(sch, name, bi, bdim, len(bbuf.shape), mr, lanes, cores)
-    # Step 2. Tiles: i -> (ic, ir, ii), j -> (jr, jn, jl), k -> (kc, ko, ki).
+                            f"tiles (MR={mr}, NR={nr}, KC in {KC_CHOICES}); use gemm_rule")
+    del bi, bdim
+    # Step 1. Tiles: i -> (ic, ir, ii), j -> (jr, jn, jl), k -> (kc, ko, ki); BLIS order
+    # (batch, kc, ic, jr, ir, ko, ki, ii, jn, jl) with jr parallel.
     blk = sch.get_block(name)
     loops = sch.get_loops(blk)
     ic, ir, ii = sch.split(loops[i], [None, mc // mr, mr])
     jr, jn, jl = sch.split(loops[j], [None, nvec, lanes])
     kco, ko, ki = sch.split(loops[r], [None, kc // KU, KU])
     others = [loops[x] for x in info.spatial if x not in (i, j)]
-    o_ext = [info.extents[x] for x in info.spatial if x not in (i, j)]
-    sch.reorder(*others, ic, kco, jr, ir, ko, ki, ii, jn, jl)
+    sch.reorder(*others, kco, ic, jr, ir, ko, ki, ii, jn, jl)
     sch.unroll(ki)
     sch.unroll(ii)
     sch.unroll(jn)
     sch.vectorize(jl)
-    # Step 3. Parallel over (batch, ic); C zeroed per MC block before the k slices.
-    outer = sch.fuse(*others, ic) if others else ic
-    sch.parallel(outer)
+    sch.parallel(jr)
+    # Step 2. Pack one KC x N slice of the vector operand per kc iteration (pre-packed weights
+    # are read as they are).
+    if not prepacked:
+        _pack_slice(sch, name, vi, vdim, nr, lanes, kco)
+    # Step 3. C zeroed before the k slices (the init nest keeps the update's loop kinds).
     init = sch.decompose_reduction(blk, kco)
     _vectorize_init(sch, init, lanes)
-    # Step 4. Elementwise consumers (bias, relu, residual) per MC block, after its k slices.
-    if epilogue:
-        from .rules import _fuse_epilogue
-
-        _fuse_epilogue(sch, blk, outer, lanes)
-    del o_ext
 
 
 def _vectorize_init(sch: Any, init: Any, lanes: int) -> None:
