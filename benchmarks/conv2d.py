@@ -13,10 +13,18 @@ conv block got, GFLOP/s of Ingot / PyTorch (``torch.nn.functional.conv2d`` + bia
 ``--check`` builds every layer, compares with PyTorch and reports the micro-kernel of the
 assembly (zmm FMAs, stack accesses) without timing anything.
 
+``--layout nhwc`` times the NHWC kernels the graph builds for CPU conv networks
+(``conv2d_nhwc_packed_weight`` with ``[O/P, KH, KW, C, P]`` panels, depthwise
+``conv2d_nhwc(groups=C)``; `ingot.ops.schedule.conv_nhwc`) on the same layers plus ResNet-50's
+1x1 layers, MobileNetV2's 1x1 expand/project layers and the 7x7 stride-2 stem, beside PyTorch
+(channels_last and default NCHW) and ONNX Runtime; times are the MIN over interleaved rounds
+(robust to other processes on the machine), and the load average is printed before and after.
+
 Usage:
     python benchmarks/conv2d.py            # the table (run on a quiet machine: load < 1)
     python benchmarks/conv2d.py --check    # numerics + assembly only
     python benchmarks/conv2d.py --weights per-call   # plain OIHW weights (packing inside the kernel)
+    python benchmarks/conv2d.py --layout nhwc [--check] [--threads 1] [--only 1x1]
 """
 from __future__ import annotations
 
@@ -46,6 +54,26 @@ LAYERS = [
     ("mbv2 dw 3x3 112", 96, 112, 96, 3, 2, 96),
     ("mbv2 dw 3x3 28", 192, 28, 192, 3, 1, 192),
     ("mbv2 dw 3x3 14", 576, 14, 576, 3, 1, 576),
+]
+
+
+# NHWC mode: the same layers plus the 1x1 layers of ResNet-50, MobileNetV2's 1x1 expand/project
+# layers and the 7x7 stride-2 stem (name, in channels, size, out channels, kernel, stride, groups)
+LAYERS_NHWC = LAYERS + [
+    ("res2 1x1 reduce", 256, 56, 64, 1, 1, 1),
+    ("res4 1x1 expand", 256, 14, 1024, 1, 1, 1),
+    ("res5 1x1 expand", 512, 7, 2048, 1, 1, 1),
+    ("res5 1x1 reduce", 2048, 7, 512, 1, 1, 1),
+    ("mbv2 1x1 expand 56", 24, 56, 144, 1, 1, 1),
+    ("mbv2 1x1 project 56", 144, 56, 24, 1, 1, 1),
+    ("mbv2 1x1 expand 28", 32, 28, 192, 1, 1, 1),
+    ("mbv2 1x1 project 28", 192, 28, 32, 1, 1, 1),
+    ("mbv2 1x1 expand 14", 96, 14, 576, 1, 1, 1),
+    ("mbv2 1x1 project 14", 576, 14, 96, 1, 1, 1),
+    ("mbv2 1x1 expand 7", 160, 7, 960, 1, 1, 1),
+    ("mbv2 1x1 project 7", 960, 7, 160, 1, 1, 1),
+    ("mbv2 1x1 last 7", 320, 7, 1280, 1, 1, 1),
+    ("stem 7x7 stride 2", 3, 224, 64, 7, 2, 1),
 ]
 
 
@@ -138,6 +166,165 @@ def check(packed_weights: bool = True) -> None:
               f"micro-kernel: {json.dumps(micro_kernel_report(sch))}")
 
 
+# -- NHWC --------------------------------------------------------------------------------------
+
+
+def nhwc_layer_func(c: int, hw: int, o: int, k: int, s: int, g: int):
+    """``relu(conv2d_nhwc(x, w) + bias)`` as the graph builds it for one layer: the PrimFunc,
+    argument shapes (weight in HWIO) and ``hwio -> kernel weight`` (PackWeights' NHWC panels of
+    P = 32, else 16, output channels; depthwise and ragged channel counts keep HWIO)."""
+    from ingot.graph.transform.pack_weights import default_panel
+    from ingot.ops import packed
+
+    panel, lanes = default_panel()
+    x = te.placeholder((1, hw, hw, c), name="x")
+    b = te.placeholder((o,), name="bias")
+    w_shape = (k, k, c // g, o)
+    p = panel if o % panel == 0 else lanes if o % lanes == 0 else None
+    if g == 1 and p is not None:
+        def pack(w, p=p):
+            return packed.pack_conv2d_nhwc_weight(w, p)
+        w = te.placeholder((o // p, k, k, c, p), name="w")
+        conv = packed.conv2d_nhwc_packed_weight(x, w, strides=s, padding=k // 2)
+    else:
+        def pack(w):
+            return w
+        w = te.placeholder(w_shape, name="w")
+        conv = ops.nn.conv2d_nhwc(x, w, strides=s, padding=k // 2, groups=g)
+    y = ops.relu(ops.add(conv, b))
+    shapes = [tuple(int(d) for d in t.shape) for t in (x, w, b, y)]
+    shapes[1] = w_shape
+    return te.create_prim_func([x, w, b, y]), shapes, pack, conv.op.name
+
+
+def nhwc_build(layer, threads: int = 2):
+    """(schedule, log, module, shapes, pack, conv block name) of an NHWC layer's default schedule."""
+    from ingot.ops.schedule import schedule_blocks
+    from ingot.target import Target
+    from ingot.tir.schedule import Schedule
+
+    func, shapes, pack, conv_name = nhwc_layer_func(*layer[1:])
+    log: list = []
+    target = f"llvm -num-cores={threads}"
+    sch = schedule_blocks(Schedule(func), Target(target), log=log)
+    return sch, log, ingot.build(sch.mod, target), shapes, pack, conv_name
+
+
+def _nhwc_inputs(layer, shapes):
+    """x (NHWC), w (HWIO), bias, y and the OIHW weight / NCHW input of the references."""
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(shapes[0]).astype("float32")
+    w = (rng.standard_normal(shapes[1]) * 0.1).astype("float32")
+    b = rng.standard_normal(shapes[2]).astype("float32")
+    return x, w, b, np.zeros(shapes[3], "float32")
+
+
+def _nhwc_reference(layer, x, w, b):
+    _, c, hw, o, k, s, g = layer
+    x_nchw = np.ascontiguousarray(x.transpose(0, 3, 1, 2))
+    w_oihw = np.ascontiguousarray(w.transpose(3, 2, 0, 1))
+    return torch_reference(layer, x_nchw, w_oihw, b.reshape(1, -1, 1, 1)).transpose(0, 2, 3, 1), x_nchw, w_oihw
+
+
+def nhwc_check(layers) -> None:
+    from gemm import micro_kernel_report
+
+    for layer in layers:
+        sch, log, lib, shapes, pack, conv_name = nhwc_build(layer)
+        x, w, b, y = _nhwc_inputs(layer, shapes)
+        lib["main"](x, pack(w), b, y)
+        ref, _, _ = _nhwc_reference(layer, x, w, b)
+        np.testing.assert_allclose(y, ref, rtol=1e-4, atol=1e-3)
+        rule = dict((n, r) for n, r, _ in log).get(conv_name)
+        print(f"{layer[0]:26s} ok  rule={str(rule):16s} micro-kernel: {json.dumps(micro_kernel_report(sch))}",
+              flush=True)
+
+
+def _min_seconds(fn, min_seconds: float = 0.02) -> float:
+    """One sample: the mean time of ``fn`` over enough calls to last ``min_seconds``."""
+    import time
+
+    fn()
+    number = 1
+    while True:
+        start = time.perf_counter()
+        for _ in range(number):
+            fn()
+        elapsed = time.perf_counter() - start
+        if elapsed >= min_seconds or number >= 1 << 16:
+            return elapsed / number
+        number *= 2
+
+
+def nhwc_table(layers, threads: int, rounds: int) -> None:
+    import torch
+    from common import banner, load_average, markdown_table
+
+    torch.set_num_threads(threads)
+    banner(f"conv2d layers (batch 1, fp32, NHWC, {threads} threads): Ingot default schedule vs PyTorch "
+           f"(channels_last, NCHW) / ONNX Runtime (NCHW model); MIN over {rounds} interleaved rounds")
+    rows = []
+    for layer in layers:
+        _, c, hw, o, k, s, g = layer
+        _, log, lib, shapes, pack, conv_name = nhwc_build(layer, threads)
+        x, w, b, y = _nhwc_inputs(layer, shapes)
+        wk = pack(w)
+        lib["main"](x, wk, b, y)
+        ref, x_nchw, w_oihw = _nhwc_reference(layer, x, w, b)
+        np.testing.assert_allclose(y, ref, rtol=1e-4, atol=1e-3)
+        tw, tb = torch.from_numpy(w_oihw), torch.from_numpy(b.reshape(1, -1, 1, 1))
+        tx = torch.from_numpy(x_nchw)
+        tx_cl = tx.contiguous(memory_format=torch.channels_last)
+        tw_cl = tw.contiguous(memory_format=torch.channels_last)
+
+        def run_torch(xx, ww, s=s, k=k, g=g, tb=tb):
+            with torch.no_grad():
+                torch.relu(torch.nn.functional.conv2d(xx, ww, stride=s, padding=k // 2, groups=g) + tb)
+
+        sess = _onnxruntime_session(layer, x_nchw, w_oihw, b.reshape(1, -1, 1, 1), threads)
+        fns = [lambda f=lib["main"], a=(x, wk, b, y): f(*a), lambda a=(tx_cl, tw_cl): run_torch(*a),
+               lambda a=(tx, tw): run_torch(*a)]
+        if sess is not None:
+            fns.append(lambda sess=sess, feed={"x": x_nchw}: sess.run(None, feed))
+        times = [[] for _ in fns]
+        for _ in range(rounds):  # interleaved: every candidate sees the same machine state
+            for i, fn in enumerate(fns):
+                times[i].append(_min_seconds(fn))
+        t = [min(ts) for ts in times]
+        f = flops(layer) / 1e9
+        to = t[3] if sess is not None else None
+        rule = dict((n, r) for n, r, _ in log).get(conv_name)
+        rows.append([layer[0], str(rule), f"{f / t[0]:.1f}", f"{f / t[1]:.1f}", f"{f / t[2]:.1f}",
+                     "-" if to is None else f"{f / to:.1f}", "-" if to is None else f"{to / t[0]:.2f}",
+                     f"{min(t[1:]) / t[0]:.2f}"])
+        print(f"  {layer[0]}: {f / t[0]:.1f} GFLOP/s", flush=True)
+    print(markdown_table(["layer", "rule", "Ingot GFLOP/s", "PyTorch channels_last", "PyTorch NCHW",
+                          "ONNX Runtime", "Ingot / ORT", "Ingot / best"], rows))
+    print(f"load average after: {load_average()}")
+
+
+def _onnxruntime_session(layer, x, w, b, threads: int):
+    """An ONNX Runtime session of ``relu(conv(x, w) + b)`` (NCHW model), or None without ORT."""
+    try:
+        import onnx  # noqa: F401  (availability check)
+        import onnxruntime as ort
+        from onnx import TensorProto, helper, numpy_helper
+    except ImportError:
+        return None
+    _, c, hw, o, k, s, g = layer
+    p = k // 2
+    nodes = [helper.make_node("Conv", ["x", "w", "bv"], ["c"], strides=[s, s], pads=[p, p, p, p], group=g),
+             helper.make_node("Relu", ["c"], ["y"])]
+    graph = helper.make_graph(nodes, "conv", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x.shape))],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                              [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b.reshape(-1), "bv")])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
+    model.ir_version = 8  # onnx 1.23 stamps IR 14, which ONNX Runtime 1.31 does not read yet
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = threads
+    return ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
+
+
 def _onnxruntime_seconds(layer, x, w, b, threads: int) -> "float | None":
     try:
         import onnx  # noqa: F401  (availability check)
@@ -168,7 +355,18 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--weights", choices=["packed", "per-call"], default="packed",
                         help="pre-packed constant weights (what PackWeights compiles) or plain OIHW weights")
+    parser.add_argument("--layout", choices=["nchw", "nhwc"], default="nchw",
+                        help="nhwc: the NHWC kernels (packed [O/P, KH, KW, C, P] weights) on LAYERS_NHWC")
+    parser.add_argument("--only", default="", help="NHWC mode: only the layers whose name contains this text")
+    parser.add_argument("--rounds", type=int, default=7, help="NHWC mode: interleaved timing rounds (min taken)")
     args = parser.parse_args()
+    if args.layout == "nhwc":
+        layers = [lay for lay in LAYERS_NHWC if args.only in lay[0]]
+        if args.check:
+            nhwc_check(layers)
+        else:
+            nhwc_table(layers, args.threads, args.rounds)
+        return
     packed_weights = args.weights == "packed"
     if args.check:
         check(packed_weights)
