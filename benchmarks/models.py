@@ -7,11 +7,13 @@ against ONNX Runtime's, then measure the median batch-1 latency of Ingot, ONNX R
 (when it works offline), and the peak RSS of a fresh process that loads and runs the compiled
 model once, beside ONNX Runtime's. Prints a Markdown table.
 
-Models: ResNet-50, MobileNetV2 (width 1.0, 224x224) and a BERT-base-style encoder (hidden 768,
-12 heads, FFN 3072, sequence 128; ``--bert-layers`` sets the depth, 12 by default).
+Models (``benchmarks/architectures.py``, real sizes, batch 1): ResNet-50, MobileNetV2 (width 1.0, 224x224), a
+BERT-base-style encoder (hidden 768, 12 heads, FFN 3072, sequence 128; ``--bert-layers`` sets the depth, 12 by
+default) by default; with ``--models`` also densenet121, googlenet, vgg19, squeezenet1_1, shufflenet_v2,
+mobilenet_v3_small, efficientnet_b0 (224x224), gpt2 (124M, 128 tokens), vit_b16 (224x224), or ``all``.
 
 Only run it on a quiet machine (it refuses when the 1-minute load average is above ``--max-load``):
-    python benchmarks/models.py [--models resnet50,mobilenet_v2,bert] [--repeat 20] [--bert-layers 12]
+    python benchmarks/models.py [--models resnet50,mobilenet_v2,bert|all] [--repeat 20] [--bert-layers 12]
     python benchmarks/models.py --smoke      # tiny versions, 1 repeat: checks the script, measures nothing
 """
 from __future__ import annotations
@@ -28,130 +30,35 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
+from benchmarks import architectures  # noqa: E402
 from benchmarks.common import load_average  # noqa: E402
 
 THREADS = 2
 
 
-# -- architectures (plain torch.nn) -------------------------------------------------------------
-
-
-def _torch_models():
-    import torch
-    from torch import nn
-
-    class Bottleneck(nn.Module):
-        expansion = 4
-
-        def __init__(self, cin, width, stride):
-            super().__init__()
-            cout = width * 4
-            self.conv1, self.bn1 = nn.Conv2d(cin, width, 1, bias=False), nn.BatchNorm2d(width)
-            self.conv2, self.bn2 = nn.Conv2d(width, width, 3, stride, 1, bias=False), nn.BatchNorm2d(width)
-            self.conv3, self.bn3 = nn.Conv2d(width, cout, 1, bias=False), nn.BatchNorm2d(cout)
-            self.down = None
-            if stride != 1 or cin != cout:
-                self.down = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
-
-        def forward(self, x):
-            y = torch.relu(self.bn1(self.conv1(x)))
-            y = torch.relu(self.bn2(self.conv2(y)))
-            y = self.bn3(self.conv3(y))
-            return torch.relu(y + (x if self.down is None else self.down(x)))
-
-    class ResNet(nn.Module):
-        """torchvision's resnet50 (v1.5: stride on the 3x3), ``layers=(3, 4, 6, 3)``."""
-
-        def __init__(self, layers=(3, 4, 6, 3), base=64, classes=1000):
-            super().__init__()
-            self.stem = nn.Sequential(nn.Conv2d(3, base, 7, 2, 3, bias=False), nn.BatchNorm2d(base), nn.ReLU(),
-                                      nn.MaxPool2d(3, 2, 1))
-            blocks, cin = [], base
-            for i, n in enumerate(layers):
-                width = base * 2 ** i
-                for j in range(n):
-                    blocks.append(Bottleneck(cin, width, 2 if j == 0 and i > 0 else 1))
-                    cin = width * 4
-            self.blocks = nn.Sequential(*blocks)
-            self.fc = nn.Linear(cin, classes)
-
-        def forward(self, x):
-            y = self.blocks(self.stem(x))
-            return self.fc(torch.flatten(nn.functional.adaptive_avg_pool2d(y, 1), 1))
-
-    class InvertedResidual(nn.Module):
-        def __init__(self, cin, cout, stride, expand):
-            super().__init__()
-            hidden = cin * expand
-            layers = []
-            if expand != 1:
-                layers += [nn.Conv2d(cin, hidden, 1, bias=False), nn.BatchNorm2d(hidden), nn.ReLU6()]
-            layers += [nn.Conv2d(hidden, hidden, 3, stride, 1, groups=hidden, bias=False), nn.BatchNorm2d(hidden),
-                       nn.ReLU6(), nn.Conv2d(hidden, cout, 1, bias=False), nn.BatchNorm2d(cout)]
-            self.body = nn.Sequential(*layers)
-            self.residual = stride == 1 and cin == cout
-
-        def forward(self, x):
-            return x + self.body(x) if self.residual else self.body(x)
-
-    class MobileNetV2(nn.Module):
-        """torchvision's mobilenet_v2 (width 1.0): (t, c, n, s) settings, 1280-wide head."""
-
-        SETTINGS = ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1), (6, 160, 3, 2),
-                    (6, 320, 1, 1))
-
-        def __init__(self, classes=1000, scale=1.0):
-            super().__init__()
-            c = lambda v: max(8, int(v * scale))  # noqa: E731
-            cin = c(32)
-            layers = [nn.Conv2d(3, cin, 3, 2, 1, bias=False), nn.BatchNorm2d(cin), nn.ReLU6()]
-            for t, ch, n, s in self.SETTINGS:
-                for j in range(n):
-                    layers.append(InvertedResidual(cin, c(ch), s if j == 0 else 1, t))
-                    cin = c(ch)
-            last = c(1280)
-            layers += [nn.Conv2d(cin, last, 1, bias=False), nn.BatchNorm2d(last), nn.ReLU6()]
-            self.features = nn.Sequential(*layers)
-            self.fc = nn.Linear(last, classes)
-
-        def forward(self, x):
-            return self.fc(torch.flatten(nn.functional.adaptive_avg_pool2d(self.features(x), 1), 1))
-
-    class Encoder(nn.Module):
-        """BERT-base-style encoder stack (post-LN, GELU), input = embeddings (batch, seq, hidden)."""
-
-        def __init__(self, layers=12, hidden=768, heads=12, ffn=3072):
-            super().__init__()
-            layer = nn.TransformerEncoderLayer(hidden, heads, ffn, dropout=0.0, activation="gelu", batch_first=True)
-            self.enc = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
-
-        def forward(self, x):
-            return self.enc(x)
-
-    return ResNet, MobileNetV2, Encoder
+# -- architectures (plain torch.nn, in benchmarks/architectures.py) ------------------------------
 
 
 def build_models(names, smoke: bool, bert_layers: int):
-    """``{name: (torch module, example input)}``; ``smoke`` gives tiny versions of each."""
-    import torch
+    """``{name: (torch module, example input)}``; ``smoke`` gives the small (CI) versions of each.
 
-    ResNet, MobileNetV2, Encoder = _torch_models()
-    torch.manual_seed(0)
-    rng = np.random.default_rng(0)
+    Example:
+        >>> build_models(["squeezenet1_1"], smoke=True, bert_layers=12)["squeezenet1_1"][1].shape  # doctest: +SKIP
+        (1, 3, 47, 47)
+    """
     out = {}
     for name in names:
-        if name == "resnet50":
-            m = ResNet((1, 1, 1, 1), 8, 10) if smoke else ResNet()
-            x = rng.standard_normal((1, 3, 32, 32) if smoke else (1, 3, 224, 224)).astype("float32")
-        elif name == "mobilenet_v2":
-            m = MobileNetV2(10, 0.25) if smoke else MobileNetV2()
-            x = rng.standard_normal((1, 3, 32, 32) if smoke else (1, 3, 224, 224)).astype("float32")
-        elif name == "bert":
-            m = Encoder(1, 32, 4, 64) if smoke else Encoder(bert_layers)
-            x = rng.standard_normal((1, 8, 32) if smoke else (1, 128, 768)).astype("float32")
+        if name not in architectures.NAMES:
+            raise SystemExit(f"unknown model {name!r}; choose from {', '.join(architectures.NAMES)}")
+        if name == "bert" and not smoke and bert_layers != 12:
+            import torch
+
+            torch.manual_seed(0)
+            module = architectures.Encoder(bert_layers).eval()
+            x = np.random.default_rng(0).standard_normal((1, 128, 768)).astype("float32")
         else:
-            raise SystemExit(f"unknown model {name!r}; choose from resnet50, mobilenet_v2, bert")
-        out[name] = (m.eval(), x)
+            module, x = architectures.build(name, "small" if smoke else "full")
+        out[name] = (module, x)
     return out
 
 
@@ -281,7 +188,8 @@ def markdown(rows: list) -> str:
 def main(argv=None) -> int:
     """Command line (see the module docstring)."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--models", default="resnet50,mobilenet_v2,bert")
+    p.add_argument("--models", default="resnet50,mobilenet_v2,bert",
+                   help=f"comma-separated, from {','.join(architectures.NAMES)}; or 'all'")
     p.add_argument("--repeat", type=int, default=20)
     p.add_argument("--bert-layers", type=int, default=12)
     p.add_argument("--no-torch-compile", action="store_true")
@@ -296,7 +204,8 @@ def main(argv=None) -> int:
     print(f"load average before: {load_average()}", file=sys.stderr)
     rows = []
     with tempfile.TemporaryDirectory(prefix="ingot-models-") as workdir:
-        for name, (module, x) in build_models(args.models.split(","), args.smoke, args.bert_layers).items():
+        names = list(architectures.NAMES) if args.models == "all" else args.models.split(",")
+        for name, (module, x) in build_models(names, args.smoke, args.bert_layers).items():
             print(f"[{name}] export, compile, measure...", file=sys.stderr, flush=True)
             rows.append(bench_model(name, module, x, 1 if args.smoke else args.repeat, workdir,
                                     not args.no_torch_compile and not args.smoke))
