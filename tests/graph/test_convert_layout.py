@@ -324,3 +324,35 @@ def test_nchw_consumer_gets_one_materialized_permute_and_output_stays_nchw():
     data = rng.standard_normal((1, 3, 4, 4)).astype("float32")
     for got, want in zip(_evaluate(after, data), _evaluate(before, data)):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_grouped_conv_pad_batch_norm_softmax_reduce_resize_follow_in_nhwc():
+    """Numerics of every propagation rule against the numpy references (no compiler): only the
+    input conversion and the final one remain."""
+    c = [G.const(np.abs(rng.standard_normal(8)).astype("float32") + 0.5) for _ in range(4)]
+    x = G.Var("x", T((1, 4, 6, 7)))
+    bb = G.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            y = bb.emit(G.op.conv2d(x, C(8, 2, 3, 3), padding=1, groups=2))
+            y = bb.emit(G.op.pad(y, [(0, 0), (0, 0), (1, 0), (2, 1)], pad_value=0.5))
+            y = bb.emit(G.op.batch_norm(y, *c))
+            y = bb.emit(G.op.avg_pool2d(y, 2, 1))
+            y = bb.emit(G.op.multiply(y, C(8, 1, 1)))
+            y = bb.emit(G.op.subtract(C(1, 1, 1, 1), y))
+            s = bb.emit(G.op.softmax(y, axis=1))
+            m = bb.emit(G.op.max(s, axis=(1,), keepdims=True))
+            y = bb.emit(G.op.divide(s, m))
+            y = bb.emit(G.op.resize2d(y, (9, 10), method="nearest"))
+            gv = bb.emit_output(G.op.sigmoid(y))
+        bb.emit_func_output(gv)
+    before = bb.get()
+    after = ConvertLayout()(before)
+    ops = _ops(after["main"])
+    assert ops.count("permute_dims") == 2 and ops[0] == ops[-1] == "permute_dims", ops
+    calls = {b.value.op.name: b.value for blk in after["main"].body.blocks for b in blk.bindings}
+    assert calls["softmax"].attrs["axis"] == 3 and calls["batch_norm"].attrs["axis"] == 3
+    assert calls["max"].attrs["axis"] == (3,) and calls["resize2d"].attrs["layout"] == "NHWC"
+    assert calls["pad"].attrs["pad_width"] == ((0, 0), (1, 0), (2, 1), (0, 0))
+    data = rng.standard_normal((1, 4, 6, 7)).astype("float32")
+    np.testing.assert_allclose(_evaluate(after, data), _evaluate(before, data), rtol=1e-5, atol=1e-6)
