@@ -142,7 +142,7 @@ def conv_nhwc_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: int,
         if k != rc_pos:
             taps *= info.extents[k]
     if kc is None:
-        kc = choose_kc(taps, info.extents[rc_pos], nr) if order == "oc" else 0
+        kc = choose_kc(taps, info.extents[rc_pos], nr)
     if kc and info.extents[rc_pos] % kc:
         raise ScheduleError(f"conv_nhwc_rule: block {name!r}: channel slice {kc} does not divide "
                             f"C = {info.extents[rc_pos]}")
@@ -153,8 +153,9 @@ def conv_nhwc_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: int,
     reduce = [loops[k] for k in info.reduce if k != rc_pos] + [loops[rc_pos]]
     xo, xi = sch.split(lx, [None, mr])
     oo, on, ol = sch.split(lo, [None, nvec, lanes])
-    if kc and order == "oc":
-        _blocked_oc(sch, name, blk, ln, oo, ly, xo, xi, on, ol, reduce, kc, lanes, epilogue)
+    if kc:
+        _blocked(sch, order, blk, (ln, ly, oo, xo, xi, on, ol), [n_ext, oh, o // nr], reduce, kc, lanes, cores,
+                 epilogue)
         return
     if order == "oc":
         sch.reorder(ln, oo, ly, xo, *reduce, xi, on, ol)
@@ -180,23 +181,25 @@ def conv_nhwc_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: int,
 
 #: Bytes of one weight-panel slice the blocked reduction keeps in L1 (48 KiB L1d).
 L1_SLICE = 36 * 1024
-#: Weight panels above this size (bytes) are sliced (a whole panel no longer streams well from L2).
-BIG_PANEL = 160 * 1024
+#: Weight panels above this size (bytes: no longer L1-resident) are sliced.
+BIG_PANEL = 48 * 1024
+#: At most this many input channels per slice (1x1 convs: 128 x 32 x 4 B = 16 KiB measured best).
+MAX_KC = 128
 
 
 def choose_kc(taps: int, channels: int, nr: int) -> int:
     """Input channels per slice of the blocked reduction: 0 (no slicing) when a whole weight
     panel (``taps * channels * nr`` floats) is at most `BIG_PANEL` bytes, else the largest
-    divisor of ``channels`` (a multiple of 8) whose slice fits `L1_SLICE`.
+    divisor of ``channels`` (a multiple of 8, at most `MAX_KC`) whose slice fits `L1_SLICE`.
 
     Example:
-        >>> choose_kc(9, 64, 32), choose_kc(9, 512, 32), choose_kc(1, 2048, 32)
-        (0, 32, 256)
+        >>> choose_kc(1, 256, 32), choose_kc(9, 64, 32), choose_kc(9, 512, 32), choose_kc(1, 2048, 32)
+        (0, 32, 32, 128)
     """
     if taps * channels * nr * 4 <= BIG_PANEL:
         return 0
     best = 0
-    for kc in range(8, channels + 1, 8):
+    for kc in range(8, min(channels, MAX_KC) + 1, 8):
         if channels % kc == 0 and taps * kc * nr * 4 <= L1_SLICE:
             best = kc
     return best
@@ -216,32 +219,40 @@ def _input_channel_axis(block: Any, info: BlockInfo, ivars: list) -> int:
                         "channel index")
 
 
-def _blocked_oc(sch: Any, name: str, blk: Any, ln: Any, oo: Any, ly: Any, xo: Any, xi: Any, on: Any, ol: Any,
-                reduce: list, kc: int, lanes: int, epilogue: bool) -> None:
-    """The oc-outer order with the reduction sliced by ``kc`` input channels (as
-    `blocked_gemm_rule`'s k slices): for each (n, oc block) task and channel slice, every pixel
-    tile accumulates that slice into the output block, whose KH·KW·kc·NR weight slice stays in
-    L1 instead of streaming the whole panel from L2 per tile. The accumulators live in the
-    output across slices (GCC keeps the tile in zmm over the slice); the epilogue runs once per
-    task over its output block."""
+def _blocked(sch: Any, order: str, blk: Any, tile_loops: tuple, outer_ext: list, reduce: list, kc: int,
+             lanes: int, cores: int, epilogue: bool) -> None:
+    """The reduction sliced by ``kc`` input channels (as `blocked_gemm_rule`'s k slices): for
+    each task (``"oc"``: an (n, oc block); ``"rows"``: an output row and oc block) and channel
+    slice, every pixel tile of the task accumulates that slice into the output block, so the
+    KH·KW·kc·NR weight slice stays in L1 instead of the whole panel streaming from L2 per tile.
+    The accumulators live in the output across slices (GCC keeps the tile in zmm over a slice);
+    the epilogue runs once per task over its output block, after the last slice."""
     from .blocked import _vectorize_init
     from .rules import _fuse_epilogue
 
-    # Step 1. rc -> (rco, rci); order n, oo, rco, oh, xo, taps..., rci, tile.
+    ln, ly, oo, xo, xi, on, ol = tile_loops
+    # Step 1. rc -> (rco, rci); the slices outside the pixel tiles of a task.
     rco, rci = sch.split(reduce[-1], [None, kc])
-    sch.reorder(ln, oo, rco, ly, xo, *reduce[:-1], rci, xi, on, ol)
+    if order == "oc":
+        sch.reorder(ln, oo, rco, ly, xo, *reduce[:-1], rci, xi, on, ol)
+    else:
+        sch.reorder(ln, ly, oo, rco, xo, *reduce[:-1], rci, xi, on, ol)
     sch.unroll(xi)
     sch.unroll(on)
     sch.vectorize(ol)
-    outer = sch.fuse(ln, oo)
-    sch.parallel(outer)
+    if order == "oc":
+        task = sch.fuse(ln, oo)
+        sch.parallel(task)
+    else:
+        _fuse_parallel(sch, [ln, ly], outer_ext[:2], cores)
+        task = oo
     # Step 2. Zero the task's output block before the slices.
     init = sch.decompose_reduction(blk, rco)
     _vectorize_init(sch, init, lanes)
     # Step 3. The epilogue once per task, after its slices, inlined into one pass.
     if epilogue:
-        _fuse_epilogue(sch, blk, outer, lanes)
-        _inline_chain(sch, blk, outer, lanes)
+        _fuse_epilogue(sch, blk, task, lanes)
+        _inline_chain(sch, blk, task, lanes)
 
 
 def _inline_chain(sch: Any, producer: Any, loop: Any, vl: int) -> None:
