@@ -41,12 +41,35 @@ def test_lower_init_block():
     assert_structural_equal(out, expected)
 
 
-def test_lower_init_block_guard_when_reduce_loop_is_not_innermost():
-    # k outside j: hoisting would re-run the init per k; the guard keeps the old semantics.
+def test_lower_init_block_hoists_before_outer_reduce_loop():
+    # k outside j (a column-reduction order): the init gets its own copy of the spatial loop j before
+    # k, so it runs once per output element and also when k has zero trips (no `if vk == 0` guard).
     f = matmul(4, 4, 4)
     loop_i = f.body.block.body
     loop_j = loop_i.body
     loop_k = loop_j.body
+    realize = loop_k.body
+    swapped = loop_i.replace(body=loop_k.replace(body=loop_j.replace(body=realize)))
+    f = f.with_body(f.body.replace(block=f.body.block.replace(body=swapped)))
+    out = _apply(tt.LowerInitBlock(), f)
+    blk = realize.block
+    j_init = Var("j_init")
+    spatial = [(x, v) for x, v in zip(blk.iter_vars, realize.iter_values) if x.kind != "R"]
+    init = BlockRealize([loop_i.loop_var, j_init], realize.predicate,
+                        Block([x for x, _ in spatial], [], blk.writes, "C_init", blk.init))
+    expected = f.with_body(f.body.replace(block=f.body.block.replace(body=loop_i.replace(body=SeqStmt([
+        loop_j.replace(loop_var=j_init, body=init),
+        loop_k.replace(body=loop_j.replace(body=realize.replace(block=blk.replace(init=None))))])))))
+    assert_structural_equal(out, expected)
+
+
+def test_lower_init_block_guard_when_reduce_loop_is_thread_bound():
+    # A copy of a thread-bound loop for the init would race with the reduction in other threads:
+    # the `if vk == 0` guard fallback stays.
+    f = matmul(4, 4, 4)
+    loop_i = f.body.block.body
+    loop_j = loop_i.body
+    loop_k = loop_j.body.replace(kind=ForKind.THREAD_BINDING, thread_binding="threadIdx.x")
     realize = loop_k.body
     swapped = loop_i.replace(body=loop_k.replace(body=loop_j.replace(body=realize)))
     f = f.with_body(f.body.replace(block=f.body.block.replace(body=swapped)))

@@ -38,11 +38,14 @@ Example (TVMScript):
 """
 from __future__ import annotations
 
-from ingot.ir.functor import Mutator, collect_vars
+from ingot.ir import Var, structural_equal
+from ingot.ir.expr import And, Range
+from ingot.ir.functor import Mutator, collect_vars, substitute
 
 from .. import op
 from ..function import PrimFunc
 from ..stmt import Block, BlockRealize, For, IfThenElse, SeqStmt
+from ._arith import Analyzer
 from .base import prim_func_pass
 
 __all__ = ["LowerInitBlock", "lower_init_block"]
@@ -62,10 +65,39 @@ def lower_init_block(block: Block) -> Block:
     return block.replace(init=None, body=SeqStmt.flatten(init, block.body))
 
 
-def _hoist_init(loops: "list[For]", realize: BlockRealize):
-    """The loop nest ``loops`` around ``realize`` with the init hoisted before the reduce loops.
+def _conjuncts(pred) -> list:
+    """The terms of ``pred``'s top-level ``and`` chain."""
+    if isinstance(pred, And):
+        return _conjuncts(pred.a) + _conjuncts(pred.b)
+    return [pred]
 
-    None when the reduce loops are not the innermost ones (see the module docstring).
+
+def _bindings_in_domain(loops: "list[For]", spatial: list) -> bool:
+    """Whether each ``(iter_var, value)`` stays in ``iter_var``'s domain over the ranges of ``loops``."""
+    ana = Analyzer()
+    by_var = {}
+    for f in loops:
+        ana.bind(f.loop_var, Range(f.min, f.extent))
+        by_var[f.loop_var] = f
+    for iv, value in spatial:
+        f = by_var.get(value) if isinstance(value, Var) else None
+        if f is not None and structural_equal(f.min, iv.dom.min) and structural_equal(f.extent, iv.dom.extent):
+            continue   # bound to a loop over exactly its domain (symbolic extents defeat the prover)
+        lo, hi = iv.dom.min, iv.dom.min + iv.dom.extent
+        if not (ana.can_prove(value >= lo) and ana.can_prove(value < hi)):
+            return False
+    return True
+
+
+def _hoist_init(loops: "list[For]", realize: BlockRealize):
+    """The loop nest ``loops`` around ``realize`` with the init hoisted before the outermost reduce loop.
+
+    The init gets its own nest of the loops (under that point) that feed spatial bindings; loops that
+    feed reduce bindings only are dropped, so a zero-trip reduce loop no longer skips the init. A loop
+    feeding both (a fused spatial x reduce loop) is kept: the init then runs several times per output
+    element, which is harmless since it only stores the identity. None when the init cannot be
+    separated (a dropped loop read by the predicate or by a kept loop's bounds, or thread-bound loops
+    whose copies would race), and the guard fallback applies.
     """
     block = realize.block
     loop_vars = [f.loop_var for f in loops]
@@ -73,20 +105,42 @@ def _hoist_init(loops: "list[For]", realize: BlockRealize):
     reduce_uses: set = set()
     for iv, value in zip(block.iter_vars, realize.iter_values):
         (reduce_uses if iv.kind == "R" else spatial_uses).update(collect_vars(value))
-    spatial_uses.update(collect_vars(realize.predicate))
-    # Step 1: the suffix of loops to run after the init: from the outermost loop a reduce
-    # binding reads, down to the block; none of them may feed a spatial binding or the predicate.
+    # Step 1: the outermost loop a reduce binding reads: the init goes right before it (loops above
+    # it feed spatial bindings only, so each output element is initialised once per reduction).
     first = next((d for d, v in enumerate(loop_vars) if v in reduce_uses), None)
-    if first is None or any(v in spatial_uses for v in loop_vars[first:]):
+    if first is None:
         return None
-    # Step 2: every loop variable a reduce binding reads must be in that suffix (a reduce
-    # binding reading an outer loop, e.g. k = ko * 4 + ki with ko outside, would re-init per ko).
-    if any(v in reduce_uses for v in loop_vars[:first]):
+    if any(f.thread_binding is not None for f in loops[first:]):
         return None
+    # Step 2: the init's own loops: those of the suffix that spatial bindings read.
+    kept = [f for f in loops[first:] if f.loop_var in spatial_uses]
+    dropped = {f.loop_var for f in loops[first:]} - {f.loop_var for f in kept}
+    for f in kept:
+        if dropped & set(collect_vars(f.min)) or dropped & set(collect_vars(f.extent)):
+            return None
+    # Step 3: the init's predicate: the conjuncts free of dropped loops (an out-of-range spatial
+    # tile must not be written); conjuncts on dropped loops only bound the reduction and are left
+    # out. A conjunct reading both (rfactor's `k0 * 4 + k1 < n`, k1 spatial in the rf block) is
+    # left out too when every spatial binding provably stays inside its iteration domain without it.
     spatial = [(iv, value) for iv, value in zip(block.iter_vars, realize.iter_values) if iv.kind != "R"]
+    pred, mixed = [], False
+    for c in _conjuncts(realize.predicate):
+        used = set(collect_vars(c))
+        if not used & dropped:
+            pred.append(c)
+        elif used & {f.loop_var for f in kept}:
+            mixed = True
+    if mixed and not _bindings_in_domain(loops[:first] + kept, spatial):
+        return None
     init_block = Block([iv for iv, _ in spatial], (), block.writes, block.name_hint + "_init", block.init)
-    init = BlockRealize([value for _, value in spatial], realize.predicate, init_block)
-    # Step 3: rebuild the nest: prefix loops / (init; suffix loops / block without init).
+    init = BlockRealize([value for _, value in spatial], op.all(*pred) if pred else True, init_block)
+    # The copies define fresh loop variables (the IR keeps one definition per variable).
+    fresh = {f.loop_var: Var(f.loop_var.name + "_init", f.loop_var.dtype) for f in kept}
+    init = substitute(init, fresh)
+    for f in reversed(kept):
+        init = f.replace(loop_var=fresh[f.loop_var], min=substitute(f.min, fresh),
+                         extent=substitute(f.extent, fresh), body=init)
+    # Step 4: rebuild the nest: prefix loops / (init nest; suffix loops / block without init).
     inner = realize.replace(block=block.replace(init=None))
     for f in reversed(loops[first:]):
         inner = f.replace(body=inner)
