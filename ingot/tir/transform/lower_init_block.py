@@ -1,12 +1,15 @@
 """LowerInitBlock: turn a reduction block's ``init`` into a statement that runs before the reduction.
 
-Note: when the loops binding the reduce iteration variables are the innermost loops around the
-block (the usual nest ``for i: for k: C[i] += ...``), the init is *hoisted* before them as its own
-block ``<name>_init`` (bound to the spatial iteration variables only), like
-``decompose_reduction`` does: it then runs even when the reduce loops have zero trips (a reduce
-axis whose run-time size is 0 gives the identity, not uninitialised memory). Otherwise (a reduce
-loop outside a spatial loop, reduce bindings mixing loops, a predicate reading reduce loops) the
-init falls back to the guard below, which does not run for zero-trip reduce loops.
+Note: the init of a reduction block in a perfect loop nest is *hoisted* right before the outermost
+loop that a reduce binding reads, as its own block ``<name>_init`` bound to the spatial iteration
+variables, inside fresh copies of the loops below that point which feed spatial bindings (like
+``decompose_reduction``). The usual nest ``for i: for k: C[i] += ...`` gets ``C_init`` before ``k``; a
+column reduction ``for k: for j: S[j] += A[k, j]`` (and rfactor's ``S_rf``) gets ``for j_init: S_init``
+before ``k``. Either way the init runs even when the reduce loops have zero trips: a reduce axis whose
+run-time size is 0 gives the identity, not left-over memory. The guard below remains only where the
+init cannot be separated (thread-bound loops, whose copies would race with the reduction; a predicate
+conjunct mixing spatial and reduce loops when the spatial bindings cannot be proven in range without
+it; non-perfect nests).
 
 Guard fallback: a reduction block's ``init`` runs when every reduce iteration variable is at the minimum of
 its domain (the first step of the reduction for each output element). Lowering it in place keeps
