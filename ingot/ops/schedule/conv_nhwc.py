@@ -183,6 +183,8 @@ def conv_nhwc_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: int,
 L1_SLICE = 36 * 1024
 #: Weight panels above this size (bytes: no longer L1-resident) are sliced.
 BIG_PANEL = 48 * 1024
+#: Channel steps unrolled in the sliced micro-kernel (fewer loop branches per slice).
+KU = 4
 #: At most this many input channels per slice (1x1 convs: 128 x 32 x 4 B = 16 KiB measured best).
 MAX_KC = 128
 
@@ -232,11 +234,14 @@ def _blocked(sch: Any, order: str, blk: Any, tile_loops: tuple, outer_ext: list,
 
     ln, ly, oo, xo, xi, on, ol = tile_loops
     # Step 1. rc -> (rco, rci); the slices outside the pixel tiles of a task.
-    rco, rci = sch.split(reduce[-1], [None, kc])
+    ku = KU if kc % KU == 0 else 1
+    rco, rci, rcu = sch.split(reduce[-1], [None, kc // ku, ku])
     if order == "oc":
-        sch.reorder(ln, oo, rco, ly, xo, *reduce[:-1], rci, xi, on, ol)
+        sch.reorder(ln, oo, rco, ly, xo, *reduce[:-1], rci, rcu, xi, on, ol)
     else:
-        sch.reorder(ln, ly, oo, rco, xo, *reduce[:-1], rci, xi, on, ol)
+        sch.reorder(ln, ly, oo, rco, xo, *reduce[:-1], rci, rcu, xi, on, ol)
+    if ku > 1:
+        sch.unroll(rcu)
     sch.unroll(xi)
     sch.unroll(on)
     sch.vectorize(ol)
