@@ -57,9 +57,11 @@ def _key_of(text: str) -> str:
 def tuning_target_key(target: Any) -> "str | None":
     """What a tuning record's target must match to be reused (``None`` stays ``None``: any):
     the kind, plus for CPUs the core count and vector width (from ``-mcpu``/``-vector-width``,
-    else the host) and for CUDA the ``-arch``. Option order and options that do not change the
-    measured program (``-opt-level``, ``-keys``, ``-mcpu`` spelled differently with the same
-    vector width, a ``-num-cores`` equal to the default) are ignored.
+    else the host) and for CUDA the ``-arch``. Option order is ignored, and so are options that
+    do not decide which schedule is valid or best: ``-opt-level``, ``-fast-math``, ``-mattr``,
+    ``-keys``, ``-link-params``, another ``-mcpu`` with the same vector width, a ``-num-cores``
+    equal to the default. (The first three change the compiled code, but a trace tuned with
+    them stays valid and near-best without them.)
 
     Example:
         >>> tuning_target_key("llvm -mcpu=skylake-avx512 -num-cores=2") == tuning_target_key(
