@@ -157,14 +157,18 @@ def conv_nhwc_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: int,
         _blocked(sch, order, blk, (ln, ly, oo, xo, xi, on, ol), [n_ext, oh, o // nr], reduce, kc, lanes, cores,
                  epilogue)
         return
+    if order not in ("oc", "rows"):
+        raise ValueError(f"conv_nhwc_rule: order must be 'rows' or 'oc', got {order!r}")
+    if KU > 1 and info.extents[rc_pos] % KU == 0 and info.extents[rc_pos] > KU:
+        rco, rcu = sch.split(reduce[-1], [None, KU])
+        reduce = reduce[:-1] + [rco, rcu]
+        sch.unroll(rcu)
     if order == "oc":
         sch.reorder(ln, oo, ly, xo, *reduce, xi, on, ol)
         outer, outer_ext = [ln, oo, ly], [n_ext, o // nr, oh]
-    elif order == "rows":
+    else:
         sch.reorder(ln, ly, oo, xo, *reduce, xi, on, ol)
         outer, outer_ext = [ln, ly, oo], [n_ext, oh, o // nr]
-    else:
-        raise ValueError(f"conv_nhwc_rule: order must be 'rows' or 'oc', got {order!r}")
     sch.unroll(xi)
     sch.unroll(on)
     sch.vectorize(ol)
