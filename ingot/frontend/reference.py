@@ -60,8 +60,10 @@ def evaluate(mod: Any, inputs: "Mapping[str, Any] | Sequence[Any]", func_name: s
             op_def = get_op_def(e.op.name)
             if op_def.numpy is None:
                 raise IngotError(f"evaluate: operator {e.op.name!r} has no numpy reference")
-            out = np.asarray(op_def.numpy([ev(a) for a in e.args], e.attrs))
-            return out.astype(str(e.struct_info.dtype), copy=False)
+            out = op_def.numpy([ev(a) for a in e.args], e.attrs)
+            if isinstance(e.struct_info, G.TupleStructInfo):   # split, topk: one array per field
+                return [np.asarray(o).astype(str(f.dtype), copy=False) for o, f in zip(out, e.struct_info.fields)]
+            return np.asarray(out).astype(str(e.struct_info.dtype), copy=False)
         raise IngotError(f"evaluate: cannot interpret {type(e).__name__} `{e}` (only operator calls)")
 
     with np.errstate(all="ignore"):

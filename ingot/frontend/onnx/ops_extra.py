@@ -3,8 +3,7 @@ TopK, CumSum, BitShift, BitwiseAnd/Or/Xor/Not, Resize/Upsample (nearest, linear)
 QuantizeLinear/DequantizeLinear (integer types), LpNormalization, ScatterElements/ScatterND, inverse and
 hyperbolic trigonometry.
 
-Note: TopK's values are ``gather_elements`` of its indices, so both outputs come from one ranking;
-CumSum's ``reverse`` is a flip (``take`` with reversed positions) on both sides of the scan.
+Note: TopK is the graph op ``topk`` (values and indices from one ranking, `ingot.ops.sort`); CumSum's ``reverse`` is a flip (``take`` with reversed positions) on both sides of the scan.
 
 Example:
     >>> from ingot.frontend.onnx.importer import get_converter
@@ -19,6 +18,7 @@ import numpy as np
 
 from ingot import graph as G
 from ingot.graph.op import onnx_extra as X
+from ingot.graph.op_registry import get_op_def
 
 from ._common import as_array, is_static, norm_axes, static_ints
 from .importer import register
@@ -51,14 +51,18 @@ def _topk(ctx: Any, node: Any) -> Any:
     else:
         k = int(node.attr("k"))
     axis = _axis(ctx, node, x, node.attr("axis", -1))
-    largest = bool(node.attr("largest", 1))
+    largest, is_sorted = bool(node.attr("largest", 1)), bool(node.attr("sorted", 1))
     n = ctx.shape(x)[axis]
     if not isinstance(n, int):
         raise node.error(f"TopK needs a static size on axis {axis}, got {n}; fix it with shape_dict")
-    e = ctx.expr(x)
-    idx = ctx.emit(X.topk_indices(e, k=int(k), axis=axis, largest=largest))
-    values = ctx.emit(G.op.gather_elements(e, ctx.expr(idx), axis=axis))
-    return [values, idx]
+    if not 0 <= int(k) <= n:
+        raise node.error(f"TopK: K={k} is outside [0, {n}] (the size of axis {axis})")
+    attrs = {"k": int(k), "axis": axis, "largest": largest, "sorted": is_sorted}
+    if is_static(x):
+        values, indices = get_op_def("topk").numpy([as_array(x)], {**attrs, "ret_type": "both", "dtype": "int64"})
+        return [values, indices]
+    pair = ctx.emit(G.op.topk(ctx.expr(x), **attrs))
+    return [ctx.emit(G.TupleGetItem(pair, 0)), ctx.emit(G.TupleGetItem(pair, 1))]
 
 
 def _flip(ctx: Any, value: Any, axis: int) -> Any:

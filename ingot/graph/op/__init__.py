@@ -26,6 +26,7 @@ from .nn import (
     avg_pool2d, batch_norm, conv2d, conv2d_transpose, conv_transpose2d, global_avg_pool2d, group_norm, layer_norm,
     log_softmax, max_pool2d, softmax,
 )
+from .sort import topk
 from .reduce import argmax, argmin, max, mean, min, prod, sum  # noqa: A004 - numpy/TVM names
 from .unary import (
     abs, astype, cast, ceil, clip, cos, erf, exp, floor, gelu, gelu_tanh, hard_swish, leaky_relu, log, negative,
