@@ -149,9 +149,11 @@ def _pack_slice(sch: Any, name: str, read_index: int, dim: int, nr: int, lanes: 
     NR-wide panels ``[N / NR, ..., NR]``, one KC slice per iteration of loop ``kco``: cache_read,
     compute_at under ``kco`` (only the slice the k loop below reads), then transform_layout (after
     compute_at, whose region analysis needs plain output indices). The copy's j loop is split by
-    NR and made the outermost, parallel one, matching the compute's parallel jr loop."""
+    NR and made the outermost, parallel one, matching the compute's parallel jr loop. With
+    ``kco`` None (K is one slice) the copy stays a whole-operand nest at the root."""
     copy = sch.cache_read(sch.get_block(name), read_index, "global")
-    sch.compute_at(copy, kco)
+    if kco is not None:
+        sch.compute_at(copy, kco)
 
     def index_map(*idx: Any) -> tuple:
         rest = [x for d, x in enumerate(idx) if d != dim]
@@ -161,8 +163,10 @@ def _pack_slice(sch: Any, name: str, read_index: int, dim: int, nr: int, lanes: 
     # Step 1. Find the copy's loop over j (the one its iteration variable ``dim`` is bound to)
     # among the loops compute_at created under ``kco``.
     loops = sch.get_loops(copy)
-    kvar = sch.get(kco).loop_var
-    inner = loops[[sch.get(lp).loop_var for lp in loops].index(kvar) + 1:]
+    if kco is not None:
+        kvar = sch.get(kco).loop_var
+        loops = loops[[sch.get(lp).loop_var for lp in loops].index(kvar) + 1:]
+    inner = loops
     jvars = collect_vars(_binding(sch, copy, dim))
     mine = [lp for lp in inner if sch.get(lp).loop_var in jvars]
     if len(mine) != 1:
@@ -194,14 +198,16 @@ def blocked_gemm_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: i
                       mr: int = 8, nvec: int = 2, kc: Optional[int] = None, mc: Optional[int] = None) -> None:
     """The BLIS-structured schedule of the module note on a large ``"gemm"`` block (see
     `is_large_gemm`). Needs M % MR == 0, N % (nvec·lanes) == 0 and a slice depth of `KC_CHOICES`
-    dividing K (else it raises `ScheduleError` and the driver uses `gemm_rule`). ``epilogue`` is
-    accepted for the rule signature; consumers are never fused (C is final only after the last
-    kc slice), the driver schedules them as parallel elementwise nests.
+    dividing K (else it raises `ScheduleError` and the driver uses `gemm_rule`). With
+    ``epilogue``, elementwise consumers (bias, relu, residual) run per MR x NR register tile (under
+    ir, while the tile is in L1) when K is one slice; with several slices C is final only after the last one,
+    so the chain is inlined into one consumer that the driver schedules as a parallel
+    elementwise nest (one pass over C instead of one per op).
 
     Example:
         >>> # blocked_gemm_rule(sch, "T_matmul", info, lanes=16, cores=2)
     """
-    del epilogue, cores  # see the docstring; the parallel jr loop takes every core OpenMP gives
+    del cores  # the parallel jr loop takes every core OpenMP gives (static split)
     if not is_large_gemm(info) or not info.simple_loops:
         raise ScheduleError(f"blocked_gemm_rule: block {name!r} is not a large plain GEMM")
     i, j, r = info.i_index, info.j_index, info.reduce[0]
@@ -229,9 +235,13 @@ def blocked_gemm_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: i
     loops = sch.get_loops(blk)
     ic, ir, ii = sch.split(loops[i], [None, mc // mr, mr])
     jr, jn, jl = sch.split(loops[j], [None, nvec, lanes])
-    kco, ko, ki = sch.split(loops[r], [None, kc // KU, KU])
+    if k == kc:  # one slice: no kc loop (the init and the epilogue then go per tile)
+        kco = None
+        ko, ki = sch.split(loops[r], [None, KU])
+    else:
+        kco, ko, ki = sch.split(loops[r], [None, kc // KU, KU])
     others = [loops[x] for x in info.spatial if x not in (i, j)]
-    sch.reorder(*others, kco, ic, jr, ir, ko, ki, ii, jn, jl)
+    sch.reorder(*others, *([kco] if kco is not None else []), ic, jr, ir, ko, ki, ii, jn, jl)
     sch.unroll(ki)
     sch.unroll(ii)
     sch.unroll(jn)
@@ -241,9 +251,42 @@ def blocked_gemm_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: i
     # are read as they are).
     if not prepacked:
         _pack_slice(sch, name, vi, vdim, nr, lanes, kco)
-    # Step 3. C zeroed before the k slices (the init nest keeps the update's loop kinds).
-    init = sch.decompose_reduction(blk, kco)
+    # Step 3. C zeroed before the k slices (the init nest keeps the update's loop kinds); with
+    # one slice, per register tile right before its k loop (so the epilogue can follow the tile).
+    init = sch.decompose_reduction(blk, ko if kco is None else kco)
     _vectorize_init(sch, init, lanes)
+    # Step 4. Elementwise consumers: per tile (under ir) when one slice covers K, else one inlined pass.
+    if epilogue:
+        if kco is None:
+            from .rules import _fuse_epilogue
+
+            _fuse_epilogue(sch, blk, ir, lanes)
+        else:
+            _inline_epilogue(sch, blk)
+
+
+def _inline_epilogue(sch: Any, producer: Any) -> None:
+    """compute_inline each elementwise consumer of ``producer`` (and of those, transitively) that
+    feeds exactly one other block, so that the chain bias -> relu -> ... becomes one block; a
+    block a primitive refuses (an output, a reduction, several consumers) stays as it is."""
+    frontier = list(sch.get_consumers(producer))
+    seen = set()
+    while frontier:
+        cons = frontier.pop()
+        key = sch.get(cons).name_hint
+        if key in seen:
+            continue
+        seen.add(key)
+        nxt = sch.get_consumers(cons)
+        if len(nxt) != 1 or any(iv.kind != "S" for iv in sch.get(cons).iter_vars):
+            continue
+        trial = sch.copy()
+        try:
+            trial.compute_inline(trial.get_block(key))
+        except ScheduleError:
+            continue
+        sch.compute_inline(cons)
+        frontier.append(nxt[0])
 
 
 def _vectorize_init(sch: Any, init: Any, lanes: int) -> None:

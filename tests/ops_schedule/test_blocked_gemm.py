@@ -1,0 +1,151 @@
+"""The BLIS-ordered blocked GEMM rule (ingot/ops/schedule/blocked.py): the loop structure it
+builds (k slices outermost, B packed per slice under the slice loop, parallel column panels,
+A read in place), numbers vs numpy for one and several k slices, plain / pre-packed / batched
+operands, epilogues (per tile with one slice, one inlined pass with several), and the fallback
+to `gemm_rule` on sizes that do not fit the tiles."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ingot
+from ingot import ops, te
+from ingot.ops import packed
+from ingot.ops.schedule import schedule_blocks
+from ingot.ops.schedule.analysis import analyze_block
+from ingot.ops.schedule.blocked import KC_CHOICES, blocked_gemm_rule, choose_kc
+from ingot.target import Target
+from ingot.tir.schedule import Schedule
+from ingot.tir.schedule.error import ScheduleError
+from ingot.tir.stmt import ForKind
+
+pytestmark = pytest.mark.compiler
+
+TARGET = "llvm -num-cores=2"
+RNG = np.random.default_rng(7)
+
+
+def _rand(*shape):
+    return RNG.standard_normal(shape).astype("float32")
+
+
+def _schedule(tensors):
+    log: list = []
+    sch = schedule_blocks(Schedule(te.create_prim_func(tensors)), Target(TARGET), log=log)
+    return sch, {name: rule for name, rule, _ in log}
+
+
+def _run(sch, args, out_shape):
+    out = np.zeros(out_shape, "float32")
+    ingot.build(sch.mod, TARGET)["main"](*args, out)
+    return out
+
+
+def _kinds(sch, block):
+    """(loop variable name, kind) from the root to ``block``."""
+    return [(sch.get(lp).loop_var.name, sch.get(lp).kind) for lp in sch.get_loops(sch.get_block(block))]
+
+
+def test_choose_kc():
+    assert KC_CHOICES[0] == 512
+    assert [choose_kc(k) for k in (512, 1024, 768, 3072, 256, 264, 640)] == [512, 512, 384, 512, 256, None, None]
+
+
+def test_matmul_several_slices_structure_and_numbers():
+    m, n, k = 256, 128, 1024  # two k slices of 512
+    A, B = te.placeholder((m, k), name="A"), te.placeholder((k, n), name="B")
+    C = ops.matmul(A, B)
+    sch, picked = _schedule([A, B, C])
+    assert picked[C.op.name] == "blocked_gemm_rule"
+    blocks = sch.state.blocks("main")
+    assert "B_global" in blocks and "A_global" not in blocks
+    kinds = _kinds(sch, C.op.name)
+    # (kc serial, ic serial, jr parallel, ir, ko, ki unrolled, ii unrolled, jn unrolled, jl vector)
+    assert [kd for _, kd in kinds][:3] == [ForKind.SERIAL, ForKind.SERIAL, ForKind.PARALLEL]
+    assert kinds[-1][1] == ForKind.VECTORIZED
+    # the packing copy sits under the k-slice loop (one KC x N slice per iteration), parallel
+    pack = _kinds(sch, "B_global")
+    assert pack[0][0] == kinds[0][0] and pack[1][1] == ForKind.PARALLEL
+    a, b = _rand(m, k), _rand(k, n)
+    np.testing.assert_allclose(_run(sch, [a, b], (m, n)), a @ b, rtol=1e-4, atol=1e-3)
+
+
+def test_one_slice_fuses_the_epilogue_per_tile():
+    x, w, bias = te.placeholder((256, 512), name="x"), te.placeholder((128, 512), name="w"), \
+        te.placeholder((128,), name="b")
+    y = ops.relu(ops.nn.dense(x, w, bias))
+    sch, picked = _schedule([x, w, bias, y])
+    assert picked["T_dense"] == "blocked_gemm_rule"
+    relu = _kinds(sch, "T_relu")
+    assert any(kd == ForKind.PARALLEL for _, kd in relu) and relu[-1][1] == ForKind.VECTORIZED
+    xa, wa, ba = _rand(256, 512), _rand(128, 512), _rand(128)
+    np.testing.assert_allclose(_run(sch, [xa, wa, ba], (256, 128)), np.maximum(xa @ wa.T + ba, 0),
+                               rtol=1e-4, atol=1e-3)
+
+
+def test_several_slices_inline_the_epilogue_chain():
+    x, w, bias = te.placeholder((128, 768), name="x"), te.placeholder((256, 768), name="w"), \
+        te.placeholder((256,), name="b")
+    y = ops.relu(ops.nn.dense(x, w, bias))  # K = 768: two slices of 384
+    sch, picked = _schedule([x, w, bias, y])
+    assert picked["T_dense"] == "blocked_gemm_rule"
+    assert "T_add_bias" not in sch.state.blocks("main")  # inlined into T_relu: one pass over C
+    xa, wa, ba = _rand(128, 768), _rand(256, 768), _rand(256)
+    np.testing.assert_allclose(_run(sch, [xa, wa, ba], (128, 256)), np.maximum(xa @ wa.T + ba, 0),
+                               rtol=1e-4, atol=1e-3)
+
+
+def test_prepacked_weight_several_slices():
+    m, k, n = 128, 1536, 256
+    x, w = _rand(1, m, k), _rand(n, k) / 16
+    wp = packed.pack_dense_weight(w, 32)
+    X, W = te.placeholder(x.shape, name="x"), te.placeholder(wp.shape, name="w")
+    sch, picked = _schedule([X, W, packed.dense_packed_weight(X, W)])
+    assert picked["T_dense"] == "blocked_gemm_rule"
+    assert not [b for b in sch.state.blocks("main") if b.endswith("_global")]
+    np.testing.assert_allclose(_run(sch, [x, wp], (1, m, n)), x @ w.T, rtol=1e-4, atol=1e-3)
+
+
+def test_batch_matmul_several_slices():
+    a_, b_ = te.placeholder((2, 128, 768), name="a"), te.placeholder((2, 768, 256), name="b")
+    c_ = ops.matmul(a_, b_)
+    sch, picked = _schedule([a_, b_, c_])
+    assert picked[c_.op.name] == "blocked_gemm_rule"
+    a, b = _rand(2, 128, 768), _rand(2, 768, 256)
+    np.testing.assert_allclose(_run(sch, [a, b], (2, 128, 256)), a @ b, rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.parametrize("m,n,k", [(260, 256, 512), (256, 272, 512), (256, 256, 640), (256, 256, 264)])
+def test_odd_sizes_fall_back(m, n, k):
+    A, B = te.placeholder((m, k), name="A"), te.placeholder((k, n), name="B")
+    C = ops.matmul(A, B)
+    sch = Schedule(te.create_prim_func([A, B, C]))
+    info = analyze_block(sch, sch.get_block(C.op.name))
+    with pytest.raises(ScheduleError, match="multiples of the tiles"):
+        blocked_gemm_rule(sch.copy(), C.op.name, info, 16, 2)
+    sch2, picked = _schedule([A, B, C])
+    assert picked[C.op.name] != "blocked_gemm_rule"
+    a, b = _rand(m, k), _rand(k, n)
+    np.testing.assert_allclose(_run(sch2, [a, b], (m, n)), a @ b, rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.parametrize("mc,kc", [(64, 256), (256, 512)])
+def test_explicit_tiles(mc, kc):
+    m, n, k = 256, 64, 1024
+    A, B = te.placeholder((m, k), name="A"), te.placeholder((k, n), name="B")
+    C = ops.matmul(A, B)
+    sch = Schedule(te.create_prim_func([A, B, C]))
+    info = analyze_block(sch, sch.get_block(C.op.name))
+    blocked_gemm_rule(sch, C.op.name, info, 16, 2, mc=mc, kc=kc)
+    a, b = _rand(m, k), _rand(k, n)
+    np.testing.assert_allclose(_run(sch, [a, b], (m, n)), a @ b, rtol=1e-4, atol=1e-3)
+
+
+def test_rows_not_a_multiple_of_mc_still_blocked():
+    m, n, k = 264, 128, 512  # 264 = 3 x 88: MC shrinks to a divisor that is a multiple of MR
+    A, B = te.placeholder((m, k), name="A"), te.placeholder((k, n), name="B")
+    C = ops.matmul(A, B)
+    sch, picked = _schedule([A, B, C])
+    assert picked[C.op.name] == "blocked_gemm_rule"
+    a, b = _rand(m, k), _rand(k, n)
+    np.testing.assert_allclose(_run(sch, [a, b], (m, n)), a @ b, rtol=1e-4, atol=1e-3)
