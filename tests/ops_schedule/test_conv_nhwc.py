@@ -157,17 +157,28 @@ def test_plain_hwio_conv_nhwc_uses_the_rule():
 
 
 def test_rule_refuses_what_it_cannot_tile():
-    # 24 output channels: not a multiple of 16 lanes -> ScheduleError, the driver falls back
-    x, w = te.placeholder((1, 7, 7, 8), name="x"), te.placeholder((1, 1, 8, 24), name="w")
+    # 20 output channels: no 16- or 8-lane split -> ScheduleError, the driver falls back
+    x, w = te.placeholder((1, 7, 7, 8), name="x"), te.placeholder((1, 1, 8, 20), name="w")
     y = ops.nn.conv2d_nhwc(x, w)
     sch = Schedule(te.create_prim_func([x, w, y]))
     info = analyze_block(sch, sch.get_block("conv2d_nhwc"))
-    with pytest.raises(ScheduleError, match="24 output channels"):
+    with pytest.raises(ScheduleError, match="20 output channels"):
         conv_nhwc_rule(sch, "conv2d_nhwc", info, 16, 2)
     sch, rules = _schedule([x, w, y])
     assert rules["conv2d_nhwc"] != "conv_nhwc_rule"
-    xa, wa = _rand(1, 7, 7, 8), _rand(1, 1, 8, 24)
-    np.testing.assert_allclose(_run(sch, [xa, wa], (1, 7, 7, 24)), _torch_conv(xa, wa, 1, 0), rtol=1e-4, atol=1e-4)
+    xa, wa = _rand(1, 7, 7, 8), _rand(1, 1, 8, 20)
+    np.testing.assert_allclose(_run(sch, [xa, wa], (1, 7, 7, 20)), _torch_conv(xa, wa, 1, 0), rtol=1e-4, atol=1e-4)
+
+
+def test_narrow_24_channel_projection_uses_8_lane_vectors():
+    # MobileNetV2's 144 -> 24 projection: O = 3 x 8 lanes (ymm) instead of the generic fallback
+    x, w = te.placeholder((1, 8, 8, 48), name="x"), te.placeholder((1, 1, 48, 24), name="w")
+    y = ops.nn.conv2d_nhwc(x, w)
+    sch, rules = _schedule([x, w, y])
+    assert rules["conv2d_nhwc"] == "conv_nhwc_rule", rules
+    assert "T.vectorized(8)" in sch.mod["main"].script()
+    xa, wa = _rand(1, 8, 8, 48), _rand(1, 1, 48, 24)
+    np.testing.assert_allclose(_run(sch, [xa, wa], (1, 8, 8, 24)), _torch_conv(xa, wa, 1, 0), rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.skipif(not _avx512(), reason="needs AVX-512")

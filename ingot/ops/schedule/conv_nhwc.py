@@ -124,6 +124,9 @@ def conv_nhwc_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: int,
             raise ScheduleError(f"conv_nhwc_rule: block {name!r}: weight panel {panel} is not a multiple of "
                                 f"{lanes} lanes", "pack the weights with P = 16 or 32")
         nvec = panel // lanes
+    elif o % lanes and lanes > 8 and o % 8 == 0 and o // 8 <= 3:
+        # a narrow layer (MobileNetV2's 24-channel projections): the whole O as 8-lane vectors
+        lanes, nvec = 8, o // 8
     else:
         nvec = 2 if o % (2 * lanes) == 0 else 1
     nr = nvec * lanes
