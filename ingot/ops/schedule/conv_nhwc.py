@@ -162,7 +162,12 @@ def conv_nhwc_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: int,
         return
     if order not in ("oc", "rows"):
         raise ValueError(f"conv_nhwc_rule: order must be 'rows' or 'oc', got {order!r}")
-    if KU > 1 and info.extents[rc_pos] % KU == 0 and info.extents[rc_pos] > KU:
+    if info.extents[rc_pos] < 8 and len(reduce) >= 2:
+        # A few input channels (the RGB stem): (kx, c) as one loop, contiguous in the input row
+        # and in the weight panel. Separately, GCC unrolls the 3-step c loop and carries input
+        # values across kx iterations in registers (predictive commoning), spilling the tile.
+        reduce = reduce[:-2] + [sch.fuse(reduce[-2], reduce[-1])]
+    elif KU > 1 and info.extents[rc_pos] % KU == 0 and info.extents[rc_pos] > KU:
         rco, rcu = sch.split(reduce[-1], [None, KU])
         reduce = reduce[:-1] + [rco, rcu]
         sch.unroll(rcu)
