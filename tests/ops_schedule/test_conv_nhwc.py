@@ -182,9 +182,10 @@ def test_narrow_24_channel_projection_uses_8_lane_vectors():
 
 
 @pytest.mark.skipif(not _avx512(), reason="needs AVX-512")
-@pytest.mark.parametrize("hw,k", [(56, 1), (14, 3), (7, 3)])
-def test_micro_kernel_keeps_the_tile_in_zmm_registers(hw, k):
-    sch, _ = _schedule(_packed_conv_layer(32, hw, 64, k, 1))
+@pytest.mark.parametrize("c,hw,k,s", [(32, 56, 1, 1), (32, 14, 3, 1), (32, 7, 3, 1), (3, 32, 7, 2)])
+def test_micro_kernel_keeps_the_tile_in_zmm_registers(c, hw, k, s):
+    # (the last one is the RGB stem: (kx, c) fused, no predictive-commoning spills)
+    sch, _ = _schedule(_packed_conv_layer(c, hw, 64, k, s))
     loop = _kernel_loop(sch)
     # MR x 2 vectors: 8 x 2 at OW 56, 7 x 2 at OW 14 / 7, all zmm, no spill
     assert loop["zmm"] >= 14 and loop["zmm"] == loop["fma"] and loop["stack"] == 0, loop
