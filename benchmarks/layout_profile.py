@@ -3,7 +3,7 @@ pipeline (NHWC, ``layout="auto"``) and with ``layout="NCHW"``, per-kernel profil
 
 For each model and layout: the number of ``permute_dims`` kernels in the built plan (the NHWC
 build should have one, at the input; the global-pool boundary is a reshape) and their time, the
-total kernel time (median of ``--repeat`` runs, 2 threads, ``ingot.profile``), the output checked
+total kernel time (median of ``--repeat`` runs, ``--threads`` threads (2), ``ingot.profile``), the output checked
 against ONNX Runtime, then the ``--top`` heaviest kernels. Prints Markdown and the load average.
 
     python benchmarks/layout_profile.py [--models resnet50,mobilenet_v2] [--repeat 10] [--top 8]
@@ -35,15 +35,16 @@ def main(argv=None) -> int:
     ap.add_argument("--models", default="resnet50,mobilenet_v2")
     ap.add_argument("--repeat", type=int, default=10)
     ap.add_argument("--top", type=int, default=8)
+    ap.add_argument("--threads", type=int, default=2, help="OpenMP threads (and the target's -num-cores)")
     ap.add_argument("--smoke", action="store_true")
     args = ap.parse_args(argv)
-    os.environ.setdefault("OMP_NUM_THREADS", "2")
+    os.environ["OMP_NUM_THREADS"] = str(args.threads)
     import onnxruntime as ort
     import torch
 
     import ingot
 
-    print(f"load average before: {load_average()}\n")
+    print(f"load average before: {load_average()}; {args.threads} thread(s)\n")
     for name, (module, x) in build_models(args.models.split(","), args.smoke, 1).items():
         buf = io.BytesIO()
         torch.onnx.export(module, (torch.from_numpy(x),), buf, input_names=["data"], dynamo=False, opset_version=17)
@@ -52,7 +53,7 @@ def main(argv=None) -> int:
         rows, profiles = [], {}
         for layout in ("auto", "NCHW"):
             t0 = time.perf_counter()
-            package = ingot.compile(model, "llvm -num-cores=2", layout=layout)
+            package = ingot.compile(model, f"llvm -num-cores={args.threads}", layout=layout)
             compile_s = time.perf_counter() - t0
             (y,) = ingot.run(package, {"data": x}).values()
             err = float(np.abs(y - ref).max() / max(np.abs(ref).max(), 1e-30))
