@@ -138,8 +138,8 @@ def _pool(kind: str):
         x = ctx.expr(node.input(0))
         xs = ctx.shape(x)
         n = len(xs) - 2
-        if n not in (1, 2):
-            raise node.error(f"only 1-D and 2-D pooling is supported, this one is {n}-D (input shape {xs})")
+        if n not in (1, 2, 3):
+            raise node.error(f"only 1-D, 2-D and 3-D pooling is supported, this one is {n}-D (input shape {xs})")
         if node.num_outputs > 1 and node.proto.output[1]:
             raise node.error("the Indices output of MaxPool is not supported")
         if kind == "max" and node.attr("storage_order", 0):
@@ -148,21 +148,55 @@ def _pool(kind: str):
         strides = list(node.attr("strides", [1] * n))
         dilations = list(node.attr("dilations", [1] * n))
         pads = _spatial_pads(node, list(xs[2:]), kernel, strides, dilations)
+        base = list(pads)
         if node.attr("ceil_mode", 0):
             pads = _ceil_extra(node, list(xs[2:]), kernel, strides, dilations, pads)
+        include_pad = kind == "avg" and bool(node.attr("count_include_pad", 0))
+        if include_pad and pads != base:
+            # ceil_mode's extra end cells lie outside the padded input: ONNX counts the real pads in the
+            # divisor but not them. Pad explicitly with zeros (counted as cells), then pool with the
+            # extra cells only, not counted.
+            if any(base):
+                x = ctx.expr(ctx.emit(G.op.pad(x, [(0, 0), (0, 0)] + [(base[i], base[i + n]) for i in range(n)])))
+            pads, include_pad = [0] * n + [pads[i + n] - base[i + n] for i in range(n)], False
+
+        def pool2d(v: Any, kernel: list, strides: list, pads: list, dilations: list) -> Any:
+            if kind == "max":
+                return ctx.emit(G.op.max_pool2d(v, tuple(kernel), tuple(strides), tuple(pads), tuple(dilations)))
+            return ctx.emit(G.op.avg_pool2d(v, tuple(kernel), tuple(strides), tuple(pads), tuple(dilations),
+                                            count_include_pad=include_pad))
+
+        if n == 3:
+            return _pool3d_separable(ctx, node, x, pool2d, kernel, strides, pads, dilations)
         if n == 1:
             x = _to_2d(ctx, x)
             kernel, strides, dilations, pads = [1] + kernel, [1] + strides, [1] + dilations, [0, pads[0], 0, pads[1]]
-        if kind == "max":
-            out = ctx.emit(G.op.max_pool2d(x, tuple(kernel), tuple(strides), tuple(pads), tuple(dilations)))
-        else:
-            out = ctx.emit(G.op.avg_pool2d(x, tuple(kernel), tuple(strides), tuple(pads), tuple(dilations),
-                                           count_include_pad=bool(node.attr("count_include_pad", 0))))
+        out = pool2d(x, kernel, strides, pads, dilations)
         if n == 1:
             out = ctx.emit(G.op.squeeze(ctx.expr(out), axis=[2]))
         return out
 
     return convert
+
+
+def _pool3d_separable(ctx: Any, node: Any, x: Any, pool2d: Any, kernel: list, strides: list, pads: list,
+                      dilations: list) -> Any:
+    """3-D max/average pooling as two 2-D poolings: over (H, W) with D folded into the channels, then over D
+    with H x W flattened. Exact because a pooling window is a box (a product of per-axis ranges): the max
+    of maxima is the max, and the average's divisor (the window's element count, padded or valid cells)
+    is the product of per-axis counts, so averaging per axis gives the same quotient."""
+    nb, c, d, h, w = ctx.shape(x)
+    if not all(isinstance(v, int) for v in (c, d, h, w)):
+        raise node.error(f"3-D pooling needs static C, D, H, W, got {(c, d, h, w)}; fix them with shape_dict")
+    bd, bh, bw, ed, eh, ew = pads
+    # Step 1. pool H, W: (N, C*D, H, W) -> (N, C*D, H', W').
+    y = ctx.expr(ctx.emit(G.op.reshape(x, (nb, c * d, h, w))))
+    y = ctx.expr(pool2d(y, kernel[1:], strides[1:], [bh, bw, eh, ew], dilations[1:]))
+    h2, w2 = ctx.shape(y)[2:]
+    # Step 2. pool D: (N, C, D, H'*W') with a (kd, 1) window -> (N, C, D', H'*W').
+    y = ctx.expr(ctx.emit(G.op.reshape(y, (nb, c, d, h2 * w2))))
+    y = ctx.expr(pool2d(y, [kernel[0], 1], [strides[0], 1], [bd, 0, ed, 0], [dilations[0], 1]))
+    return ctx.emit(G.op.reshape(y, (nb, c, ctx.shape(y)[2], h2, w2)))
 
 
 register("MaxPool")(_pool("max"))
