@@ -52,7 +52,7 @@ def test_choose_kc():
 
 
 def test_matmul_several_slices_structure_and_numbers():
-    m, n, k = 256, 128, 1024  # two k slices of 512
+    m, n, k = 512, 128, 1024  # two k slices of 512; A (2 MiB) larger than A_RESIDENT_BYTES: "slice" order
     A, B = te.placeholder((m, k), name="A"), te.placeholder((k, n), name="B")
     C = ops.matmul(A, B)
     sch, picked = _schedule([A, B, C])
@@ -70,6 +70,23 @@ def test_matmul_several_slices_structure_and_numbers():
     np.testing.assert_allclose(_run(sch, [a, b], (m, n)), a @ b, rtol=1e-4, atol=1e-3)
 
 
+def test_panel_order_for_a_small_a_fuses_the_epilogue_after_the_slices():
+    m, k, n = 128, 1536, 256  # A = 768 KiB stays in L2: "panel" order (jr parallel, ic, kc, ir)
+    x, w, bias = te.placeholder((m, k), name="x"), te.placeholder((n, k), name="w"), te.placeholder((n,), name="b")
+    y = ops.relu(ops.nn.dense(x, w, bias))
+    sch, picked = _schedule([x, w, bias, y])
+    assert picked["T_dense"] == "blocked_gemm_rule"
+    kinds = _kinds(sch, "T_dense")
+    assert [kd for _, kd in kinds][:3] == [ForKind.PARALLEL, ForKind.SERIAL, ForKind.SERIAL]
+    # the weight panel (K x NR) is packed inside the parallel jr loop by the thread that reads it
+    assert _kinds(sch, "w_global")[0] == kinds[0]
+    # bias + relu run per (jr, ic) block after its k slices, under the same parallel loop
+    assert _kinds(sch, "T_relu")[0] == kinds[0]
+    xa, wa, ba = _rand(m, k), _rand(n, k) / 16, _rand(n)
+    np.testing.assert_allclose(_run(sch, [xa, wa, ba], (m, n)), np.maximum(xa @ wa.T + ba, 0),
+                               rtol=1e-4, atol=1e-3)
+
+
 def test_one_slice_fuses_the_epilogue_per_tile():
     x, w, bias = te.placeholder((256, 512), name="x"), te.placeholder((128, 512), name="w"), \
         te.placeholder((128,), name="b")
@@ -84,14 +101,14 @@ def test_one_slice_fuses_the_epilogue_per_tile():
 
 
 def test_several_slices_inline_the_epilogue_chain():
-    x, w, bias = te.placeholder((128, 768), name="x"), te.placeholder((256, 768), name="w"), \
+    x, w, bias = te.placeholder((512, 768), name="x"), te.placeholder((256, 768), name="w"), \
         te.placeholder((256,), name="b")
-    y = ops.relu(ops.nn.dense(x, w, bias))  # K = 768: two slices of 384
+    y = ops.relu(ops.nn.dense(x, w, bias))  # K = 768: two slices of 384, A 1.5 MiB: "slice" order
     sch, picked = _schedule([x, w, bias, y])
     assert picked["T_dense"] == "blocked_gemm_rule"
     assert "T_add_bias" not in sch.state.blocks("main")  # inlined into T_relu: one pass over C
-    xa, wa, ba = _rand(128, 768), _rand(256, 768), _rand(256)
-    np.testing.assert_allclose(_run(sch, [xa, wa, ba], (128, 256)), np.maximum(xa @ wa.T + ba, 0),
+    xa, wa, ba = _rand(512, 768), _rand(256, 768), _rand(256)
+    np.testing.assert_allclose(_run(sch, [xa, wa, ba], (512, 256)), np.maximum(xa @ wa.T + ba, 0),
                                rtol=1e-4, atol=1e-3)
 
 
@@ -129,14 +146,14 @@ def test_odd_sizes_fall_back(m, n, k):
     np.testing.assert_allclose(_run(sch2, [a, b], (m, n)), a @ b, rtol=1e-4, atol=1e-3)
 
 
-@pytest.mark.parametrize("mc,kc", [(64, 256), (256, 512)])
-def test_explicit_tiles(mc, kc):
-    m, n, k = 256, 64, 1024
+@pytest.mark.parametrize("mc,kc,order", [(64, 256, "slice"), (256, 512, "panel"), (128, 384, "panel")])
+def test_explicit_tiles(mc, kc, order):
+    m, n, k = 256, 64, 1536
     A, B = te.placeholder((m, k), name="A"), te.placeholder((k, n), name="B")
     C = ops.matmul(A, B)
     sch = Schedule(te.create_prim_func([A, B, C]))
     info = analyze_block(sch, sch.get_block(C.op.name))
-    blocked_gemm_rule(sch, C.op.name, info, 16, 2, mc=mc, kc=kc)
+    blocked_gemm_rule(sch, C.op.name, info, 16, 2, mc=mc, kc=kc, order=order)
     a, b = _rand(m, k), _rand(k, n)
     np.testing.assert_allclose(_run(sch, [a, b], (m, n)), a @ b, rtol=1e-4, atol=1e-3)
 

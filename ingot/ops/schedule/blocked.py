@@ -50,6 +50,7 @@ __all__ = ["blocked_gemm_rule", "choose_kc", "is_large_gemm", "KC", "KC_CHOICES"
 
 KC = 256        # the smallest k slice the rule uses (is_large_gemm: K >= KC)
 KC_CHOICES = (512, 384, 256)   # slice depths tried in order: the first that divides K
+A_RESIDENT_BYTES = 1 << 20    # A (M x K) up to 1 MiB stays in the 2 MiB L2: "panel" order
 MC = 128        # rows of A per ic block: MC x KC x 4 bytes = 256 KiB at KC = 512 (L2)
 KU = 4          # k steps unrolled in the micro-kernel
 MIN_FLOPS = 2 * 256 ** 3   # below this the plain register-tiled rule is as fast (fits in L2)
@@ -144,16 +145,20 @@ def choose_kc(k: int) -> Optional[int]:
     return next((c for c in KC_CHOICES if k % c == 0), None)
 
 
-def _pack_slice(sch: Any, name: str, read_index: int, dim: int, nr: int, lanes: int, kco: Any) -> None:
+def _pack_slice(sch: Any, name: str, read_index: int, dim: int, nr: int, lanes: int, at: Any) -> None:
     """Pack the vector operand (read ``read_index`` of block ``name``, j along axis ``dim``) into
-    NR-wide panels ``[N / NR, ..., NR]``, one KC slice per iteration of loop ``kco``: cache_read,
-    compute_at under ``kco`` (only the slice the k loop below reads), then transform_layout (after
-    compute_at, whose region analysis needs plain output indices). The copy's j loop is split by
-    NR and made the outermost, parallel one, matching the compute's parallel jr loop. With
-    ``kco`` None (K is one slice) the copy stays a whole-operand nest at the root."""
+    NR-wide panels ``[N / NR, ..., NR]``, computing under loop ``at`` only what the loops below it
+    read: one KC x N slice under the kc loop ("slice" order), one K x NR panel under the parallel
+    jr loop ("panel" order), or the whole operand at the root (``at`` None). The steps are
+    cache_read, compute_at, then transform_layout (after compute_at, whose region analysis needs
+    plain output indices). Outside a parallel loop the copy's j loop is split by NR and made the
+    outermost, parallel one: the same static split as the compute's jr loop, so each thread packs
+    the panels it reads."""
+    from ingot.tir.stmt import ForKind
+
     copy = sch.cache_read(sch.get_block(name), read_index, "global")
-    if kco is not None:
-        sch.compute_at(copy, kco)
+    if at is not None:
+        sch.compute_at(copy, at)
 
     def index_map(*idx: Any) -> tuple:
         rest = [x for d, x in enumerate(idx) if d != dim]
@@ -161,26 +166,27 @@ def _pack_slice(sch: Any, name: str, read_index: int, dim: int, nr: int, lanes: 
 
     sch.transform_layout(copy, ("write", 0), index_map)
     # Step 1. Find the copy's loop over j (the one its iteration variable ``dim`` is bound to)
-    # among the loops compute_at created under ``kco``.
+    # among the loops compute_at created under ``at``.
     loops = sch.get_loops(copy)
-    if kco is not None:
-        kvar = sch.get(kco).loop_var
-        loops = loops[[sch.get(lp).loop_var for lp in loops].index(kvar) + 1:]
-    inner = loops
+    if at is not None:
+        avar = sch.get(at).loop_var
+        loops = loops[[sch.get(lp).loop_var for lp in loops].index(avar) + 1:]
     jvars = collect_vars(_binding(sch, copy, dim))
-    mine = [lp for lp in inner if sch.get(lp).loop_var in jvars]
+    mine = [lp for lp in loops if sch.get(lp).loop_var in jvars]
     if len(mine) != 1:
         raise ScheduleError(f"blocked_gemm_rule: block {name!r}: the packing copy {sch.get(copy).name_hint!r} "
                             f"has no single loop over axis {dim} of its operand")
     jloop = mine[0]
-    # Step 2. j -> (jp, jv): jp outermost and parallel; jv innermost, vectorized when j is the
-    # operand's contiguous axis (else a scalar gather along k stays as it is).
+    # Step 2. j -> (jp, jv): jp outermost (parallel unless already inside the parallel jr loop);
+    # jv innermost, vectorized when j is the operand's contiguous axis (else a scalar gather
+    # along k stays as it is).
     jp, jv = sch.split(jloop, [None, nr])
-    sch.reorder(jp, *[lp for lp in inner if lp is not jloop], jv)
+    sch.reorder(jp, *[lp for lp in loops if lp is not jloop], jv)
     if dim == len(sch.get(copy).reads[0].buffer.shape) - 1:
         _, v = sch.split(jv, [None, lanes])
         sch.vectorize(v)
-    sch.parallel(jp)
+    if at is None or sch.get(at).kind != ForKind.PARALLEL:
+        sch.parallel(jp)
 
 
 def _binding(sch: Any, block_rv: Any, k: int) -> Any:
@@ -195,7 +201,8 @@ def _binding(sch: Any, block_rv: Any, k: int) -> Any:
 
 
 def blocked_gemm_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: int, *, epilogue: bool = True,
-                      mr: int = 8, nvec: int = 2, kc: Optional[int] = None, mc: Optional[int] = None) -> None:
+                      mr: int = 8, nvec: int = 2, kc: Optional[int] = None, mc: Optional[int] = None,
+                      order: Optional[str] = None) -> None:
     """The BLIS-structured schedule of the module note on a large ``"gemm"`` block (see
     `is_large_gemm`). Needs M % MR == 0, N % (nvec·lanes) == 0 and a slice depth of `KC_CHOICES`
     dividing K (else it raises `ScheduleError` and the driver uses `gemm_rule`). With
@@ -241,7 +248,14 @@ def blocked_gemm_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: i
     else:
         kco, ko, ki = sch.split(loops[r], [None, kc // KU, KU])
     others = [loops[x] for x in info.spatial if x not in (i, j)]
-    sch.reorder(*others, *([kco] if kco is not None else []), ic, jr, ir, ko, ki, ii, jn, jl)
+    order = order or ("panel" if m * k * 4 <= A_RESIDENT_BYTES else "slice")
+    if order not in ("panel", "slice"):
+        raise ScheduleError(f"blocked_gemm_rule: block {name!r}: order must be 'panel' or 'slice', got {order!r}")
+    kl = [kco] if kco is not None else []
+    if order == "slice":
+        sch.reorder(*others, *kl, ic, jr, ir, ko, ki, ii, jn, jl)
+    else:
+        sch.reorder(*others, jr, ic, *kl, ir, ko, ki, ii, jn, jl)
     sch.unroll(ki)
     sch.unroll(ii)
     sch.unroll(jn)
@@ -250,17 +264,17 @@ def blocked_gemm_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: i
     # Step 2. Pack one KC x N slice of the vector operand per kc iteration (pre-packed weights
     # are read as they are).
     if not prepacked:
-        _pack_slice(sch, name, vi, vdim, nr, lanes, kco)
+        _pack_slice(sch, name, vi, vdim, nr, lanes, kco if order == "slice" else jr)
     # Step 3. C zeroed before the k slices (the init nest keeps the update's loop kinds); with
     # one slice, per register tile right before its k loop (so the epilogue can follow the tile).
     init = sch.decompose_reduction(blk, ko if kco is None else kco)
     _vectorize_init(sch, init, lanes)
     # Step 4. Elementwise consumers: per tile (under ir) when one slice covers K, else one inlined pass.
     if epilogue:
-        if kco is None:
+        if kco is None or order == "panel":
             from .rules import _fuse_epilogue
 
-            _fuse_epilogue(sch, blk, ir, lanes)
+            _fuse_epilogue(sch, blk, ir if kco is None else ic, lanes)
         else:
             _inline_epilogue(sch, blk)
 
