@@ -354,7 +354,8 @@ def _unroll_tile_loops(sch: Any, blk: Any, tile_loop: Any) -> None:
 
 
 def nhwc_window_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: int, *,
-                     epilogue: bool = True, nvec: Optional[int] = None, mr: Optional[int] = None) -> None:
+                     epilogue: bool = True, nvec: Optional[int] = None, mr: Optional[int] = None,
+                     inline_pad: bool = True) -> None:
     """Window reductions over NHWC (depthwise conv2d, max/avg pool, global pool; module note):
     the output's last axis ``c`` indexes every input as its last axis, the reduce axes are the
     window. Tile MR output pixels × one ``lanes``-wide channel vector, window loops outside the
@@ -394,6 +395,8 @@ def nhwc_window_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: in
         raise ScheduleError(f"nhwc_window_rule: block {name!r}: {c} channels have no vector split")
     if nvec is None:
         nvec = 2 if c % (2 * vl) == 0 and c >= 4 * vl else 1
+    if inline_pad:
+        _inline_pad(sch, name)
     # Step 1. Tiles: the pixel axis before c (ow) -> (xo, xi = MR); c -> (co, cn, cl).
     blk = sch.get_block(name)
     loops = sch.get_loops(blk)
@@ -424,3 +427,19 @@ def nhwc_window_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: in
     sch.vectorize(cl)
     _fuse_parallel(sch, outer_loops, outer_ext, cores)
     _register_tile(sch, blk, tile_loop, len(reduce), 3 if nsp >= 3 else 2, vl, epilogue)
+
+
+def _inline_pad(sch: Any, name: str) -> None:
+    """Inline the zero/min-padding stage feeding window block ``name`` (a producer tagged
+    ``pad`` by `ingot.ops.nn.pad`): the window reads ``x`` behind a bounds check that is uniform
+    over the channel vector, instead of a whole padded copy of the activation written and read
+    back (the copy was more than half of a memory-bound depthwise conv at 112x112)."""
+    for prod in sch.get_producers(sch.get_block(name)):
+        blk = sch.get(prod)
+        if blk.name_hint.startswith("pad_temp") and not blk.reads[0].buffer.name.startswith("pad_temp"):
+            trial = sch.copy()
+            try:
+                trial.compute_inline(trial.get_block(blk.name_hint))
+            except ScheduleError:
+                return
+            sch.compute_inline(prod)
