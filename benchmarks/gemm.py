@@ -14,8 +14,10 @@ The schedule (`gemm_schedule`) is written with Ingot's schedule primitives only 
 stack traffic in the micro-kernel loop) without timing anything.
 
 Since the cache-blocked default rule exists, the timed kernel is the *default schedule* of a plain
-``ops.matmul`` (`default_gemm`, GotoBLAS structure, see ingot/ops/schedule/blocked.py);
-``--schedule hand`` times the hand-written schedule below instead.
+``ops.matmul`` (`default_gemm`, BLIS loop order, see ingot/ops/schedule/blocked.py: k slices of 512
+outermost with B packed per slice, threads splitting the column panels of the shared slice, A read
+in place; "panel" order when A fits in L2); ``--schedule hand`` times the hand-written schedule
+below instead.
 
 ``--transformer`` times BERT-base's dense layers instead (batch 1, sequence 128: M = 128,
 K x N = 768 x 768 / 768 x 3072 / 3072 x 768) with the weight pre-packed as the graph's
@@ -97,8 +99,8 @@ def gemm_schedule(n: int, m: int, k: int) -> Schedule:
 
 def default_gemm(n: int, threads: int) -> Schedule:
     """The default schedule (`ingot.ops.schedule`) of a plain ``ops.matmul``: for large sizes
-    the cache-blocked rule (`blocked_gemm_rule`: packed A/B panels, KC = 256 slices accumulated
-    in C, MC-row blocks in parallel), the register-tiled `gemm_rule` otherwise."""
+    the cache-blocked rule (`blocked_gemm_rule`: B packed per KC slice, KC = 512 slices
+    accumulated in C, parallel NR-column panels), the register-tiled `gemm_rule` otherwise."""
     from ingot import ops
     from ingot.ops.schedule import schedule_blocks
     from ingot.target import Target
