@@ -355,6 +355,22 @@ def _reduce_axes(ctx: Any, node: Any, input_since: int) -> "list[int] | None":
     return norm_axes(axes, ndim)
 
 
+def _empty_extremum(node: Any, dtype: str, shape: tuple, axes: list, keep: bool, is_max: bool) -> np.ndarray:
+    """The constant result of ReduceMax/ReduceMin over an axis of size 0."""
+    out = [1 if a in axes else d for a, d in enumerate(shape) if keep or a not in axes]
+    if not all(isinstance(d, int) for d in out):
+        raise node.error(f"{node.op_type} over an empty axis needs a static output shape, got {out}; "
+                         f"fix the dims with shape_dict")
+    dt = np.dtype(dtype)
+    if dt.kind == "f":
+        value = -np.inf if is_max else np.inf
+    elif dt.kind in "iu":
+        value = np.iinfo(dt).min if is_max else np.iinfo(dt).max
+    else:
+        value = not is_max   # bool: max of nothing is False, min is True
+    return np.full(out, value, dt)
+
+
 def _reduce(kind: str) -> Callable:
     def convert(ctx: Any, node: Any) -> Any:
         x = ctx.expr(node.input(0))
@@ -362,6 +378,11 @@ def _reduce(kind: str) -> Callable:
         keep = bool(node.attr("keepdims", 1))
         if not axes:
             return x
+        shape = ctx.shape(x)
+        if kind in ("ReduceMax", "ReduceMin") and any(shape[a] == 0 for a in axes):
+            # ONNX: the max/min of an empty set is -inf/+inf (the type's lowest/highest for integers);
+            # the TE reduction's identity is the finite lowest float, so answer statically.
+            return _empty_extremum(node, ctx.dtype(x), shape, axes, keep, kind == "ReduceMax")
         if kind in _REDUCE:
             return ctx.emit(_REDUCE[kind](x, axis=axes, keepdims=keep))
         if kind == "ReduceSumSquare":
