@@ -89,7 +89,10 @@ def main() -> None:
 @click.option("--target", default="llvm", show_default=True, help='target string, e.g. "llvm -num-cores=2"')
 @click.option("--input-shapes", default=None, help="NAME:1x3x224x224[,NAME2:...] fixes input shapes")
 @click.option("--tuning-records", default=None, type=click.Path(exists=True), help="tuning database to apply")
-def compile_cmd(model: str, output: str, target: str, input_shapes: "str | None", tuning_records: "str | None") -> None:
+@click.option("--layout", default="auto", show_default=True, type=click.Choice(["auto", "NHWC", "NCHW"]),
+              help="activation layout of conv networks: auto = NHWC on CPUs, NCHW on CUDA; NCHW keeps the model's")
+def compile_cmd(model: str, output: str, target: str, input_shapes: "str | None", tuning_records: "str | None",
+                layout: str = "auto") -> None:
     """Compile MODEL (.onnx) into a package directory."""
     from ingot.driver import model as M
 
@@ -98,7 +101,7 @@ def compile_cmd(model: str, output: str, target: str, input_shapes: "str | None"
         with _step(f"importing {model}"):
             m = M.load(model, shape_dict=shapes or None)
         with _step(f"compiling for {target}"):
-            package = M.compile(m, target=target, tuning_records=tuning_records)
+            package = M.compile(m, target=target, tuning_records=tuning_records, layout=layout)
         with _step(f"writing {output}"):
             package.export(output)
     click.echo(f"wrote {output}")
