@@ -255,6 +255,16 @@ def test_nhwc_pools_vectorized_over_channels_match_torch(kind):
     np.testing.assert_allclose(out, _torch_nhwc(ref_fn, xa), rtol=1e-5, atol=1e-5)
 
 
+def test_spatial_mean_without_keepdims_uses_the_window_rule():
+    # the global pool ConvertLayout leaves before a flatten: (N, H, W, C) -> (N, C)
+    x = te.placeholder((2, 7, 7, 64), name="x")
+    y = ops.mean(x, axis=(1, 2))
+    sch, rules = _schedule([x, y])
+    assert rules["T_mean_sum"] == "nhwc_window_rule", rules
+    xa = _rand(2, 7, 7, 64)
+    np.testing.assert_allclose(_run(sch, [xa], (2, 64)), xa.mean(axis=(1, 2)), rtol=1e-5, atol=1e-6)
+
+
 def test_window_rule_refuses_nchw_pools():
     x = te.placeholder((1, 16, 8, 8), name="x")
     y = ops.nn.pool2d(x, "max", 2, 2)

@@ -419,13 +419,16 @@ def nhwc_window_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: in
         outer_loops, outer_ext = [*outer, co], [*info.extents[:nsp - 2], c // (nvec * vl)]
         sch.unroll(xi)
     else:
+        # (n, c): every output vector is one task; the fused loop is also the tile loop
         outer = spatial[:-1]
         sch.reorder(*outer, co, *reduce, cn, cl)
-        tile_loop = co
-        outer_loops, outer_ext = list(outer) + [co], [*info.extents[:nsp - 1], c // (nvec * vl)]
+        tile_loop = sch.fuse(*outer, co) if outer else co
+        outer_loops, outer_ext = [], []
+        sch.parallel(tile_loop)
     sch.unroll(cn)
     sch.vectorize(cl)
-    _fuse_parallel(sch, outer_loops, outer_ext, cores)
+    if outer_loops:
+        _fuse_parallel(sch, outer_loops, outer_ext, cores)
     _register_tile(sch, blk, tile_loop, len(reduce), 3 if nsp >= 3 else 2, vl, epilogue)
 
 
