@@ -10,7 +10,7 @@ The schedule (`gemm_schedule`) is written with Ingot's schedule primitives only 
 * the inner k loop is split by ``KU`` and unrolled, the MR rows and the 2 vectors unrolled, the
   16 lanes vectorized (AVX-512 FMA with a broadcast A element).
 
-``--check`` builds a small size, compares with numpy and checks the assembly (FMA on zmm, no
+``--check`` builds 512^3 and 1024^3 (the rule's two loop orders), compares with numpy and checks the assembly (FMA on zmm, no
 stack traffic in the micro-kernel loop) without timing anything.
 
 Since the cache-blocked default rule exists, the timed kernel is the *default schedule* of a plain
@@ -256,7 +256,8 @@ def main() -> None:
     global SCHEDULE
     SCHEDULE = args.schedule
     if args.check:
-        check()
+        check()      # 512^3: A fits in L2, "panel" order
+        check(1024)  # "slice" order (k slices outermost, B packed per slice)
         check_transformer()
         return
     if args.transformer:

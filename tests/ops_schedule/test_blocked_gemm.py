@@ -46,6 +46,15 @@ def _kinds(sch, block):
     return [(sch.get(lp).loop_var.name, sch.get(lp).kind) for lp in sch.get_loops(sch.get_block(block))]
 
 
+def test_nc_blocks_keep_a_threads_share_of_the_slice_in_l2():
+    from ingot.ops.schedule.blocked import L2_SHARE_BYTES, _choose_nc
+
+    assert _choose_nc(1024, 512, 32, 2) == 1024  # 1 MiB per thread: one block
+    assert _choose_nc(2048, 512, 32, 2) == 1024
+    assert _choose_nc(2048, 512, 32, 1) == 512
+    assert _choose_nc(3072, 512, 32, 2) * 512 * 4 / 2 <= L2_SHARE_BYTES
+
+
 def test_choose_kc():
     assert KC_CHOICES[0] == 512
     assert [choose_kc(k) for k in (512, 1024, 768, 3072, 256, 264, 640)] == [512, 512, 384, 512, 256, None, None]
@@ -146,14 +155,15 @@ def test_odd_sizes_fall_back(m, n, k):
     np.testing.assert_allclose(_run(sch2, [a, b], (m, n)), a @ b, rtol=1e-4, atol=1e-3)
 
 
-@pytest.mark.parametrize("mc,kc,order", [(64, 256, "slice"), (256, 512, "panel"), (128, 384, "panel")])
-def test_explicit_tiles(mc, kc, order):
+@pytest.mark.parametrize("mc,kc,order,nc", [(64, 256, "slice", None), (256, 512, "panel", None),
+                                            (128, 384, "panel", None), (128, 512, "slice", 32)])
+def test_explicit_tiles(mc, kc, order, nc):
     m, n, k = 256, 64, 1536
     A, B = te.placeholder((m, k), name="A"), te.placeholder((k, n), name="B")
     C = ops.matmul(A, B)
     sch = Schedule(te.create_prim_func([A, B, C]))
     info = analyze_block(sch, sch.get_block(C.op.name))
-    blocked_gemm_rule(sch, C.op.name, info, 16, 2, mc=mc, kc=kc, order=order)
+    blocked_gemm_rule(sch, C.op.name, info, 16, 2, mc=mc, kc=kc, order=order, nc=nc)
     a, b = _rand(m, k), _rand(k, n)
     np.testing.assert_allclose(_run(sch, [a, b], (m, n)), a @ b, rtol=1e-4, atol=1e-3)
 

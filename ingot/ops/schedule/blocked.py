@@ -4,16 +4,23 @@ Note: `gemm_rule` keeps the whole reduction inside one register tile, which is f
 B panel (K x NR) fits in L1/L2 (up to ~512^3) but streams B from L3 and re-reads A for every
 tile for large K. This rule adds the missing cache levels, in BLIS's loop order:
 
-    C[...] = 0                                        # decompose_reduction at kc (parallel over jr)
-    for kc in range(K / KC):                          # KC-deep slices (pc loop), serial
-        for jp in T.parallel(N / NR):                 # pack the KC x N slice of B once per slice:
-            B_pack[jp, kc slice, 0:NR] = B[...]       #   cache_read + compute_at(kc) + transform_layout
-        for ic in range(M / MC):                      # MC rows of A (MC x KC block stays in L2)
-            for jr in T.parallel(N / NR):             # threads split the columns of one shared slice
-                for ir in range(MC / MR):
-                    for ko, ki(unrolled):             # MR x NR register tile (unrolled ii, jn;
-                        C[ii, jn*VL:...] += A * B_pack  #  vectorized jl), broadcast A, FMA
-    epilogue (bias, relu, ...): its own parallel, vectorized nest (the driver's elementwise rule)
+    C[...] = 0                                        # decompose_reduction at kc
+    for jc in range(N / NC):                          # NC columns: a thread's share of a packed
+        for kc in range(K / KC):                      #   KC x NC slice fits in its L2 (NC = N mostly)
+            for jp in T.parallel(NC / NR):            # pack the KC x NC slice of B once per slice:
+                B_pack[jp, kc slice, 0:NR] = B[...]   #   cache_read + compute_at(kc) + transform_layout
+            for ic in range(M / MC):                  # MC rows of A (MC x KC block stays in L2)
+                for jr in T.parallel(NC / NR):        # threads split the columns of the shared slice
+                    for ir in range(MC / MR):
+                        for ko, ki(unrolled):         # MR x NR register tile (unrolled ii, jn;
+                            C[ii, jn*VL:...] += A * B_pack  # vectorized jl), broadcast A, FMA
+    epilogue (bias, relu, ...): inlined into one parallel, vectorized pass (driver's elementwise rule)
+
+When A (M x K) fits in L2 (`A_RESIDENT_BYTES`: the M = 128 layers of transformers) the "panel"
+order ``jr (parallel) -> ic -> kc -> ir`` is used instead: each thread packs (or reads, when the
+weights are pre-packed) its K x NR panels of B once, A stays in L2, the MC x NR block of C stays
+in L1 across the k slices, and the epilogue runs per block right after its last slice. With one
+slice (K = KC) the kc loop disappears and the epilogue runs per register tile.
 
 Why this order (measured on 2 AVX-512 cores, docs/performance.md "fp32 GEMM"):
 * B is packed once per call, one KC slice at a time, right before the slice is used (the
@@ -51,6 +58,7 @@ __all__ = ["blocked_gemm_rule", "choose_kc", "is_large_gemm", "KC", "KC_CHOICES"
 KC = 256        # the smallest k slice the rule uses (is_large_gemm: K >= KC)
 KC_CHOICES = (512, 384, 256)   # slice depths tried in order: the first that divides K
 A_RESIDENT_BYTES = 1 << 20    # A (M x K) up to 1 MiB stays in the 2 MiB L2: "panel" order
+L2_SHARE_BYTES = 1 << 20      # a thread's share of a packed B slice (NC blocking) stays in L2
 MC = 128        # rows of A per ic block: MC x KC x 4 bytes = 256 KiB at KC = 512 (L2)
 KU = 4          # k steps unrolled in the micro-kernel
 MIN_FLOPS = 2 * 256 ** 3   # below this the plain register-tiled rule is as fast (fits in L2)
@@ -189,6 +197,18 @@ def _pack_slice(sch: Any, name: str, read_index: int, dim: int, nr: int, lanes: 
         sch.parallel(jp)
 
 
+def _choose_nc(n: int, kc: int, nr: int, cores: int) -> int:
+    """NC (columns per jc block): N, or the largest divisor of N in NR steps whose packed KC x NC
+    slice gives each of ``cores`` threads at most `L2_SHARE_BYTES` (its half of L2)."""
+    per_col = kc * 4 / max(1, cores)
+    if n * per_col <= L2_SHARE_BYTES:
+        return n
+    nc = int(L2_SHARE_BYTES // per_col) // nr * nr
+    while nc > nr and n % nc:
+        nc -= nr
+    return max(nc, nr)
+
+
 def _binding(sch: Any, block_rv: Any, k: int) -> Any:
     """The loop expression bound to iteration variable ``k`` of ``block_rv``."""
     loops = sch.get_loops(block_rv)
@@ -202,7 +222,7 @@ def _binding(sch: Any, block_rv: Any, k: int) -> Any:
 
 def blocked_gemm_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: int, *, epilogue: bool = True,
                       mr: int = 8, nvec: int = 2, kc: Optional[int] = None, mc: Optional[int] = None,
-                      order: Optional[str] = None) -> None:
+                      order: Optional[str] = None, nc: Optional[int] = None) -> None:
     """The BLIS-structured schedule of the module note on a large ``"gemm"`` block (see
     `is_large_gemm`). Needs M % MR == 0, N % (nvec·lanes) == 0 and a slice depth of `KC_CHOICES`
     dividing K (else it raises `ScheduleError` and the driver uses `gemm_rule`). With
@@ -214,7 +234,6 @@ def blocked_gemm_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: i
     Example:
         >>> # blocked_gemm_rule(sch, "T_matmul", info, lanes=16, cores=2)
     """
-    del cores  # the parallel jr loop takes every core OpenMP gives (static split)
     if not is_large_gemm(info) or not info.simple_loops:
         raise ScheduleError(f"blocked_gemm_rule: block {name!r} is not a large plain GEMM")
     i, j, r = info.i_index, info.j_index, info.reduce[0]
@@ -241,19 +260,25 @@ def blocked_gemm_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: i
     blk = sch.get_block(name)
     loops = sch.get_loops(blk)
     ic, ir, ii = sch.split(loops[i], [None, mc // mr, mr])
-    jr, jn, jl = sch.split(loops[j], [None, nvec, lanes])
+    order = order or ("panel" if m * k * 4 <= A_RESIDENT_BYTES else "slice")
+    nc = nc or _choose_nc(n, kc, nr, cores)
+    if order == "slice" and nc < n:
+        # jc: NC-column blocks, so that one thread's share of a packed KC x NC slice fits in L2
+        jc, jr, jn, jl = sch.split(loops[j], [None, nc // nr, nvec, lanes])
+    else:
+        jc = None
+        jr, jn, jl = sch.split(loops[j], [None, nvec, lanes])
     if k == kc:  # one slice: no kc loop (the init and the epilogue then go per tile)
         kco = None
         ko, ki = sch.split(loops[r], [None, KU])
     else:
         kco, ko, ki = sch.split(loops[r], [None, kc // KU, KU])
     others = [loops[x] for x in info.spatial if x not in (i, j)]
-    order = order or ("panel" if m * k * 4 <= A_RESIDENT_BYTES else "slice")
     if order not in ("panel", "slice"):
         raise ScheduleError(f"blocked_gemm_rule: block {name!r}: order must be 'panel' or 'slice', got {order!r}")
     kl = [kco] if kco is not None else []
     if order == "slice":
-        sch.reorder(*others, *kl, ic, jr, ir, ko, ki, ii, jn, jl)
+        sch.reorder(*others, *([jc] if jc is not None else []), *kl, ic, jr, ir, ko, ki, ii, jn, jl)
     else:
         sch.reorder(*others, jr, ic, *kl, ir, ko, ki, ii, jn, jl)
     sch.unroll(ki)
