@@ -132,6 +132,7 @@ def conv_nhwc_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: int,
     nr = nvec * lanes
     if o % nr:
         raise ScheduleError(f"conv_nhwc_rule: block {name!r}: {o} output channels are not a multiple of {nr}")
+    mr_given = mr is not None
     mr = mr or choose_mr(ow, nvec)
     if ow % mr:
         raise ScheduleError(f"conv_nhwc_rule: block {name!r}: no register-tile height divides OW = {ow}")
@@ -149,6 +150,12 @@ def conv_nhwc_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: int,
     if kc and info.extents[rc_pos] % kc:
         raise ScheduleError(f"conv_nhwc_rule: block {name!r}: channel slice {kc} does not divide "
                             f"C = {info.extents[rc_pos]}")
+    ku = KU
+    if kc and not mr_given and nvec == 2 and ow % WIDE_MR == 0:
+        # Sliced (big-panel) layers at OW = 14/28/56: a 14 x 2-vector tile (28 zmm accumulators)
+        # loads each weight vector once per 14 FMAs instead of 7; 2 unrolled steps keep GCC's
+        # register allocation spill-free (with 4 it spills 4 values per iteration).
+        mr, ku = WIDE_MR, 2
     # Step 2. Tiles: ow -> (xo, xi = MR), o -> (oo, on = nvec, ol = lanes); loop order.
     blk = sch.get_block(name)
     loops = sch.get_loops(blk)
@@ -157,8 +164,8 @@ def conv_nhwc_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: int,
     xo, xi = sch.split(lx, [None, mr])
     oo, on, ol = sch.split(lo, [None, nvec, lanes])
     if kc:
-        _blocked(sch, order, blk, (ln, ly, oo, xo, xi, on, ol), [n_ext, oh, o // nr], reduce, kc, lanes, cores,
-                 epilogue)
+        _blocked(sch, order, blk, (ln, ly, oo, xo, xi, on, ol), [n_ext, oh, o // nr], reduce, kc, ku, lanes,
+                 cores, epilogue)
         return
     if order not in ("oc", "rows"):
         raise ValueError(f"conv_nhwc_rule: order must be 'rows' or 'oc', got {order!r}")
@@ -195,7 +202,9 @@ def conv_nhwc_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: int,
 L1_SLICE = 36 * 1024
 #: Weight panels above this size (bytes: no longer L1-resident) are sliced.
 BIG_PANEL = 48 * 1024
-#: Channel steps unrolled in the sliced micro-kernel (fewer loop branches per slice).
+#: Tile height of the wide register tile for sliced layers whose OW it divides (14, 28, 56).
+WIDE_MR = 14
+#: Channel steps unrolled in the micro-kernel (fewer loop branches per slice).
 KU = 4
 #: At most this many input channels per slice (1x1 convs: 128 x 32 x 4 B = 16 KiB measured best).
 MAX_KC = 128
@@ -233,7 +242,7 @@ def _input_channel_axis(block: Any, info: BlockInfo, ivars: list) -> int:
                         "channel index")
 
 
-def _blocked(sch: Any, order: str, blk: Any, tile_loops: tuple, outer_ext: list, reduce: list, kc: int,
+def _blocked(sch: Any, order: str, blk: Any, tile_loops: tuple, outer_ext: list, reduce: list, kc: int, ku: int,
              lanes: int, cores: int, epilogue: bool) -> None:
     """The reduction sliced by ``kc`` input channels (as `blocked_gemm_rule`'s k slices): for
     each task (``"oc"``: an (n, oc block); ``"rows"``: an output row and oc block) and channel
@@ -246,7 +255,7 @@ def _blocked(sch: Any, order: str, blk: Any, tile_loops: tuple, outer_ext: list,
 
     ln, ly, oo, xo, xi, on, ol = tile_loops
     # Step 1. rc -> (rco, rci); the slices outside the pixel tiles of a task.
-    ku = KU if kc % KU == 0 else 1
+    ku = ku if kc % ku == 0 else 1
     rco, rci, rcu = sch.split(reduce[-1], [None, kc // ku, ku])
     if order == "oc":
         sch.reorder(ln, oo, rco, ly, xo, *reduce[:-1], rci, rcu, xi, on, ol)
