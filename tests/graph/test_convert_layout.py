@@ -326,7 +326,7 @@ def test_nchw_consumer_gets_one_materialized_permute_and_output_stays_nchw():
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
 
 
-def test_grouped_conv_pad_batch_norm_softmax_reduce_resize_follow_in_nhwc():
+def test_grouped_conv_pad_batch_norm_softmax_reduce_resize_slice_follow_in_nhwc():
     """Numerics of every propagation rule against the numpy references (no compiler): only the
     input conversion and the final one remain."""
     c = [G.const(np.abs(rng.standard_normal(8)).astype("float32") + 0.5) for _ in range(4)]
@@ -344,6 +344,7 @@ def test_grouped_conv_pad_batch_norm_softmax_reduce_resize_follow_in_nhwc():
             m = bb.emit(G.op.max(s, axis=(1,), keepdims=True))
             y = bb.emit(G.op.divide(s, m))
             y = bb.emit(G.op.resize2d(y, (9, 10), method="nearest"))
+            y = bb.emit(G.op.strided_slice(y, begin=[1, 2], end=[7, 9], axes=[1, 3]))
             gv = bb.emit_output(G.op.sigmoid(y))
         bb.emit_func_output(gv)
     before = bb.get()
@@ -354,5 +355,6 @@ def test_grouped_conv_pad_batch_norm_softmax_reduce_resize_follow_in_nhwc():
     assert calls["softmax"].attrs["axis"] == 3 and calls["batch_norm"].attrs["axis"] == 3
     assert calls["max"].attrs["axis"] == (3,) and calls["resize2d"].attrs["layout"] == "NHWC"
     assert calls["pad"].attrs["pad_width"] == ((0, 0), (1, 0), (2, 1), (0, 0))
+    assert calls["strided_slice"].attrs["axes"] == (3, 2)
     data = rng.standard_normal((1, 4, 6, 7)).astype("float32")
     np.testing.assert_allclose(_evaluate(after, data), _evaluate(before, data), rtol=1e-5, atol=1e-6)

@@ -17,7 +17,7 @@ variable is bound), in NHWC (an equivalent variable, ``nhwc[v]``), or both. Per 
   other operands are 4-D tensors (converted if needed: residual adds, SE ``multiply``) or
   constants/scalars of rank ≤ 4 (re-laid out with numpy), ``concat`` (axis remapped), ``pad``
   (widths permuted), pools / ``global_avg_pool2d`` / ``resize2d`` (``layout="NHWC"``),
-  ``batch_norm`` and ``softmax`` (axis remapped), reductions (axes remapped; without keepdims
+  ``batch_norm``, ``softmax`` and ``strided_slice`` (axes remapped), reductions (axes remapped; without keepdims
   only when the kept axes stay in order, e.g. a spatial mean giving ``(N, C)``), aliases;
 * every other use (reshape/flatten, matmul, the function's results, ...) reads the NCHW variable,
   materialized lazily — ``v = permute_dims(nhwc[v], NHWC→NCHW)`` — once, right before its first
@@ -106,7 +106,7 @@ class _Rewriter:
         self.dataflow = False
         self.handlers: dict[str, Callable[[VarBinding], "Call | None"]] = {
             "conv2d": self._conv2d, "concat": self._concat, "pad": self._pad, "batch_norm": self._batch_norm,
-            "softmax": self._softmax, "log_softmax": self._softmax,
+            "softmax": self._softmax, "log_softmax": self._softmax, "strided_slice": self._strided_slice,
             **{n: self._broadcast for n in _BROADCAST}, **{n: self._layout_attr for n in _LAYOUT_ATTR},
             **{n: self._reduce for n in _REDUCE},
         }
@@ -214,6 +214,14 @@ class _Rewriter:
         if not self.has_nhwc(x):
             return None
         return make_call(call.op.name, [self.nhwc[id(x)]], axis=_nhwc_axis(call.attrs["axis"]))
+
+    def _strided_slice(self, b: VarBinding) -> "Call | None":
+        call = b.value
+        x = call.args[0]
+        if not self.has_nhwc(x):
+            return None
+        axes = tuple(_nhwc_axis(a) for a in call.attrs["axes"])  # normalized: explicit, same order as begin/end
+        return make_call("strided_slice", [self.nhwc[id(x)]], **dict(call.attrs, axes=axes))
 
     def _reduce(self, b: VarBinding) -> "Call | None":
         """Reductions follow with remapped axes. With keepdims the result is NHWC; without, it is
