@@ -31,7 +31,9 @@ from .base import FeatureExtractor
 
 _FOOTPRINT_LEVELS = (1, 2, 3, 4, 6, 8)
 _PER_ACCESS = 4 + len(_FOOTPRINT_LEVELS)
-_STORE_BASE = 25
+_STORE_BASE = 31
+L1_BYTES = 48 * 1024          # per-core data cache of the reference Xeon (the fit levels below)
+L2_BYTES = 2 * 1024 * 1024
 
 
 def _log(x: float) -> float:
@@ -45,7 +47,7 @@ class PerStoreFeature(FeatureExtractor):
 
     Example:
         >>> PerStoreFeature().dim
-        71
+        77
     """
 
     def __init__(self, max_reads: int = 3, cache_size: int = 20000):
@@ -107,9 +109,11 @@ class PerStoreFeature(FeatureExtractor):
         ]
         base += self._structure(site, loops, flops)
         loads = _collect_loads(site.store.value)
-        accesses = [self._access(site.store.buffer, site.store.indices, site, True)]
-        reads = sorted((self._access(ld.buffer, ld.indices, site, False) for ld in loads),
-                       key=lambda v: -v[4])[: self.max_reads]
+        described = [self._access(site.store.buffer, site.store.indices, site, True)]
+        described += [self._access(ld.buffer, ld.indices, site, False) for ld in loads]
+        base += _cache_fit(loops, flops, [(moves, size) for _, moves, size in described])
+        accesses = [described[0][0]]
+        reads = sorted((f for f, _, _ in described[1:]), key=lambda v: -v[4])[: self.max_reads]
         accesses += reads
         while len(accesses) < 1 + self.max_reads:
             accesses.append([0.0] * _PER_ACCESS)
@@ -167,7 +171,8 @@ class PerStoreFeature(FeatureExtractor):
                 out *= l.extent
         return out
 
-    def _access(self, buffer, indices, site: StoreSite, is_write: bool) -> list:
+    def _access(self, buffer, indices, site: StoreSite, is_write: bool) -> tuple:
+        """(features, for each loop whether it moves the address, item size in bytes)."""
         loops = site.loops
         strides = _row_major_strides(buffer)
         itemsize = max(1, _itemsize(buffer))
@@ -190,7 +195,35 @@ class PerStoreFeature(FeatureExtractor):
             strides_sub = per_loop[-k:] if k <= len(loops) else per_loop
             moving = math.prod(l.extent for l, s in zip(sub, strides_sub) if s != 0)
             feats.append(_log(moving * itemsize))
-        return feats
+        return feats, [s != 0 and l.extent > 1 for s, l in zip(per_loop, loops)], itemsize
+
+
+def _cache_fit(loops: "list[LoopInfo]", flops: int, accesses: "list[tuple[list, int]]") -> list:
+    """Roofline-like features of one store: how many innermost loops keep the data they touch
+    (all accesses together) within L1 / L2, the arithmetic intensity (FLOPs per byte touched)
+    of those loop nests, and the bytes that must come from beyond L1 / L2 (the nest's footprint
+    times the iterations of the loops outside it: no reuse assumed across them).
+
+    Example:
+        >>> # _cache_fit(site.loops, 2, [(moves_A, 4), (moves_B, 4), (moves_C, 4)])
+    """
+    n = len(loops)
+    # footprint[d]: bytes touched by the loops[d:] (d = n: one iteration)
+    footprint = []
+    for d in range(n + 1):
+        total = 0
+        for moves, size in accesses:
+            total += size * math.prod(l.extent for l, m in zip(loops[d:], moves[d:]) if m)
+        footprint.append(total)
+    trips_below = [math.prod(l.extent for l in loops[d:]) for d in range(n + 1)]
+    out = []
+    for limit in (L1_BYTES, L2_BYTES):
+        d = n
+        while d > 0 and footprint[d - 1] <= limit:
+            d -= 1
+        outer = math.prod(l.extent for l in loops[:d])
+        out += [float(n - d), _log(flops * trips_below[d] / max(1, footprint[d])), _log(footprint[d] * outer)]
+    return out
 
 
 def _outer_parallel_extent(loops: "list[LoopInfo]") -> int:
