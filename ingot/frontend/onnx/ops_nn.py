@@ -220,10 +220,33 @@ def _global_max_pool(ctx: Any, node: Any) -> Any:
 
 @register("BatchNormalization")
 def _batch_norm(ctx: Any, node: Any) -> Any:
-    if node.attr("training_mode", 0):
-        raise node.error("training_mode=1 is not supported (export the model in eval mode)")
     args = [ctx.expr(node.input(i)) for i in range(5)]
-    return ctx.emit(G.op.batch_norm(*args, axis=1, epsilon=float(node.attr("epsilon", 1e-5))))
+    eps = float(node.attr("epsilon", 1e-5))
+    if node.attr("training_mode", 0):
+        return _batch_norm_training(ctx, node, args, eps)
+    return ctx.emit(G.op.batch_norm(*args, axis=1, epsilon=eps))
+
+
+def _batch_norm_training(ctx: Any, node: Any, args: list, eps: float) -> list:
+    """BatchNormalization with ``training_mode=1`` (opset 14+): normalize with the batch's statistics
+    (population variance over every axis but 1) and also return the updated running mean/variance,
+    ``running * momentum + batch * (1 - momentum)``."""
+    x, scale, bias, mean, var = args
+    ndim = len(ctx.shape(x))
+    dt = ctx.dtype(x)
+    axes = [a for a in range(ndim) if a != 1]
+    momentum = float(node.attr("momentum", 0.9))
+    batch_mean = ctx.expr(ctx.emit(G.op.mean(x, axis=axes)))
+    centered = ctx.expr(ctx.emit(G.op.subtract(x, ctx.expr(ctx.emit(G.op.mean(x, axis=axes, keepdims=True))))))
+    batch_var = ctx.expr(ctx.emit(G.op.mean(ctx.expr(ctx.emit(G.op.multiply(centered, centered))), axis=axes)))
+    y = ctx.emit(G.op.batch_norm(x, scale, bias, batch_mean, batch_var, axis=1, epsilon=eps))
+
+    def blend(running: Any, batch: Any) -> Any:
+        a = ctx.expr(ctx.emit(G.op.multiply(running, scalar_like(momentum, dt))))
+        b = ctx.expr(ctx.emit(G.op.multiply(batch, scalar_like(1.0 - momentum, dt))))
+        return ctx.emit(G.op.add(a, b))
+
+    return [y, blend(mean, batch_mean), blend(var, batch_var)]
 
 
 @register("InstanceNormalization")

@@ -444,8 +444,14 @@ def _space_to_depth(ctx: Any, node: Any) -> Any:
     x = ctx.expr(node.input(0))
     n, c, h, w = ctx.shape(x)
     b = int(node.attr("blocksize"))
+    mode = node.attr("mode", "DCR")
+    mode = mode.decode() if isinstance(mode, bytes) else str(mode)
+    if mode not in ("DCR", "CRD"):
+        raise node.error(f"mode={mode!r}; SpaceToDepth's modes are DCR and CRD")
     t = ctx.emit(G.op.reshape(x, (n, c, h // b, b, w // b, b)))
-    t = ctx.emit(G.op.permute_dims(ctx.expr(t), (0, 3, 5, 1, 2, 4)))
+    # DCR: output channel = (row offset, column offset, channel); CRD: (channel, row offset, column offset).
+    perm = (0, 3, 5, 1, 2, 4) if mode == "DCR" else (0, 1, 3, 5, 2, 4)
+    t = ctx.emit(G.op.permute_dims(ctx.expr(t), perm))
     return ctx.emit(G.op.reshape(ctx.expr(t), (n, c * b * b, h // b, w // b)))
 
 
