@@ -121,9 +121,11 @@ def build(n: int, threads: int):
 TRANSFORMER_SHAPES = [(128, 768, 768), (128, 768, 3072), (128, 3072, 768)]
 
 
-def transformer_dense(m: int, k: int, n: int, threads: int):
+def transformer_dense(m: int, k: int, n: int, threads: int, gelu: bool = False):
     """(schedule, module, pack) of ``x[1, m, k] @ w[n, k].T`` reading the weight pre-packed into
-    ``[n/P, k, P]`` panels (PackWeights' layout), scheduled by the default rules."""
+    ``[n/P, k, P]`` panels (PackWeights' layout), scheduled by the default rules; with ``gelu``,
+    ``gelu(x @ w.T + b)`` (the FFN's first layer, the bias a third argument)."""
+    from ingot import ops
     from ingot.graph.transform.pack_weights import default_panel
     from ingot.ops import packed
     from ingot.ops.schedule import schedule_blocks
@@ -134,7 +136,12 @@ def transformer_dense(m: int, k: int, n: int, threads: int):
     x = te.placeholder((1, m, k), name="x")
     w = te.placeholder((n // p, k, p), name="w")
     target = f"llvm -num-cores={threads}"
-    sch = schedule_blocks(Schedule(te.create_prim_func([x, w, packed.dense_packed_weight(x, w)])), Target(target))
+    if gelu:
+        b = te.placeholder((n,), name="b")
+        tensors = [x, w, b, ops.gelu(packed.dense_packed_weight(x, w, b))]
+    else:
+        tensors = [x, w, packed.dense_packed_weight(x, w)]
+    sch = schedule_blocks(Schedule(te.create_prim_func(tensors)), Target(target))
     return sch, ingot.build(sch.mod, target), (lambda wt: packed.pack_dense_weight(wt, p))
 
 
@@ -166,22 +173,34 @@ def transformer_table(threads: int) -> None:
         torch = None
     rng = np.random.default_rng(0)
     rows = []
-    for m, k, n in TRANSFORMER_SHAPES:
-        _, lib, pack = transformer_dense(m, k, n, threads)
-        x, w = rng.random((1, m, k), dtype="float32"), rng.random((n, k), dtype="float32")
+    for (m, k, n), gelu in [(s, False) for s in TRANSFORMER_SHAPES] + [(TRANSFORMER_SHAPES[1], True)]:
+        _, lib, pack = transformer_dense(m, k, n, threads, gelu)
+        x, w = rng.random((1, m, k), dtype="float32"), rng.random((n, k), dtype="float32") / 16
+        b = rng.random(n, dtype="float32")
         y = np.zeros((1, m, n), "float32")
         wp = pack(w)
-        lib["main"](x, wp, y)
-        np.testing.assert_allclose(y, x @ w.T, rtol=1e-3)
+        args = (x, wp, b, y) if gelu else (x, wp, y)
+        lib["main"](*args)
+        ref = x @ w.T
+        if gelu:
+            import math
+
+            ref = (ref + b) * 0.5 * (1 + np.vectorize(math.erf)((ref + b) / np.sqrt(2)))
+        np.testing.assert_allclose(y, ref, rtol=1e-3, atol=1e-3)
         g = 2 * m * k * n / 1e9
-        t = ingot_median_seconds(lib, "main", (x, wp, y), repeat=9, min_repeat_ms=50)
+        t = ingot_median_seconds(lib, "main", args, repeat=9, min_repeat_ms=50)
         tt = None
         if torch is not None:
-            tx, tw = torch.from_numpy(x), torch.from_numpy(w)
+            tx, tw, tb = torch.from_numpy(x), torch.from_numpy(w), torch.from_numpy(b)
+
+            def ref_fn(tx=tx, tw=tw, tb=tb, gelu=gelu):
+                f = torch.nn.functional
+                return f.gelu(f.linear(tx, tw, tb)) if gelu else f.linear(tx, tw)
+
             with torch.no_grad():
-                tt = median_seconds(lambda tx=tx, tw=tw: torch.nn.functional.linear(tx, tw), repeat=9, min_seconds=0.05)
-        rows.append([f"{m}x{k}x{n}", f"{g / t:.1f}", "-" if tt is None else f"{g / tt:.1f}",
-                     "-" if tt is None else f"{tt / t:.2f}"])
+                tt = median_seconds(ref_fn, repeat=9, min_seconds=0.05)
+        rows.append([f"{m}x{k}x{n}" + (" +bias+gelu" if gelu else ""), f"{g / t:.1f}",
+                     "-" if tt is None else f"{g / tt:.1f}", "-" if tt is None else f"{tt / t:.2f}"])
     print(markdown_table(["M x K x N", "Ingot GFLOP/s", "PyTorch GFLOP/s", "Ingot / PyTorch"], rows))
     print(f"load average after: {load_average()}")
 
