@@ -5,8 +5,8 @@ weights (HWIO, or pre-packed ``[O/P, KH, KW, C, P]`` panels, `ingot.ops.packed`)
 does not depend on it, so a conv2d is an implicit GEMM whose register tile is MR output pixels
 (along OW) × NR = P output channels, stored as contiguous vectors — no transposing write-back:
 
-    for task in T.parallel(...):          # (n, oh) rows for big maps; (n, oc block, oh) for small
-        for oc block, ow tile:            #   maps with big weights: each weight panel stays hot
+    for task in T.parallel(...):          # (n, oh) rows for big maps; (n, oc block) for small
+        for oc block, ow tile:            #   maps: each weight panel stays hot
             acc[MR, NR] local             # cache_write: MR x NR/16 zmm accumulators
             for ky, kx, c:                # the whole reduction: broadcast x, vector-load w panel
                 for r in unroll(MR): for v in unroll(NR/16): for l in vectorized(16):
@@ -16,19 +16,28 @@ does not depend on it, so a conv2d is an implicit GEMM whose register tile is MR
 The write-back of the local tile and every elementwise consumer (bias add, residual add,
 relu/clip) are moved under the tile loop and then inlined into one block that reads the
 accumulators and writes the final output: one pass, vector stores. MR divides OW (56 → 8;
-28, 14, 7 → 7; 112 → 8), so there is no predicate in the micro-kernel.
+28, 14, 7 → 7; 112 → 8), so there is no predicate in the micro-kernel; 4 channel steps are
+unrolled.
 
 Loop order (`conv_nhwc_rule`): a weight panel is KH·KW·C·P·4 bytes (3×3, C = 512: 590 KB).
 When the map is small (OH·OW ≤ `SMALL_MAP` pixels, ResNet's 14×14 and 7×7 stages) the oc block
-is the outer loop and the parallel loop is (n, oc block, oh) fused — each core walks all the
-pixels of its panels while they are in L2 instead of re-streaming the whole weight tensor from
-L3 once per row. For big maps the rows are the parallel axis (n, oh) and the oc blocks loop
-inside each row (the input rows stay in L1/L2, a panel is re-read from L2 per row).
+is the outer loop and the parallel loop is (n, oc block) — each core walks all the pixels of its
+panels instead of re-streaming the whole weight tensor from L3 once per row. For big maps the
+rows are the parallel axis (n, oh) and the oc blocks loop inside each row.
+
+Sliced reduction (`choose_kc`): a panel larger than L1 would still stream from L2 once per pixel
+tile. Then the input channels are cut into slices of ``kc`` (32 for 3×3, ≤ 128 for 1×1: ≤ 36 KB
+of weights) and the slice loop goes outside the pixel tiles of a task, so a slice stays in L1
+for all of them; the accumulators live in the task's output block across slices (as in
+`blocked_gemm_rule`) and the epilogue runs once per task. Those layers use a 14 × 2-vector tile
+when 14 divides OW (each weight vector feeds 14 FMAs). Convs with < 8 input channels (the RGB
+stem) fuse (kx, c) into one contiguous reduce loop.
 
 Depthwise convolutions (``depthwise_conv2d_nhwc``) and pools over NHWC (``pool_max``,
-``pool_sum``, global average pool) are window reductions where the channel is both the output's
-last axis and the inputs' last axis: `nhwc_window_rule` tiles MR output pixels × one channel
-vector, the window loops outside the tile, accumulators in registers, the epilogue fused.
+``pool_sum``, global/spatial mean) are window reductions where the channel is both the output's
+last axis and the inputs' last axis: `nhwc_window_rule` tiles MR output pixels × one or two
+channel vectors, the window loops outside the tile, the epilogue fused, and the padding stage
+inlined (a bounds check per tap instead of a padded copy of a memory-bound activation).
 
 Example:
     >>> # conv_nhwc_rule(sch, "conv2d_nhwc", info, lanes=16, cores=2)
@@ -45,7 +54,7 @@ from ingot.tir.stmt import ForKind
 from .analysis import BlockInfo, panel_layout
 from .rules import _fuse_parallel, _vectorize_tail, choose_mr
 
-__all__ = ["conv_nhwc_rule", "nhwc_window_rule", "SMALL_MAP"]
+__all__ = ["conv_nhwc_rule", "nhwc_window_rule", "choose_kc", "SMALL_MAP"]
 
 #: Output maps with at most this many pixels loop over oc blocks outermost (weights stay hot).
 SMALL_MAP = 14 * 14
