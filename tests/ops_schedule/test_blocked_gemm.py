@@ -132,6 +132,17 @@ def test_prepacked_weight_several_slices():
     np.testing.assert_allclose(_run(sch, [x, wp], (1, m, n)), x @ w.T, rtol=1e-4, atol=1e-3)
 
 
+@pytest.mark.parametrize("order", ["slice", "panel"])
+def test_batch_matmul_both_orders(order):
+    a_, b_ = te.placeholder((3, 128, 1024), name="a"), te.placeholder((3, 1024, 128), name="b")
+    c_ = ops.matmul(a_, b_)
+    sch = Schedule(te.create_prim_func([a_, b_, c_]))
+    info = analyze_block(sch, sch.get_block(c_.op.name))
+    blocked_gemm_rule(sch, c_.op.name, info, 16, 2, order=order, nc=32 if order == "slice" else None)
+    a, b = _rand(3, 128, 1024), _rand(3, 1024, 128)
+    np.testing.assert_allclose(_run(sch, [a, b], (3, 128, 128)), a @ b, rtol=1e-4, atol=1e-3)
+
+
 def test_batch_matmul_several_slices():
     a_, b_ = te.placeholder((2, 128, 768), name="a"), te.placeholder((2, 768, 256), name="b")
     c_ = ops.matmul(a_, b_)
