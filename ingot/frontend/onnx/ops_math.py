@@ -188,6 +188,11 @@ def _cast(ctx: Any, node: Any) -> Any:
     dtype = np_dtype(int(node.attr("to")))
     x = node.input(0)
     if isinstance(x, np.ndarray) and x.dtype == object:
+        if all(isinstance(v, (int, np.integer)) for v in x.reshape(-1)):
+            return x.astype(dtype)  # the static part of a shape (e.g. head_dim for the 1/sqrt scale)
+        if np.dtype(dtype).kind not in "iu":
+            raise node.error(f"Cast of the symbolic shape value {x.tolist()} to {dtype} is not supported; "
+                             f"fix the dims with shape_dict")
         return x  # a symbolic shape stays a shape (int64) whatever integer type it is cast to
     if ctx.dtype(x) == dtype:
         return x
@@ -211,13 +216,33 @@ def _np_div(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return a / b
 
 
+def _np_shape_equal(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a == b`` on shape values holding symbolic dims (torch's ``expand(-1)`` export compares a shape with
+    -1). A symbolic dim is non-negative, so it differs from a negative int; two dims are equal when they
+    are the same expression. Anything else is unknown until run time and stays unsupported."""
+    from ingot.ir import PrimExpr, structural_equal
+
+    def eq(x: Any, y: Any) -> bool:
+        if not isinstance(x, PrimExpr) and not isinstance(y, PrimExpr):
+            return bool(x == y)
+        if isinstance(x, PrimExpr) and isinstance(y, PrimExpr) and structural_equal(x, y):
+            return True
+        other = y if isinstance(x, PrimExpr) else x
+        if not isinstance(other, PrimExpr) and int(other) < 0:
+            return False
+        raise ValueError(f"cannot decide {x} == {y} before run time")
+
+    a, b = np.broadcast_arrays(a, b)
+    return np.array([eq(x, y) for x, y in zip(a.reshape(-1), b.reshape(-1))], bool).reshape(a.shape)
+
+
 _BINARY: dict[str, tuple[Callable, Callable]] = {
     "Add": (G.op.add, lambda a, b: a + b),
     "Sub": (G.op.subtract, lambda a, b: a - b),
     "Mul": (G.op.multiply, lambda a, b: a * b),
     "Div": (G.op.divide, _np_div),
     "Pow": (G.op.power, None),
-    "Equal": (G.op.equal, None),
+    "Equal": (G.op.equal, _np_shape_equal),
     "Less": (G.op.less, None),
     "Greater": (G.op.greater, None),
     "LessOrEqual": (G.op.less_equal, None),
@@ -230,7 +255,12 @@ def _binary(builder: Callable, shape_ref: "Callable | None") -> Callable:
         a, b = node.input(0), node.input(1)
         if shape_ref is not None and is_static(a) and is_static(b) and (
                 as_array(a).dtype == object or as_array(b).dtype == object):
-            out = shape_ref(as_array(a), as_array(b))
+            try:
+                out = shape_ref(as_array(a), as_array(b))
+            except ValueError as exc:
+                raise node.error(f"{exc}; fix the symbolic dims with shape_dict") from None
+            if isinstance(out, np.ndarray) and out.dtype == bool:
+                return out
             return np.asarray(out, dtype=object)
         ea, eb = ctx.expr(a), ctx.expr(b)
         if builder is G.op.power and ctx.dtype(ea) != ctx.dtype(eb):

@@ -88,9 +88,33 @@ def _range(ctx: Any, node: Any) -> Any:
         raise node.error("Range with run-time bounds is not supported; its start/limit/delta must fold to "
                          "constants (fix input shapes with shape_dict)")
     start, limit, delta = (as_array(v) for v in node.inputs[:3])
-    if start.dtype == object or limit.dtype == object:
-        raise node.error("Range over symbolic dims is not supported; fix the dims with shape_dict")
+    if start.dtype == object or limit.dtype == object or delta.dtype == object:
+        return _symbolic_range(ctx, node, start, limit, delta)
     return np.arange(start, limit, delta, dtype=start.dtype)
+
+
+def _symbolic_range(ctx: Any, node: Any, start: np.ndarray, limit: np.ndarray, delta: np.ndarray) -> Any:
+    """Range(start, n, delta) with a symbolic dim ``n`` (GPT-2's position ids ``arange(seq)`` exported with a
+    dynamic sequence length): ``start + delta * [0, 1, ...]``, the counter an exclusive cumsum of ones (broadcast) over
+    the symbolic length ``ceil((n - start) / delta)``. Start and delta must be known ints, delta > 0."""
+    from ingot.ir import PrimExpr
+
+    s, n, d = start.reshape(-1)[0], limit.reshape(-1)[0], delta.reshape(-1)[0]
+    if isinstance(s, PrimExpr) or isinstance(d, PrimExpr) or int(d) <= 0:
+        raise node.error(f"Range({s}, {n}, {d}) over symbolic dims needs a constant start and a positive "
+                         f"constant delta; fix the dims with shape_dict")
+    s, d = int(s), int(d)
+    length = n - s if s else n
+    length = (length + d - 1) // d if d > 1 else length
+    dt = "int64" if start.dtype == object else str(start.dtype)
+    # (full() takes static shapes only; broadcast_to takes a symbolic target.)
+    ones = ctx.expr(ctx.emit(G.op.broadcast_to(G.const(np.ones(1, dt)), (length,))))
+    out = ctx.expr(ctx.emit(G.op.cumsum(ones, axis=0, exclusive=True)))
+    if d != 1:
+        out = ctx.expr(ctx.emit(G.op.multiply(out, G.const(np.array(d, dt)))))
+    if s != 0:
+        out = ctx.expr(ctx.emit(G.op.add(out, G.const(np.array(s, dt)))))
+    return out
 
 
 @register("Reshape", since=5)
@@ -338,7 +362,8 @@ def _expand(ctx: Any, node: Any) -> Any:
     target = static_ints(node.input(1), node, "the shape input")
     out_shape = _broadcast_shape(node, list(ctx.shape(x)), target)
     if not all(isinstance(d, int) for d in out_shape):
-        raise node.error(f"Expand to symbolic shape {out_shape} is not supported; fix the dims with shape_dict")
+        # A symbolic target (ViT's cls_token.expand(batch, -1, -1)) broadcasts at run time.
+        return ctx.emit(G.op.broadcast_to(ctx.expr(x), out_shape))
     if is_static(x):
         return np.broadcast_to(as_array(x), out_shape).copy()
     if list(ctx.shape(x)) == out_shape:
