@@ -158,6 +158,18 @@ def test_plain_hwio_conv_nhwc_uses_the_rule():
     np.testing.assert_allclose(_run(sch, [xa, wa], (1, 14, 14, 32)), _torch_conv(xa, wa, 1, 1), rtol=1e-4, atol=1e-4)
 
 
+def test_plain_hwio_rgb_stem():
+    # nn.conv2d_nhwc reduces (c, ky, kx): the rule reorders before fusing (kx, c) for C = 3
+    x, w = te.placeholder((1, 20, 20, 3), name="x"), te.placeholder((7, 7, 3, 32), name="w")
+    y = ops.nn.conv2d_nhwc(x, w, strides=2, padding=3)
+    sch, rules = _schedule([x, w, y])
+    assert rules["conv2d_nhwc"] == "conv_nhwc_rule", rules
+    assert "rx_rc_fused" in sch.mod["main"].script()
+    xa, wa = _rand(1, 20, 20, 3), _rand(7, 7, 3, 32)
+    np.testing.assert_allclose(_run(sch, [xa, wa], (1, 10, 10, 32)), _torch_conv(xa, wa, 2, 3), rtol=1e-4,
+                               atol=1e-4)
+
+
 def test_rule_refuses_what_it_cannot_tile():
     # 20 output channels: no 16- or 8-lane split -> ScheduleError, the driver falls back
     x, w = te.placeholder((1, 7, 7, 8), name="x"), te.placeholder((1, 1, 8, 20), name="w")

@@ -148,6 +148,8 @@ def conv_nhwc_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: int,
     if order is None:
         tasks = n_ext * (o // nr)
         order = "oc" if oh * ow <= SMALL_MAP and (tasks % cores == 0 or tasks >= 4 * cores) else "rows"
+    if order not in ("oc", "rows"):
+        raise ValueError(f"conv_nhwc_rule: order must be 'rows' or 'oc', got {order!r}")
     # The input channel: the reduce axis in the input's last (contiguous) index; innermost.
     rc_pos = _input_channel_axis(block, info, ivars)
     taps = 1
@@ -176,12 +178,11 @@ def conv_nhwc_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: int,
         _blocked(sch, order, blk, (ln, ly, oo, xo, xi, on, ol), [n_ext, oh, o // nr], reduce, kc, ku, lanes,
                  cores, epilogue)
         return
-    if order not in ("oc", "rows"):
-        raise ValueError(f"conv_nhwc_rule: order must be 'rows' or 'oc', got {order!r}")
     if info.extents[rc_pos] < 8 and len(reduce) >= 2:
         # A few input channels (the RGB stem): (kx, c) as one loop, contiguous in the input row
         # and in the weight panel. Separately, GCC unrolls the 3-step c loop and carries input
         # values across kx iterations in registers (predictive commoning), spilling the tile.
+        sch.reorder(*reduce)  # (ky, kx, c) adjacent whatever the compute's axis order
         reduce = reduce[:-2] + [sch.fuse(reduce[-2], reduce[-1])]
     elif KU > 1 and info.extents[rc_pos] % KU == 0 and info.extents[rc_pos] > KU:
         rco, rcu = sch.split(reduce[-1], [None, KU])
