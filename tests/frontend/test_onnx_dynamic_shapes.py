@@ -1,7 +1,7 @@
 """Shape arithmetic on symbolic dims in the ONNX importer (models exported with dynamic axes): torch's
 ``expand(batch, -1, -1)`` (Equal/Where on a shape holding a symbolic dim, then Expand to a symbolic shape),
-``1 / sqrt(head_dim)`` from a shape (Cast of the static part of a shape), and ``arange(seq)`` position ids
-(Range up to a symbolic dim). Compiled once, run at several sizes, compared with ONNX Runtime."""
+``1 / sqrt(head_dim)`` from a shape (Cast of the static part of a shape), ``arange(seq)`` position ids
+(Range up to a symbolic dim) and a causal-mask buffer sliced to ``[:seq, :seq]`` (Slice to a symbolic end). Compiled once, run at several sizes, compared with ONNX Runtime."""
 from __future__ import annotations
 
 import numpy as np
@@ -39,10 +39,24 @@ class PositionIds(nn.Module):
         return x + self.wpe(pos)
 
 
+class CausalMask(nn.Module):
+    """GPT-2's causal attention: a (ctx, ctx) mask buffer sliced to [:seq, :seq] with a dynamic seq."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("mask", torch.tril(torch.ones(16, 16, dtype=torch.bool)))
+
+    def forward(self, x):
+        t = x.shape[1]
+        att = (x @ x.transpose(1, 2)).masked_fill(~self.mask[:t, :t], float("-inf"))
+        return att.softmax(-1) @ x
+
+
 @pytest.mark.compiler
 @pytest.mark.parametrize("module,axes,sizes", [
     (ClsTokenScale, {0: "batch"}, [(1, 5, 8), (3, 5, 8)]),
     (PositionIds, {0: "batch", 1: "seq"}, [(1, 4, 8), (2, 7, 8)]),
+    (CausalMask, {1: "seq"}, [(1, 4, 8), (1, 9, 8)]),
 ])
 def test_symbolic_shape_arithmetic_matches_onnxruntime(module, axes, sizes, tmp_path):
     torch.manual_seed(0)

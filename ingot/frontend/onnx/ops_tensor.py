@@ -248,13 +248,32 @@ def _slice(ctx: Any, node: Any) -> Any:
     shape = list(ctx.shape(x))
     axes = norm_axes(axes if axes else range(len(starts)), len(shape))
     steps = steps or [1] * len(axes)
-    if is_static(x):
+    bounds_known = all(isinstance(v, (int, np.integer)) for v in list(starts) + list(ends))
+    if is_static(x) and bounds_known:   # (a constant sliced up to a symbolic dim stays a graph op)
         index = [slice(None)] * len(shape)
         for a, s, e, st in zip(axes, starts, ends, steps):
             b, f = _onnx_slice_bounds(shape[a], int(s), int(e), int(st))
             index[a] = slice(b, f if f >= 0 else None, int(st))
         return as_array(x)[tuple(index)]
     out = ctx.expr(x)
+    known = [isinstance(s, (int, np.integer)) and isinstance(e, (int, np.integer)) for s, e in zip(starts, ends)]
+    if not all(known):
+        # Bounds holding symbolic dims (GPT-2's causal mask buffer sliced to [:seq, :seq]): gather the
+        # positions start, start+1, ... up to the symbolic end, clamped into the axis so that an end past
+        # it cannot read out of bounds (ONNX would shorten the axis then; models slice within it).
+        for a, s, e, st, ok in zip(axes, starts, ends, steps, known):
+            if ok:
+                continue
+            dim = shape[a]
+            if int(st) != 1 or not isinstance(s, (int, np.integer)) or int(s) < 0 or not isinstance(dim, int):
+                raise node.error(f"Slice on axis {a} from {s} to {e} (step {st}) over symbolic dims needs a "
+                                 f"constant non-negative start, step 1 and a static axis size; fix the dims "
+                                 f"with shape_dict")
+            idx = ctx.expr(_symbolic_range(ctx, node, np.array(int(s)), np.array(e, dtype=object), np.array(1)))
+            idx = ctx.expr(ctx.emit(G.op.minimum(idx, G.const(np.array(dim - 1, "int64")))))
+            out = ctx.expr(ctx.emit(G.op.take(out, idx, axis=a)))
+        rest = [(a, s, e, st) for a, s, e, st, ok in zip(axes, starts, ends, steps, known) if ok]
+        axes, starts, ends, steps = ([r[i] for r in rest] for i in range(4))
     pos = [(a, s, e, st) for a, s, e, st in zip(axes, starts, ends, steps) if st > 0]
     if pos:
         out = ctx.expr(ctx.emit(G.op.strided_slice(out, [p[1] for p in pos], [p[2] for p in pos],
