@@ -46,13 +46,17 @@ def _blocks(sch: Any) -> list:
     return out
 
 
+EXPLICIT_UNROLL_MAX = 64
+
+
 class RewriteParallelVectorizeUnroll(Postproc):
     """Rewrite ``meta_schedule.parallel/vectorize/unroll_explicit`` block annotations:
 
     Step 1. fuse the outermost spatial loops while their product stays within the parallel
     limit, and mark the fused loop parallel. Step 2. vectorize the innermost loop when it is
     spatial and within the vector limit. Step 3. put ``pragma_auto_unroll_max_step`` (and
-    ``pragma_unroll_explicit``) on the outermost loop. The annotations are removed.
+    ``pragma_unroll_explicit``, 1 up to ``EXPLICIT_UNROLL_MAX`` steps, else 0: GCC unrolls) on
+    the outermost loop. The annotations are removed.
 
     Example:
         >>> # RewriteParallelVectorizeUnroll().apply(sch)
@@ -96,7 +100,11 @@ class RewriteParallelVectorizeUnroll(Postproc):
             # Step 3. unroll pragma on the outermost loop
             if unroll > 0:
                 sch.annotate(loops[0], "pragma_auto_unroll_max_step", unroll)
-                sch.annotate(loops[0], "pragma_unroll_explicit", 1)
+                # Up to EXPLICIT_UNROLL_MAX steps the lowering expands the loops (TVM's
+                # unroll_explicit); beyond, it marks them for `#pragma GCC unroll`: expanding
+                # 512 steps of a conv nest in Python took 10 s per candidate (555 KB of C),
+                # a quarter of the random samples, and made builds the bulk of tuning time.
+                sch.annotate(loops[0], "pragma_unroll_explicit", int(unroll <= EXPLICIT_UNROLL_MAX))
         return True
 
 
