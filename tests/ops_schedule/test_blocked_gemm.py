@@ -96,6 +96,20 @@ def test_panel_order_for_a_small_a_fuses_the_epilogue_after_the_slices():
                                rtol=1e-4, atol=1e-3)
 
 
+def test_block_order_fuses_the_epilogue_per_column_block():
+    x, w, bias = te.placeholder((256, 1024), name="x"), te.placeholder((128, 1024), name="w"), \
+        te.placeholder((128,), name="b")
+    y = ops.relu(ops.nn.dense(x, w, bias))
+    sch = Schedule(te.create_prim_func([x, w, bias, y]))
+    blocked_gemm_rule(sch, "T_dense", analyze_block(sch, sch.get_block("T_dense")), 16, 2, order="block")
+    kinds = _kinds(sch, "T_dense")
+    assert [kd for _, kd in kinds][:2] == [ForKind.SERIAL, ForKind.PARALLEL]  # ic, then parallel jr
+    assert _kinds(sch, "T_relu")[:2] == kinds[:2]  # epilogue per (ic, jr) block after its k slices
+    xa, wa, ba = _rand(256, 1024), _rand(128, 1024) / 16, _rand(128)
+    np.testing.assert_allclose(_run(sch, [xa, wa, ba], (256, 128)), np.maximum(xa @ wa.T + ba, 0),
+                               rtol=1e-4, atol=1e-3)
+
+
 def test_one_slice_fuses_the_epilogue_per_tile():
     x, w, bias = te.placeholder((256, 512), name="x"), te.placeholder((128, 512), name="w"), \
         te.placeholder((128,), name="b")
@@ -132,8 +146,8 @@ def test_prepacked_weight_several_slices():
     np.testing.assert_allclose(_run(sch, [x, wp], (1, m, n)), x @ w.T, rtol=1e-4, atol=1e-3)
 
 
-@pytest.mark.parametrize("order", ["slice", "panel"])
-def test_batch_matmul_both_orders(order):
+@pytest.mark.parametrize("order", ["slice", "panel", "block"])
+def test_batch_matmul_all_orders(order):
     a_, b_ = te.placeholder((3, 128, 1024), name="a"), te.placeholder((3, 1024, 128), name="b")
     c_ = ops.matmul(a_, b_)
     sch = Schedule(te.create_prim_func([a_, b_, c_]))
@@ -167,7 +181,8 @@ def test_odd_sizes_fall_back(m, n, k):
 
 
 @pytest.mark.parametrize("mc,kc,order,nc", [(64, 256, "slice", None), (256, 512, "panel", None),
-                                            (128, 384, "panel", None), (128, 512, "slice", 32)])
+                                            (128, 384, "panel", None), (128, 512, "slice", 32),
+                                            (128, 512, "block", None)])
 def test_explicit_tiles(mc, kc, order, nc):
     m, n, k = 256, 64, 1536
     A, B = te.placeholder((m, k), name="A"), te.placeholder((k, n), name="B")

@@ -20,7 +20,10 @@ When A (M x K) fits in L2 (`A_RESIDENT_BYTES`: the M = 128 layers of transformer
 order ``jr (parallel) -> ic -> kc -> ir`` is used instead: each thread packs (or reads, when the
 weights are pre-packed) its K x NR panels of B once, A stays in L2, the MC x NR block of C stays
 in L1 across the k slices, and the epilogue runs per block right after its last slice. With one
-slice (K = KC) the kc loop disappears and the epilogue runs per register tile.
+slice (K = KC) the kc loop disappears and the epilogue runs per register tile. ``order="block"``
+(``ic -> jr (parallel) -> kc -> ir``, B packed whole at the root, epilogue per MC x NR block) is
+an option with the fewest fork/joins after "panel" (1 + M / MC per call instead of ~26 at 1024^3);
+"slice" measured 3-5% more work-efficient per core, so it is the default for large A.
 
 Why this order (measured on 2 AVX-512 cores, docs/performance.md "fp32 GEMM"):
 * B is packed once per call, one KC slice at a time, right before the slice is used (the
@@ -274,11 +277,14 @@ def blocked_gemm_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: i
     else:
         kco, ko, ki = sch.split(loops[r], [None, kc // KU, KU])
     others = [loops[x] for x in info.spatial if x not in (i, j)]
-    if order not in ("panel", "slice"):
-        raise ScheduleError(f"blocked_gemm_rule: block {name!r}: order must be 'panel' or 'slice', got {order!r}")
+    if order not in ("panel", "slice", "block"):
+        raise ScheduleError(f"blocked_gemm_rule: block {name!r}: order must be 'panel', 'slice' or 'block', "
+                            f"got {order!r}")
     kl = [kco] if kco is not None else []
     if order == "slice":
         sch.reorder(*others, *([jc] if jc is not None else []), *kl, ic, jr, ir, ko, ki, ii, jn, jl)
+    elif order == "block":
+        sch.reorder(*others, ic, jr, *kl, ir, ko, ki, ii, jn, jl)
     else:
         sch.reorder(*others, jr, ic, *kl, ir, ko, ki, ii, jn, jl)
     sch.unroll(ki)
@@ -289,17 +295,18 @@ def blocked_gemm_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: i
     # Step 2. Pack one KC x N slice of the vector operand per kc iteration (pre-packed weights
     # are read as they are).
     if not prepacked:
-        _pack_slice(sch, name, vi, vdim, nr, lanes, kco if order == "slice" else jr)
+        at = {"slice": kco, "panel": jr, "block": None}[order]
+        _pack_slice(sch, name, vi, vdim, nr, lanes, at)
     # Step 3. C zeroed before the k slices (the init nest keeps the update's loop kinds); with
     # one slice, per register tile right before its k loop (so the epilogue can follow the tile).
     init = sch.decompose_reduction(blk, ko if kco is None else kco)
     _vectorize_init(sch, init, lanes)
     # Step 4. Elementwise consumers: per tile (under ir) when one slice covers K, else one inlined pass.
     if epilogue:
-        if kco is None or order == "panel":
+        if kco is None or order != "slice":
             from .rules import _fuse_epilogue
 
-            _fuse_epilogue(sch, blk, ir if kco is None else ic, lanes)
+            _fuse_epilogue(sch, blk, ir if kco is None else (ic if order == "panel" else jr), lanes)
         else:
             _inline_epilogue(sch, blk)
 
