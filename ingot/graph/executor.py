@@ -132,26 +132,61 @@ def build(mod: IRModule, target: Any = "llvm", pipeline: Any = "default", *,
     elif pipeline not in (None, "default"):
         mod = pipeline(mod)
     prim = IRModule({n: f for n, f in mod.functions.items() if not isinstance(f, Function)})
-    scheduled, report = schedule_module(prim, target, apply_schedule, lambda f: _check_kernel(f, target))
+    checked: dict = {}  # id(scheduled kernel) -> (kernel, lowered): each kernel is lowered once
+    scheduled, report = schedule_module(prim, target, apply_schedule,
+                                        lambda f: _check_kernel(f, target, checked))
     consts = ConstantTable()
     plans = {name: compile_plan(f, name, consts) for name, f in mod.functions.items()
              if isinstance(f, Function) and not f.attrs.get("Primitive")}
     layout, _ = consts.layout()
     aot_plans = {n: p for n, p in plans.items() if aot and is_aot_compatible(p)}
-    lib, kernels, aot_names = _compile(scheduled, target, aot_plans, layout)
+    lib, kernels, aot_names = _compile(scheduled, target, aot_plans, layout, checked)
     weights = _weights_array(consts)
     return Executable(mod, lib, target, plans, layout, weights, aot_names, kernels, report)
 
 
-def _check_kernel(func: Any, target: Any) -> None:
+def _check_kernel(func: Any, target: Any, cache: "dict | None" = None) -> None:
     """Raise if ``func`` cannot be lowered and printed as C (checked per kernel, so one bad
-    schedule falls back alone instead of failing the module)."""
+    schedule falls back alone instead of failing the module). The lowered function goes to
+    ``cache`` (keyed by ``id(func)``) for `_compile`, which then does not lower it again.
+
+    Example:
+        >>> _check_kernel(scheduled_func, as_target("llvm"), cache := {})  # doctest: +SKIP
+    """
     from ingot.codegen.c import generate_c
     from ingot.driver.build import lower
 
     with target:
         lowered = lower(func)
     generate_c(lowered, target, include_source=False)
+    if cache is not None:
+        # `lower(func)` named it "main"; the build's module names it, so keep the function only.
+        cache[id(func)] = (func, lowered["main"])
+
+
+def _lower_kernels(prim: IRModule, target: Any, cache: "dict | None") -> IRModule:
+    """``prim`` lowered, reusing the kernels `_check_kernel` already lowered (the lowering passes
+    are per function, so lowering a kernel alone or within the module gives the same loops)."""
+    from ingot.driver.build import lower
+
+    done, todo = {}, {}
+    for key, func in prim.items():
+        hit = cache.get(id(func)) if cache else None
+        if hit is not None and hit[0] is func:
+            lowered = hit[1]
+            # The check lowered it under the name "main"; restore the kernel's own symbol.
+            if "global_symbol" in func.attrs:
+                lowered = lowered.with_attr("global_symbol", func.attrs["global_symbol"])
+            elif "global_symbol" in lowered.attrs:
+                lowered = lowered.replace(attrs={k: v for k, v in lowered.attrs.items() if k != "global_symbol"})
+            done[key] = lowered
+        else:
+            todo[key] = func
+    if todo:
+        with target:
+            rest = lower(IRModule(todo, prim.attrs))
+        done.update(dict(rest.items()))
+    return IRModule({k: done[k] for k, _ in prim.items()}, prim.attrs)
 
 
 def _weights_array(consts: ConstantTable) -> np.ndarray:
@@ -163,7 +198,8 @@ def _weights_array(consts: ConstantTable) -> np.ndarray:
     return out
 
 
-def _compile(prim: IRModule, target: Any, aot_plans: dict, layout: list) -> "tuple[Any, dict, dict]":
+def _compile(prim: IRModule, target: Any, aot_plans: dict, layout: list,
+             lowered_cache: "dict | None" = None) -> "tuple[Any, dict, dict]":
     """Lower ``prim``, emit its C plus the AOT entries, compile one library; returns
     ``(lib, {kernel: name in lib}, {graph function: AOT name in lib})``."""
     if not prim.functions and not aot_plans:
@@ -172,13 +208,11 @@ def _compile(prim: IRModule, target: Any, aot_plans: dict, layout: list) -> "tup
     from ingot.codegen.prelude import emit_metadata_c, emit_source_c
     from ingot.codegen.sanitize import sanitize_identifier
     from ingot.codegen.toolchain import compile_shared_library
-    from ingot.driver.build import lower
     from ingot.runtime.module import Module
 
     from .aot import aot_metadata, emit_aot_function
 
-    with target:
-        lowered = lower(prim) if prim.functions else prim
+    lowered = _lower_kernels(prim, target, lowered_cache) if prim.functions else prim
     source = generate_c(lowered, target, include_source=False)
     md = source.metadata
     tail = emit_metadata_c(md)

@@ -113,7 +113,7 @@ class Constant(Expr):
         (2, 2)
     """
 
-    __slots__ = ("data", "content_hash")
+    __slots__ = ("data", "_content_hash")
     _fields = ("content_hash", "struct_info")
     _attr_fields = ("content_hash",)
 
@@ -121,10 +121,39 @@ class Constant(Expr):
         array = np.array(data, dtype=dtype) if dtype is not None or not isinstance(data, np.ndarray) else data.copy()
         if array.dtype == np.float64 and dtype is None and not isinstance(data, np.ndarray):
             array = array.astype("float32")  # Python floats default to float32, as in TVM
+        self._init_owned(array)
+
+    @classmethod
+    def _wrap_owned(cls, array: np.ndarray) -> "Constant":
+        """A Constant over ``array`` without copying it (internal: importers whose arrays nobody
+        else can write, e.g. ``numpy_helper.to_array`` views of protobuf bytes; a 500 MB model
+        would otherwise be copied once more)."""
+        obj = object.__new__(cls)
+        obj._init_owned(array)
+        return obj
+
+    def _init_owned(self, array: np.ndarray) -> None:
         array.setflags(write=False)
-        digest = hashlib.sha256(f"{array.dtype}{array.shape}".encode() + np.ascontiguousarray(array).tobytes())
-        self._init(data=array, content_hash=digest.hexdigest(),
-                   struct_info=TensorStructInfo(array.shape, str(array.dtype)))
+        # The content hash is computed on first use (CSE, the constant table, structural
+        # equality): hashing every weight at construction dominated the import of big models.
+        self._init(data=array, struct_info=TensorStructInfo(array.shape, str(array.dtype)))
+
+    @property
+    def content_hash(self) -> str:
+        """Hex digest of dtype, shape and bytes (computed once, on first use)."""
+        try:
+            return self._content_hash
+        except AttributeError:
+            array = self.data
+            digest = hashlib.sha256(f"{array.dtype}{array.shape}".encode())
+            digest.update(memoryview(np.ascontiguousarray(array)).cast("B"))
+            object.__setattr__(self, "_content_hash", digest.hexdigest())
+            return self._content_hash
+
+    @content_hash.setter
+    def content_hash(self, value: str) -> None:
+        # Used only by Node.replace/_rebuild_node (object.__setattr__), never by users.
+        object.__setattr__(self, "_content_hash", value)
 
 
 class ShapeExpr(Expr):

@@ -128,7 +128,9 @@ def load_model(model_or_path: Any) -> tuple[Any, str]:
     if not model.graph.node and not model.graph.output:
         raise ModelLoadError(source, "the model has an empty graph (is the file truncated?)")
     try:
-        onnx.checker.check_model(model)
+        # Given the path, the checker reads the file itself; given the proto, it would serialize
+        # the whole model (all weights) once more first.
+        onnx.checker.check_model(source if isinstance(model_or_path, (str, os.PathLike)) else model)
     except Exception as exc:
         msg = str(exc).strip().splitlines()
         if msg and "No Op registered" in msg[0]:
@@ -137,6 +139,17 @@ def load_model(model_or_path: Any) -> tuple[Any, str]:
         raise ModelLoadError(source, f"the ONNX checker rejects it: {msg[0] if msg else type(exc).__name__}") \
             from None
     return model, source
+
+
+def _immutable(array: np.ndarray) -> bool:
+    """Whether nobody can write ``array``'s memory: it and every array it views are read-only,
+    down to a ``bytes`` object or an own buffer (then a Constant may wrap it without a copy)."""
+    base: Any = array
+    while isinstance(base, np.ndarray):
+        if base.flags.writeable:
+            return False
+        base = base.base
+    return base is None or isinstance(base, bytes)
 
 
 def model_opset(model: Any) -> int:
@@ -308,6 +321,8 @@ class Context:
                 raise ConversionError(node.op_type if node else "?", node.name if node else "?",
                                       f"a shape containing symbolic dims {value.tolist()} is used as tensor data"
                                       f"{where}; give those dims fixed sizes with shape_dict")
+            if _immutable(value):
+                return G.Constant._wrap_owned(value)  # an initializer: no copy of the weights
             return G.const(value)
         raise IngotError(f"internal: unexpected value {value!r}")
 
@@ -410,6 +425,8 @@ def from_onnx(model_or_path: Any, shape_dict: "Mapping[str, Sequence[Any]] | Non
     params: dict[str, np.ndarray] = {}
     for init in model.graph.initializer:
         array = numpy_helper.to_array(init)
+        # A fresh array over bytes only it holds: made read-only, it becomes a Constant uncopied.
+        array.setflags(write=False)
         if keep_params_in_input:
             var = G.Var(init.name, G.TensorStructInfo(array.shape, str(array.dtype)))
             params_vars.append(var)
