@@ -10,14 +10,13 @@ The schedule (`gemm_schedule`) is written with Ingot's schedule primitives only 
 * the inner k loop is split by ``KU`` and unrolled, the MR rows and the 2 vectors unrolled, the
   16 lanes vectorized (AVX-512 FMA with a broadcast A element).
 
-``--check`` builds 512^3 and 1024^3 (the rule's two loop orders), compares with numpy and checks the assembly (FMA on zmm, no
+``--check`` builds 512^3 and 1024^3, compares with numpy and checks the assembly (FMA on zmm, no
 stack traffic in the micro-kernel loop) without timing anything.
 
 Since the cache-blocked default rule exists, the timed kernel is the *default schedule* of a plain
-``ops.matmul`` (`default_gemm`, BLIS loop order, see ingot/ops/schedule/blocked.py: k slices of 512
-outermost with B packed per slice, threads splitting the column panels of the shared slice, A read
-in place; "panel" order when A fits in L2); ``--schedule hand`` times the hand-written schedule
-below instead.
+``ops.matmul`` (`default_gemm`, see ingot/ops/schedule/blocked.py: one parallel loop over the
+32-wide column panels of B, each packed by the thread that reads it, A read in place, k slices of
+512 accumulated in C); ``--schedule hand`` times the hand-written schedule below instead.
 
 ``--transformer`` times BERT-base's dense layers instead (batch 1, sequence 128: M = 128,
 K x N = 768 x 768 / 768 x 3072 / 3072 x 768) with the weight pre-packed as the graph's
@@ -99,8 +98,8 @@ def gemm_schedule(n: int, m: int, k: int) -> Schedule:
 
 def default_gemm(n: int, threads: int) -> Schedule:
     """The default schedule (`ingot.ops.schedule`) of a plain ``ops.matmul``: for large sizes
-    the cache-blocked rule (`blocked_gemm_rule`: B packed per KC slice, KC = 512 slices
-    accumulated in C, parallel NR-column panels), the register-tiled `gemm_rule` otherwise."""
+    the cache-blocked rule (`blocked_gemm_rule`: parallel NR-column panels of B packed per
+    thread, KC = 512 slices accumulated in C), the register-tiled `gemm_rule` otherwise."""
     from ingot import ops
     from ingot.ops.schedule import schedule_blocks
     from ingot.target import Target
@@ -275,8 +274,8 @@ def main() -> None:
     global SCHEDULE
     SCHEDULE = args.schedule
     if args.check:
-        check()      # 512^3: A fits in L2, "panel" order
-        check(1024)  # "slice" order (k slices outermost, B packed per slice)
+        check()      # 512^3: one k slice (epilogue per tile)
+        check(1024)  # two k slices (C accumulated across them)
         check_transformer()
         return
     if args.transformer:

@@ -60,8 +60,16 @@ def test_choose_kc():
     assert [choose_kc(k) for k in (512, 1024, 768, 3072, 256, 264, 640)] == [512, 512, 384, 512, 256, None, None]
 
 
-def test_matmul_several_slices_structure_and_numbers():
-    m, n, k = 512, 128, 1024  # two k slices of 512; A (2 MiB) larger than A_RESIDENT_BYTES: "slice" order
+def _plain_rule(m, n, k, **kw):
+    A, B = te.placeholder((m, k), name="A"), te.placeholder((k, n), name="B")
+    C = ops.matmul(A, B)
+    sch = Schedule(te.create_prim_func([A, B, C]))
+    blocked_gemm_rule(sch, C.op.name, analyze_block(sch, sch.get_block(C.op.name)), 16, 2, **kw)
+    return sch, C.op.name
+
+
+def test_default_is_panel_order_one_parallel_region():
+    m, n, k = 512, 128, 1024  # two k slices of 512
     A, B = te.placeholder((m, k), name="A"), te.placeholder((k, n), name="B")
     C = ops.matmul(A, B)
     sch, picked = _schedule([A, B, C])
@@ -69,9 +77,24 @@ def test_matmul_several_slices_structure_and_numbers():
     blocks = sch.state.blocks("main")
     assert "B_global" in blocks and "A_global" not in blocks
     kinds = _kinds(sch, C.op.name)
-    # (kc serial, ic serial, jr parallel, ir, ko, ki unrolled, ii unrolled, jn unrolled, jl vector)
-    assert [kd for _, kd in kinds][:3] == [ForKind.SERIAL, ForKind.SERIAL, ForKind.PARALLEL]
+    # (jr parallel, ic, kc, ir, ko, ki unrolled, ii unrolled, jn unrolled, jl vector)
+    assert [kd for _, kd in kinds][:4] == [ForKind.PARALLEL] + [ForKind.SERIAL] * 3
     assert kinds[-1][1] == ForKind.VECTORIZED
+    # the panel is packed inside the same parallel loop, and C is zeroed there too: one region
+    assert _kinds(sch, "B_global")[0] == kinds[0]
+    assert _kinds(sch, C.op.name + "_init")[0] == kinds[0]
+    text = sch.mod["main"].script()
+    assert text.count("T.parallel") == 1
+    a, b = _rand(m, k), _rand(k, n)
+    np.testing.assert_allclose(_run(sch, [a, b], (m, n)), a @ b, rtol=1e-4, atol=1e-3)
+
+
+def test_slice_order_structure_and_numbers():
+    m, n, k = 512, 128, 1024
+    sch, name = _plain_rule(m, n, k, order="slice")
+    kinds = _kinds(sch, name)
+    # (kc serial, ic serial, jr parallel, ir, ...): BLIS's order, B slice shared by the threads
+    assert [kd for _, kd in kinds][:3] == [ForKind.SERIAL, ForKind.SERIAL, ForKind.PARALLEL]
     # the packing copy sits under the k-slice loop (one KC x N slice per iteration), parallel
     pack = _kinds(sch, "B_global")
     assert pack[0][0] == kinds[0][0] and pack[1][1] == ForKind.PARALLEL
@@ -79,8 +102,8 @@ def test_matmul_several_slices_structure_and_numbers():
     np.testing.assert_allclose(_run(sch, [a, b], (m, n)), a @ b, rtol=1e-4, atol=1e-3)
 
 
-def test_panel_order_for_a_small_a_fuses_the_epilogue_after_the_slices():
-    m, k, n = 128, 1536, 256  # A = 768 KiB stays in L2: "panel" order (jr parallel, ic, kc, ir)
+def test_panel_order_fuses_the_epilogue_after_the_slices():
+    m, k, n = 128, 1536, 256  # "panel" order (jr parallel, ic, kc, ir), K = 3 slices
     x, w, bias = te.placeholder((m, k), name="x"), te.placeholder((n, k), name="w"), te.placeholder((n,), name="b")
     y = ops.relu(ops.nn.dense(x, w, bias))
     sch, picked = _schedule([x, w, bias, y])
@@ -123,13 +146,14 @@ def test_one_slice_fuses_the_epilogue_per_tile():
                                rtol=1e-4, atol=1e-3)
 
 
-def test_several_slices_inline_the_epilogue_chain():
+def test_slice_order_inlines_the_epilogue_chain():
     x, w, bias = te.placeholder((512, 768), name="x"), te.placeholder((256, 768), name="w"), \
         te.placeholder((256,), name="b")
-    y = ops.relu(ops.nn.dense(x, w, bias))  # K = 768: two slices of 384, A 1.5 MiB: "slice" order
-    sch, picked = _schedule([x, w, bias, y])
-    assert picked["T_dense"] == "blocked_gemm_rule"
+    y = ops.relu(ops.nn.dense(x, w, bias))  # K = 768: two slices of 384
+    sch = Schedule(te.create_prim_func([x, w, bias, y]))
+    blocked_gemm_rule(sch, "T_dense", analyze_block(sch, sch.get_block("T_dense")), 16, 2, order="slice")
     assert "T_add_bias" not in sch.state.blocks("main")  # inlined into T_relu: one pass over C
+    sch = schedule_blocks(sch, Target(TARGET))  # the driver makes T_relu parallel + vectorized
     xa, wa, ba = _rand(512, 768), _rand(256, 768), _rand(256)
     np.testing.assert_allclose(_run(sch, [xa, wa, ba], (512, 256)), np.maximum(xa @ wa.T + ba, 0),
                                rtol=1e-4, atol=1e-3)

@@ -2,41 +2,39 @@
 
 Note: `gemm_rule` keeps the whole reduction inside one register tile, which is fine while one
 B panel (K x NR) fits in L1/L2 (up to ~512^3) but streams B from L3 and re-reads A for every
-tile for large K. This rule adds the missing cache levels, in BLIS's loop order:
+tile for large K. This rule adds the missing cache levels. Default loop order ("panel"):
 
-    C[...] = 0                                        # decompose_reduction at kc
-    for jc in range(N / NC):                          # NC columns: a thread's share of a packed
-        for kc in range(K / KC):                      #   KC x NC slice fits in its L2 (NC = N mostly)
-            for jp in T.parallel(NC / NR):            # pack the KC x NC slice of B once per slice:
-                B_pack[jp, kc slice, 0:NR] = B[...]   #   cache_read + compute_at(kc) + transform_layout
-            for ic in range(M / MC):                  # MC rows of A (MC x KC block stays in L2)
-                for jr in T.parallel(NC / NR):        # threads split the columns of the shared slice
-                    for ir in range(MC / MR):
-                        for ko, ki(unrolled):         # MR x NR register tile (unrolled ii, jn;
-                            C[ii, jn*VL:...] += A * B_pack  # vectorized jl), broadcast A, FMA
-    epilogue (bias, relu, ...): inlined into one parallel, vectorized pass (driver's elementwise rule)
+    for jr in T.parallel(N / NR):                     # threads split the NR-wide column panels
+        B_pack[jr, 0:K, 0:NR] = B[...]                # this panel, packed by the thread that reads
+                                                      #   it (cache_read + compute_at(jr) + layout)
+        for ic in range(M / MC):                      # MC rows of A
+            C[ic block, jr panel] = 0                 # decompose_reduction at kc
+            for kc in range(K / KC):                  # KC-deep slices
+                for ir in range(MC / MR):
+                    for ko, ki(unrolled):             # MR x NR register tile (unrolled ii, jn;
+                        C[ii, jn*VL:...] += A * B_pack  #  vectorized jl), broadcast A, FMA
+            epilogue (bias, relu, gelu ...) on the MC x NR block, while it is in L1/L2
 
-When A (M x K) fits in L2 (`A_RESIDENT_BYTES`: the M = 128 layers of transformers) the "panel"
-order ``jr (parallel) -> ic -> kc -> ir`` is used instead: each thread packs (or reads, when the
-weights are pre-packed) its K x NR panels of B once, A stays in L2, the MC x NR block of C stays
-in L1 across the k slices, and the epilogue runs per block right after its last slice. With one
-slice (K = KC) the kc loop disappears and the epilogue runs per register tile. ``order="block"``
-(``ic -> jr (parallel) -> kc -> ir``, B packed whole at the root, epilogue per MC x NR block) is
-an option with the fewest fork/joins after "panel" (1 + M / MC per call instead of ~26 at 1024^3);
-"slice" measured 3-5% more work-efficient per core, so it is the default for large A.
+``order="slice"`` is BLIS's textbook order (jc (NC) -> kc -> pack the KC x NC slice of B in
+parallel -> ic -> parallel jr -> ir; epilogue chain inlined into one separate pass) and
+``order="block"`` is ic -> parallel jr -> kc -> ir with B packed whole at the root.
 
-Why this order (measured on 2 AVX-512 cores, docs/performance.md "fp32 GEMM"):
-* B is packed once per call, one KC slice at a time, right before the slice is used (the
-  packing writes stay in L2); the old whole-matrix packing was a separate pass through L3.
-* The parallel loop is jr inside one slice, with the same static split as the packing loop:
-  each thread packs the panels it will read, so a B panel never crosses cores, and no thread
-  streams the other thread's half of B (the old row-block split made both threads stream all of B
-  once per 128-row block).
-* A is read in place: 8 broadcast rows of a row-major A stream well (hardware prefetch), and the
-  per-call packing of A (a strided scatter) cost more than it saved (measured 0.70x -> 0.85x of
-  OpenBLAS on one thread at 1024^3 when removed).
+Why "panel" (measured on 2 AVX-512 cores, docs/performance.md "fp32 GEMM"):
+* One OpenMP parallel region per call. "slice" needs a fork/join per (kc, ic) pair (~26 per
+  call at 1024^3): on a quiet machine that costs < 1% (315 vs 314 GFLOP/s at 1024^3, 2 threads),
+  but on a shared machine every join waits for a preempted thread — its median fell to
+  10 GFLOP/s at load ~3 where "panel" kept 117 (OpenBLAS 63). At 2048^3 "panel" is also the
+  most work-efficient order (169 vs 154 GFLOP/s per core).
+* Each thread packs exactly the B panels it reads (K x NR, one pass, then from L2), and the
+  threads never share a panel; the old rule split rows, so both threads streamed all of B once
+  per 128-row block, and packed A and B whole in two extra passes through L3.
+* A is read in place and re-read from L2/L3 once per column panel (1/16 byte per FLOP at
+  NR = 32: ~10 GB/s per core at full speed). Packing A per call (a strided scatter) cost more
+  than it saved (1024^3, one thread: 0.78x -> 0.85-0.97x of OpenBLAS without it).
 * KC = 512 where it divides K: fewer read-modify-write passes over C beat keeping the B micro-panel
   (KC x NR x 4 bytes) inside the 48 KiB L1; the panel streams from L2 at ~20 B/cycle.
+* With one slice (K = KC) the kc loop is not created: C is zeroed and the epilogue runs per
+  register tile.
 
 The accumulators live in C itself across the kc slices: the C code generator outlines the
 parallel loop body into a function with ``restrict`` pointers, so GCC keeps the MR x NR tile in
@@ -60,7 +58,6 @@ __all__ = ["blocked_gemm_rule", "choose_kc", "is_large_gemm", "KC", "KC_CHOICES"
 
 KC = 256        # the smallest k slice the rule uses (is_large_gemm: K >= KC)
 KC_CHOICES = (512, 384, 256)   # slice depths tried in order: the first that divides K
-A_RESIDENT_BYTES = 1 << 20    # A (M x K) up to 1 MiB stays in the 2 MiB L2: "panel" order
 L2_SHARE_BYTES = 1 << 20      # a thread's share of a packed B slice (NC blocking) stays in L2
 MC = 128        # rows of A per ic block: MC x KC x 4 bytes = 256 KiB at KC = 512 (L2)
 KU = 4          # k steps unrolled in the micro-kernel
@@ -226,13 +223,13 @@ def _binding(sch: Any, block_rv: Any, k: int) -> Any:
 def blocked_gemm_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: int, *, epilogue: bool = True,
                       mr: int = 8, nvec: int = 2, kc: Optional[int] = None, mc: Optional[int] = None,
                       order: Optional[str] = None, nc: Optional[int] = None) -> None:
-    """The BLIS-structured schedule of the module note on a large ``"gemm"`` block (see
+    """The cache-blocked schedule of the module note on a large ``"gemm"`` block (see
     `is_large_gemm`). Needs M % MR == 0, N % (nvec·lanes) == 0 and a slice depth of `KC_CHOICES`
-    dividing K (else it raises `ScheduleError` and the driver uses `gemm_rule`). With
-    ``epilogue``, elementwise consumers (bias, relu, residual) run per MR x NR register tile (under
-    ir, while the tile is in L1) when K is one slice; with several slices C is final only after the last one,
-    so the chain is inlined into one consumer that the driver schedules as a parallel
-    elementwise nest (one pass over C instead of one per op).
+    dividing K (else it raises `ScheduleError` and the driver uses `gemm_rule`). ``order``:
+    "panel" (default), "slice" or "block" (module note); ``mc``/``kc``/``nc``: the cache blocks
+    (defaults `MC`, `choose_kc`, `_choose_nc`). With ``epilogue``, elementwise consumers (bias,
+    relu, residual) run per register tile when K is one slice, per MC x NR block after its last
+    slice in "panel"/"block" order, and as one inlined pass after the GEMM in "slice" order.
 
     Example:
         >>> # blocked_gemm_rule(sch, "T_matmul", info, lanes=16, cores=2)
@@ -263,7 +260,7 @@ def blocked_gemm_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: i
     blk = sch.get_block(name)
     loops = sch.get_loops(blk)
     ic, ir, ii = sch.split(loops[i], [None, mc // mr, mr])
-    order = order or ("panel" if m * k * 4 <= A_RESIDENT_BYTES else "slice")
+    order = order or "panel"
     nc = nc or _choose_nc(n, kc, nr, cores)
     if order == "slice" and nc < n:
         # jc: NC-column blocks, so that one thread's share of a packed KC x NC slice fits in L2
