@@ -102,8 +102,8 @@ def load(path_or_model: Any, shape_dict: "Mapping[str, Sequence[Any]] | None" = 
     source = os.fspath(path_or_model) if isinstance(path_or_model, (str, os.PathLike)) else "<model>"
     if _is_torch_module(path_or_model):
         path_or_model, source = _torch_to_onnx(path_or_model, example_inputs), type(path_or_model).__name__
-    proto, _ = load_model(path_or_model)
-    mod, params = from_onnx(proto, shape_dict=shape_dict, dtype_dict=dtype_dict)
+    proto, loaded_from = load_model(path_or_model)
+    mod, params = from_onnx(proto, shape_dict=shape_dict, dtype_dict=dtype_dict, checked=True, source=loaded_from)
     main = mod["main"]
     inputs = [TensorInfo(p.name_hint, tuple(d if isinstance(d, int) else str(d) for d in p.struct_info.shape),
                          str(p.struct_info.dtype)) for p in main.params if p.name_hint not in params]

@@ -94,9 +94,10 @@ def _load_converters() -> None:
 # -- loading and checking ------------------------------------------------------------------------
 
 
-def load_model(model_or_path: Any) -> tuple[Any, str]:
+def load_model(model_or_path: Any, *, check: bool = True) -> tuple[Any, str]:
     """``(ModelProto, source name)`` from a path, bytes or a ModelProto; corrupt files raise
-    `ModelLoadError` naming the file.
+    `ModelLoadError` naming the file. ``check=False`` skips ``onnx.checker`` (for a ModelProto that
+    an earlier `load_model` call already checked: checking a proto serializes every weight again).
 
     Example:
         >>> load_model(b"not a model")  # doctest: +IGNORE_EXCEPTION_DETAIL
@@ -127,6 +128,8 @@ def load_model(model_or_path: Any) -> tuple[Any, str]:
                              f"{type(model_or_path).__name__}")
     if not model.graph.node and not model.graph.output:
         raise ModelLoadError(source, "the model has an empty graph (is the file truncated?)")
+    if not check:
+        return model, source
     try:
         # Given the path, the checker reads the file itself; given the proto, it would serialize
         # the whole model (all weights) once more first.
@@ -358,7 +361,8 @@ class Context:
 def from_onnx(model_or_path: Any, shape_dict: "Mapping[str, Sequence[Any]] | None" = None,
               dtype_dict: "Mapping[str, str] | str | None" = None, opset: "int | None" = None,
               keep_params_in_input: bool = False,
-              const_inputs: "Mapping[str, Any] | None" = None) -> tuple[IRModule, dict]:
+              const_inputs: "Mapping[str, Any] | None" = None, *, checked: bool = False,
+              source: "str | None" = None) -> tuple[IRModule, dict]:
     """Import an ONNX model (TVM's ``relax.frontend.onnx.from_onnx``).
 
     Args:
@@ -373,6 +377,9 @@ def from_onnx(model_or_path: Any, shape_dict: "Mapping[str, Sequence[Any]] | Non
         const_inputs: input name → value known at import time (TVM's ``freeze_params`` for inputs): the
             input is dropped from ``main`` and folded into the graph, e.g. a run-time ``shape`` or
             ``axes`` input that the graph layer needs statically.
+        checked: ``model_or_path`` is a ModelProto that `load_model` already checked (skip the
+            checker: on a proto it re-serializes every weight).
+        source: the file name to use in error messages when ``model_or_path`` is a ModelProto.
 
     Returns:
         ``(mod, params)``: ``mod["main"]`` takes the model's inputs in order and returns its output
@@ -389,7 +396,8 @@ def from_onnx(model_or_path: Any, shape_dict: "Mapping[str, Sequence[Any]] | Non
     from onnx import numpy_helper
 
     # Step 1. load and check the file; find every unsupported op before converting anything.
-    model, source = load_model(model_or_path)
+    model, loaded_from = load_model(model_or_path, check=not checked)
+    source = source or loaded_from
     opset = int(opset) if opset is not None else model_opset(model)
     missing = find_unsupported(model, opset)
     if missing:
