@@ -3,60 +3,26 @@ the driver picks, the micro-kernel in the assembly (zmm FMAs, no stack traffic, 
 every k step), and fallback when the sizes do not fit the tiles."""
 from __future__ import annotations
 
-import re
 
 import numpy as np
 import pytest
 
-import ingot
 from ingot import ops, te
-from ingot.ops.schedule import schedule_blocks
 from ingot.ops.schedule.blocked import blocked_gemm_rule, is_large_gemm
 from ingot.ops.schedule.analysis import analyze_block
 from ingot.target import Target
 from ingot.tir.schedule import Schedule
 from ingot.tir.schedule.error import ScheduleError
 
+from .schedule_testutil import TARGET, kernel_loop as _kernel_loop, run as _run, schedule as _schedule
+
 pytestmark = pytest.mark.compiler
 
-TARGET = "llvm -num-cores=2"
 RNG = np.random.default_rng(1)
 
 
 def _rand(*shape):
     return RNG.standard_normal(shape).astype("float32")
-
-
-def _schedule(tensors):
-    log: list = []
-    sch = schedule_blocks(Schedule(te.create_prim_func(tensors)), Target(TARGET), log=log)
-    return sch, {name: rule for name, rule, _ in log}
-
-
-def _run(sch, args, out_shape):
-    out = np.zeros(out_shape, "float32")
-    ingot.build(sch.mod, TARGET)["main"](*args, out)
-    return out
-
-
-def _kernel_loop(sch) -> dict:
-    """FMAs, zmm FMAs, stack accesses and vector moves of the innermost loop with most FMAs."""
-    from ingot.codegen.build import module_assembly
-
-    lines = module_assembly(ingot.lower(sch.mod), TARGET).splitlines()
-    labels = {ln[:-1]: n for n, ln in enumerate(lines) if re.match(r"^\.L\w+:$", ln)}
-    best = {"fma": 0}
-    for n, ln in enumerate(lines):
-        m = re.match(r"^\s+j\w+\s+(\.L\w+)$", ln)
-        if not m or m.group(1) not in labels or labels[m.group(1)] >= n:
-            continue
-        body = lines[labels[m.group(1)]:n + 1]
-        fma = sum(1 for b in body if re.match(r"\s+vfmadd\w+\s", b))
-        if fma > best["fma"]:
-            best = {"fma": fma, "zmm": sum(1 for b in body if re.match(r"\s+vfmadd\w+\s.*%zmm", b)),
-                    "stack": sum(1 for b in body if re.search(r"\((%rsp|%rbp)", b)),
-                    "stores": sum(1 for b in body if re.match(r"\s+vmov\w+\s+%zmm\d+, .*\(", b))}
-    return best
 
 
 def _avx512() -> bool:

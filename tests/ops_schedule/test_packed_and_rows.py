@@ -6,38 +6,24 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-import ingot
 from ingot import ops, te
 from ingot.graph.op._ref import conv2d_nchw
 from ingot.ops import packed
-from ingot.ops.schedule import schedule_blocks
 from ingot.ops.schedule.reduction import row_vector_lanes
 from ingot.target import Target
-from ingot.tir.schedule import Schedule
+
+from .schedule_testutil import TARGET, run as _run, schedule as _schedule
 
 from .test_blocked_and_conv import _avx512, _kernel_loop
 
 pytestmark = pytest.mark.compiler
 
-TARGET = "llvm -num-cores=2"
 RNG = np.random.default_rng(7)
 LANES = Target(TARGET).vector_lanes("float32")
 
 
 def _rand(*shape):
     return RNG.standard_normal(shape).astype("float32")
-
-
-def _schedule(tensors):
-    log: list = []
-    sch = schedule_blocks(Schedule(te.create_prim_func(tensors)), Target(TARGET), log=log)
-    return sch, {name: rule for name, rule, _ in log}
-
-
-def _run(sch, args, out_shape):
-    out = np.zeros(out_shape, "float32")
-    ingot.build(sch.mod, TARGET)["main"](*args, out)
-    return out
 
 
 def _copies(sch):
