@@ -323,12 +323,10 @@ def _inline_epilogue(sch: Any, producer: Any) -> None:
         nxt = sch.get_consumers(cons)
         if len(nxt) != 1 or any(iv.kind != "S" for iv in sch.get(cons).iter_vars):
             continue
-        trial = sch.copy()
         try:
-            trial.compute_inline(trial.get_block(key))
+            sch.compute_inline(cons)  # checks every precondition before it changes anything
         except ScheduleError:
             continue
-        sch.compute_inline(cons)
         frontier.append(nxt[0])
 
 

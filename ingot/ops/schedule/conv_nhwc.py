@@ -288,24 +288,26 @@ def _blocked(sch: Any, order: str, blk: Any, tile_loops: tuple, outer_ext: list,
     # Step 3. The epilogue once per task, after its slices, inlined into one pass.
     if epilogue:
         _fuse_epilogue(sch, blk, task, lanes)
-        _inline_chain(sch, blk, task, lanes)
+        _inline_chain(sch, blk, lanes)
 
 
-def _inline_chain(sch: Any, producer: Any, loop: Any, vl: int) -> None:
-    """Inline every intermediate elementwise consumer of ``producer`` (moved under ``loop``)
-    into the last one, then vectorize/unroll what is left (see `_register_tile`)."""
-    chain, frontier = [], [producer]
+def _inline_chain(sch: Any, producer: Any, vl: int, *, include_producer: bool = False,
+                  unroll_under: Any = None) -> None:
+    """Inline every elementwise consumer of ``producer`` (transitively; ``producer`` itself too when
+    ``include_producer``) into the last one, then vectorize what is left serial and, with
+    ``unroll_under``, unroll its register-tile loops below that loop (see `_register_tile`).
+    A block that refuses (one writing a function output) stays."""
+    chain, frontier = [sch.get(producer).name_hint] if include_producer else [], [producer]
     while frontier:
         for cons in sch.get_consumers(frontier.pop()):
             chain.append(sch.get(cons).name_hint)
             frontier.append(cons)
     for nm in chain:
-        trial = sch.copy()
         try:
-            trial.compute_inline(trial.get_block(nm))
+            # compute_inline checks every precondition before it changes anything
+            sch.compute_inline(sch.get_block(nm))
         except ScheduleError:
             continue
-        sch.compute_inline(sch.get_block(nm))
     for nm in chain:
         try:
             b = sch.get_block(nm)
@@ -313,6 +315,8 @@ def _inline_chain(sch: Any, producer: Any, loop: Any, vl: int) -> None:
             continue  # inlined
         if sch.get(sch.get_loops(b)[-1]).kind == ForKind.SERIAL:
             _vectorize_tail(sch, b, vl)
+        if unroll_under is not None:
+            _unroll_tile_loops(sch, b, unroll_under)
 
 
 def _register_tile(sch: Any, blk: Any, tile_loop: Any, n_reduce: int, n_tile: int, vl: int, epilogue: bool) -> None:
@@ -333,31 +337,10 @@ def _register_tile(sch: Any, blk: Any, tile_loop: Any, n_reduce: int, n_tile: in
     if not epilogue:
         _vectorize_tail(sch, write_back, vl)
         return
-    wb_name = sch.get(write_back).name_hint
     _fuse_epilogue(sch, write_back, tile_loop, vl)
     # Step 3. One pass over the tile: inline the write-back and every intermediate epilogue block
     # into the last one (a block writing a function output refuses: it stays and is vectorized).
-    chain = [wb_name]
-    frontier = [write_back]
-    while frontier:
-        for cons in sch.get_consumers(frontier.pop()):
-            chain.append(sch.get(cons).name_hint)
-            frontier.append(cons)
-    for nm in chain:
-        trial = sch.copy()
-        try:
-            trial.compute_inline(trial.get_block(nm))
-        except ScheduleError:
-            continue
-        sch.compute_inline(sch.get_block(nm))
-    for nm in chain:
-        try:
-            b = sch.get_block(nm)
-        except ScheduleError:
-            continue  # inlined
-        if sch.get(sch.get_loops(b)[-1]).kind == ForKind.SERIAL:
-            _vectorize_tail(sch, b, vl)
-        _unroll_tile_loops(sch, b, tile_loop)
+    _inline_chain(sch, write_back, vl, include_producer=True, unroll_under=tile_loop)
 
 
 def _unroll_tile_loops(sch: Any, blk: Any, tile_loop: Any) -> None:
@@ -459,9 +442,7 @@ def _inline_pad(sch: Any, name: str) -> None:
     for prod in sch.get_producers(sch.get_block(name)):
         blk = sch.get(prod)
         if blk.name_hint.startswith("pad_temp") and not blk.reads[0].buffer.name.startswith("pad_temp"):
-            trial = sch.copy()
             try:
-                trial.compute_inline(trial.get_block(blk.name_hint))
+                sch.compute_inline(prod)  # checks every precondition before it changes anything
             except ScheduleError:
                 return
-            sch.compute_inline(prod)
