@@ -32,35 +32,9 @@ def topk_indices(x: Any, k: int, axis: int = -1, largest: bool = True) -> Any:
         >>> from ingot import te
         >>> i = topk_indices(te.placeholder((2, 8), name="x"), 3)
     """
-    from ingot import te
+    from .sort import topk
 
-    ndim = len(x.shape)
-    axis = normalize_axis(axis, ndim)
-    n = x.shape[axis]
-    # Step 1. rank[m] = how many elements precede x[m] in the sorted order.
-    r = te.reduce_axis((0, n), name="r")
-
-    def rank_body(idx: tuple) -> Any:
-        m = idx[axis]
-        other = list(idx)
-        other[axis] = r
-        a, b = x[tuple(other)], x[tuple(idx)]
-        better = a > b if largest else a < b
-        before = tir.Or(better, tir.And(a == b, r < m))
-        return te.sum(tir.Select(before, tir.const(1, "int64"), tir.const(0, "int64")), axis=r)
-
-    rank = compute(x.shape, rank_body, "T_topk_rank", tag="reduction")
-    # Step 2. output j along the axis = the index m whose rank is j (exactly one m matches).
-    out_shape = [k if a == axis else d for a, d in enumerate(x.shape)]
-    s = te.reduce_axis((0, n), name="s")
-
-    def pick(idx: tuple) -> Any:
-        src = list(idx)
-        src[axis] = s
-        hit = rank[tuple(src)] == idx[axis].astype("int64")
-        return te.sum(tir.Select(hit, s.astype("int64"), tir.const(0, "int64")), axis=s)
-
-    return compute(out_shape, pick, "T_topk_indices", tag="reduction")
+    return topk(x, k, axis, ret_type="indices", largest=largest, dtype="int64")
 
 
 def bitwise(a: Any, b: Any, kind: str) -> Any:
