@@ -326,26 +326,11 @@ def _onnxruntime_session(layer, x, w, b, threads: int):
 
 
 def _onnxruntime_seconds(layer, x, w, b, threads: int) -> "float | None":
-    try:
-        import onnx  # noqa: F401  (availability check)
-        import onnxruntime as ort
-        from onnx import TensorProto, helper, numpy_helper
-    except ImportError:
-        return None
     from common import median_seconds
 
-    _, c, hw, o, k, s, g = layer
-    p = k // 2
-    nodes = [helper.make_node("Conv", ["x", "w", "bv"], ["c"], strides=[s, s], pads=[p, p, p, p], group=g),
-             helper.make_node("Relu", ["c"], ["y"])]
-    graph = helper.make_graph(nodes, "conv", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x.shape))],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
-                              [numpy_helper.from_array(w, "w"), numpy_helper.from_array(b.reshape(-1), "bv")])
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 13)])
-    model.ir_version = 8  # onnx 1.23 stamps IR 14, which ONNX Runtime 1.31 does not read yet
-    opts = ort.SessionOptions()
-    opts.intra_op_num_threads = threads
-    sess = ort.InferenceSession(model.SerializeToString(), opts, providers=["CPUExecutionProvider"])
+    sess = _onnxruntime_session(layer, x, w, b, threads)
+    if sess is None:
+        return None
     return median_seconds(lambda: sess.run(None, {"x": x}), repeat=9, min_seconds=0.05)
 
 
