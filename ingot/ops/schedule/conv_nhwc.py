@@ -44,6 +44,7 @@ Example:
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Optional
 
 from ingot.ir.expr import BufferLoad, Var
@@ -54,7 +55,8 @@ from ingot.tir.stmt import ForKind
 from .analysis import BlockInfo, panel_layout
 from .rules import _fuse_parallel, _vectorize_tail, choose_mr
 
-__all__ = ["conv_nhwc_rule", "nhwc_window_rule", "choose_kc", "SMALL_MAP"]
+__all__ = ["conv_nhwc_rule", "nhwc_window_rule", "choose_kc", "SMALL_MAP", "ConvNhwcShape", "ConvNhwcParams",
+           "analyze_conv_nhwc", "default_conv_params", "build_conv_nhwc"]
 
 #: Output maps with at most this many pixels loop over oc blocks outermost (weights stay hot).
 SMALL_MAP = 14 * 14
@@ -103,20 +105,72 @@ def _channel_weight(block: Any, ov: Var, name: str) -> "tuple[Any, Optional[int]
     return weight, panel
 
 
-def conv_nhwc_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: int, *, epilogue: bool = True,
-                   order: Optional[str] = None, mr: Optional[int] = None, kc: Optional[int] = None) -> None:
-    """Register-tiled NHWC conv2d (module note) on a ``"gemm"`` block whose output is
-    ``[N, OH, OW, O]`` with ``O`` the vector axis and ``OW`` the tile-row axis: `ingot.ops.nn`'s
-    ``conv2d_nhwc`` (groups 1) and `ingot.ops.packed`'s ``conv2d_nhwc_packed_weight``.
-    ``order`` forces ``"rows"`` or ``"oc"`` (see the note), ``mr`` the tile height, ``kc`` the
-    channel slice of the blocked reduction (0: none; default: `choose_kc`). Raises
-    `ScheduleError` when the block is not such a conv (4 output axes, O a multiple of the
-    vector width, a tile height dividing OW), so the driver falls back to `gemm_rule`.
+@dataclass(frozen=True)
+class ConvNhwcShape:
+    """What `analyze_conv_nhwc` recognized in an NHWC conv block: sizes, the input-channel
+    reduce axis (``rc_pos``: its iteration-variable position), the other reduce taps
+    (``taps`` = KH·KW), the vector width and vectors per output-channel tile (NR = nvec·lanes;
+    fixed by the weight panel when the weights are pre-packed).
 
     Example:
-        >>> # conv_nhwc_rule(sch, "conv2d_nhwc", info, lanes=16, cores=2)
+        >>> ConvNhwcShape(1, 56, 56, 64, 64, 9, 6, 16, 2).nr
+        32
     """
-    # Step 1. Recognize the block: spatial (n, oh, ow, o), reduce (ky, kx, c) in any order.
+    n: int
+    oh: int
+    ow: int
+    o: int
+    c: int
+    taps: int
+    rc_pos: int
+    lanes: int
+    nvec: int
+
+    @property
+    def nr(self) -> int:
+        return self.nvec * self.lanes
+
+
+@dataclass(frozen=True)
+class ConvNhwcParams:
+    """The knobs of `build_conv_nhwc` as plain ints (what `default_conv_params` picks):
+    ``order`` (``"rows"``: (n, oh) rows parallel, oc blocks inside; ``"oc"``: (n, oc block)
+    parallel, rows inside), ``mr`` (pixels per register tile, dividing OW), ``kc`` (input
+    channels per reduction slice; 0: whole reduction per tile), ``ku`` (channel steps unrolled;
+    1: none) and ``parallel_fuse`` (``"rows"`` order: how many leading loops of (n, oh, oc block)
+    fuse into the parallel loop; None: the fewest giving >= 4 tasks per core).
+
+    Example:
+        >>> ConvNhwcParams("rows", 8, 32, 4).x_factors(56), ConvNhwcParams("rows", 8, 32, 4).c_factors(64)
+        ([7, 8], [2, 8, 4])
+    """
+    order: str
+    mr: int
+    kc: int
+    ku: int
+    parallel_fuse: Optional[int] = None
+
+    def x_factors(self, ow: int) -> "list[int]":
+        """OW -> (pixel tiles, MR) split factors."""
+        return [ow // self.mr, self.mr]
+
+    def c_factors(self, c: int) -> "Optional[list[int]]":
+        """C -> (slices, kc/ku, ku) when sliced, (C/ku, ku) when not; None: no split."""
+        if self.kc:
+            return [c // self.kc, self.kc // self.ku, self.ku]
+        if self.ku > 1:
+            return [c // self.ku, self.ku]
+        return None
+
+
+def analyze_conv_nhwc(sch: Any, name: str, info: BlockInfo, lanes: int) -> ConvNhwcShape:
+    """Recognize an NHWC conv2d block (groups 1): spatial (n, oh, ow, o), reduce (ky, kx, c) in
+    any order, output ``[N, OH, OW, O]``, the weights indexed by ``o`` as their last axis or as a
+    pre-packed panel. Raises `ScheduleError` (naming the block and the reason) otherwise.
+
+    Example:
+        >>> # shape = analyze_conv_nhwc(sch, "conv2d_nhwc", analyze_block(sch, blk), 16); shape.nr
+    """
     if info.kind != "gemm" or not info.simple_loops or None in info.extents:
         raise ScheduleError(f"conv_nhwc_rule: block {name!r} is not a GEMM-like reduction with static shapes")
     if len(info.spatial) != 4 or info.spatial != [0, 1, 2, 3] or info.j_index != 3 or info.i_index != 2:
@@ -138,62 +192,127 @@ def conv_nhwc_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: int,
         lanes, nvec = 8, o // 8
     else:
         nvec = 2 if o % (2 * lanes) == 0 else 1
-    nr = nvec * lanes
-    if o % nr:
-        raise ScheduleError(f"conv_nhwc_rule: block {name!r}: {o} output channels are not a multiple of {nr}")
-    mr_given = mr is not None
-    mr = mr or choose_mr(ow, nvec)
-    if ow % mr:
-        raise ScheduleError(f"conv_nhwc_rule: block {name!r}: no register-tile height divides OW = {ow}")
-    if order is None:
-        tasks = n_ext * (o // nr)
-        order = "oc" if oh * ow <= SMALL_MAP and (tasks % cores == 0 or tasks >= 4 * cores) else "rows"
-    if order not in ("oc", "rows"):
-        raise ValueError(f"conv_nhwc_rule: order must be 'rows' or 'oc', got {order!r}")
+    if o % (nvec * lanes):
+        raise ScheduleError(f"conv_nhwc_rule: block {name!r}: {o} output channels are not a multiple of "
+                            f"{nvec * lanes}")
     # The input channel: the reduce axis in the input's last (contiguous) index; innermost.
     rc_pos = _input_channel_axis(block, info, ivars)
     taps = 1
     for k in info.reduce:
         if k != rc_pos:
             taps *= info.extents[k]
+    return ConvNhwcShape(n_ext, oh, ow, o, info.extents[rc_pos], taps, rc_pos, lanes, nvec)
+
+
+def default_conv_params(shape: ConvNhwcShape, cores: int, *, order: Optional[str] = None, mr: Optional[int] = None,
+                        kc: Optional[int] = None) -> ConvNhwcParams:
+    """The rule-based default knobs of a conv (module note): MR from `choose_mr` (14 x 2 vectors
+    for sliced layers whose OW 14 divides), ``"oc"`` order on small maps, ``kc`` from
+    `choose_kc`, `KU` unrolled channel steps. ``order``/``mr``/``kc`` force a value.
+
+    Example:
+        >>> default_conv_params(ConvNhwcShape(1, 56, 56, 64, 64, 9, 6, 16, 2), 2)
+        ConvNhwcParams(order='rows', mr=14, kc=32, ku=2, parallel_fuse=None)
+    """
+    mr_given = mr is not None
+    mr = mr or choose_mr(shape.ow, shape.nvec)
+    if shape.ow % mr:
+        raise ScheduleError(f"conv_nhwc_rule: no register-tile height divides OW = {shape.ow}")
+    if order is None:
+        tasks = shape.n * (shape.o // shape.nr)
+        order = "oc" if shape.oh * shape.ow <= SMALL_MAP and (tasks % cores == 0 or tasks >= 4 * cores) else "rows"
     if kc is None:
-        kc = choose_kc(taps, info.extents[rc_pos], nr)
-    if kc and info.extents[rc_pos] % kc:
-        raise ScheduleError(f"conv_nhwc_rule: block {name!r}: channel slice {kc} does not divide "
-                            f"C = {info.extents[rc_pos]}")
-    ku = KU
-    if kc and not mr_given and nvec == 2 and ow % WIDE_MR == 0:
-        # Sliced (big-panel) layers at OW = 14/28/56: a 14 x 2-vector tile (28 zmm accumulators)
-        # loads each weight vector once per 14 FMAs instead of 7; 2 unrolled steps keep GCC's
-        # register allocation spill-free (with 4 it spills 4 values per iteration).
-        mr, ku = WIDE_MR, 2
-    # Step 2. Tiles: ow -> (xo, xi = MR), o -> (oo, on = nvec, ol = lanes); loop order.
+        kc = choose_kc(shape.taps, shape.c, shape.nr)
+    if kc and shape.c % kc:
+        raise ScheduleError(f"conv_nhwc_rule: channel slice {kc} does not divide C = {shape.c}")
+    if kc:
+        ku = KU if kc % KU == 0 else 1
+        if not mr_given and shape.nvec == 2 and shape.ow % WIDE_MR == 0:
+            # Sliced (big-panel) layers at OW = 14/28/56: a 14 x 2-vector tile (28 zmm accumulators)
+            # loads each weight vector once per 14 FMAs instead of 7; 2 unrolled steps keep GCC's
+            # register allocation spill-free (with 4 it spills 4 values per iteration).
+            mr, ku = WIDE_MR, 2
+    elif shape.c < 8 and shape.taps > 1:
+        ku = 1  # the RGB stem: (kx, c) fused instead (build_conv_nhwc)
+    else:
+        ku = KU if KU > 1 and shape.c % KU == 0 and shape.c > KU else 1
+    return ConvNhwcParams(order, mr, kc, ku)
+
+
+def conv_nhwc_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: int, *, epilogue: bool = True,
+                   order: Optional[str] = None, mr: Optional[int] = None, kc: Optional[int] = None) -> None:
+    """Register-tiled NHWC conv2d (module note) on a ``"gemm"`` block whose output is
+    ``[N, OH, OW, O]`` with ``O`` the vector axis and ``OW`` the tile-row axis: `ingot.ops.nn`'s
+    ``conv2d_nhwc`` (groups 1) and `ingot.ops.packed`'s ``conv2d_nhwc_packed_weight``.
+    ``order`` forces ``"rows"`` or ``"oc"`` (see the note), ``mr`` the tile height, ``kc`` the
+    channel slice of the blocked reduction (0: none; default: `choose_kc`). Raises
+    `ScheduleError` when the block is not such a conv (4 output axes, O a multiple of the
+    vector width, a tile height dividing OW), so the driver falls back to `gemm_rule`.
+    The knobs are `default_conv_params`'; `build_conv_nhwc` builds the schedule.
+
+    Example:
+        >>> # conv_nhwc_rule(sch, "conv2d_nhwc", info, lanes=16, cores=2)
+    """
+    if order not in (None, "oc", "rows"):
+        raise ValueError(f"conv_nhwc_rule: order must be 'rows' or 'oc', got {order!r}")
+    shape = analyze_conv_nhwc(sch, name, info, lanes)
+    try:
+        params = default_conv_params(shape, cores, order=order, mr=mr, kc=kc)
+    except ScheduleError as err:
+        raise ScheduleError(str(err).replace("conv_nhwc_rule:", f"conv_nhwc_rule: block {name!r}:", 1)) from None
+    build_conv_nhwc(sch, name, info, shape, params.order, params.x_factors(shape.ow), params.c_factors(shape.c),
+                    cores, parallel_fuse=params.parallel_fuse, epilogue=epilogue)
+
+
+def build_conv_nhwc(sch: Any, name: str, info: BlockInfo, shape: ConvNhwcShape, order: str, x_factors: Any,
+                    c_factors: Any, cores: int, *, parallel_fuse: Optional[int] = None, epilogue: bool = True) -> Any:
+    """The parameterized NHWC conv schedule (module note) that `conv_nhwc_rule` (with
+    `default_conv_params`) and the tuner's `NhwcConv` rule (with sampled factors) both build.
+
+    ``x_factors``: OW -> (pixel tiles, MR); ``c_factors``: the input-channel loop -> (slices,
+    kc/ku, ku) for the sliced reduction, (C/ku, ku) for the unsliced one, or None (no split;
+    the (kx, c) fusion of the RGB stem when C < 8). Each is a list of ints / None / sampled
+    `ExprRV`s, or a function ``(sch, loop) -> list`` called on the loop it splits (how the tuner
+    samples: ``lambda s, l: s.sample_perfect_tile(l, n=2, ...)``). ``order``: ``"rows"`` or
+    ``"oc"``; ``parallel_fuse``: see `ConvNhwcParams`. Returns the task loop (the epilogue's).
+
+    Example:
+        >>> # shape = analyze_conv_nhwc(sch, "conv2d_nhwc", info, 16)
+        >>> # build_conv_nhwc(sch, "conv2d_nhwc", info, shape, "rows", [7, 8], [16, 4], cores=2)
+    """
+    if order not in ("oc", "rows"):
+        raise ValueError(f"build_conv_nhwc: order must be 'rows' or 'oc', got {order!r}")
+    lanes, nvec = shape.lanes, shape.nvec
+    # Step 1. Tiles: ow -> (xo, xi = MR), o -> (oo, on = nvec, ol = lanes).
     blk = sch.get_block(name)
     loops = sch.get_loops(blk)
     ln, ly, lx, lo = loops[:4]
-    reduce = [loops[k] for k in info.reduce if k != rc_pos] + [loops[rc_pos]]
-    xo, xi = sch.split(lx, [None, mr])
+    reduce = [loops[k] for k in info.reduce if k != shape.rc_pos] + [loops[shape.rc_pos]]
+    xo, xi = sch.split(lx, _factors(sch, lx, x_factors))
     oo, on, ol = sch.split(lo, [None, nvec, lanes])
-    if kc:
-        _blocked(sch, order, blk, (ln, ly, oo, xo, xi, on, ol), [n_ext, oh, o // nr], reduce, kc, ku, lanes,
-                 cores, epilogue)
-        return
-    if info.extents[rc_pos] < 8 and len(reduce) >= 2:
+    cf = _factors(sch, reduce[-1], c_factors) if c_factors is not None else None
+    if cf is not None and len(cf) == 3:
+        _blocked(sch, order, blk, (ln, ly, oo, xo, xi, on, ol), [shape.n, shape.oh, shape.o // shape.nr], reduce,
+                 cf, lanes, cores, epilogue, parallel_fuse)
+        return None
+    # Step 2. The reduction: (kx, c) fused for the stem, or c -> (rco, rcu unrolled).
+    if cf is None and shape.c < 8 and len(reduce) >= 2:
         # A few input channels (the RGB stem): (kx, c) as one loop, contiguous in the input row
         # and in the weight panel. Separately, GCC unrolls the 3-step c loop and carries input
         # values across kx iterations in registers (predictive commoning), spilling the tile.
         sch.reorder(*reduce)  # (ky, kx, c) adjacent whatever the compute's axis order
         reduce = reduce[:-2] + [sch.fuse(reduce[-2], reduce[-1])]
-    elif KU > 1 and info.extents[rc_pos] % KU == 0 and info.extents[rc_pos] > KU:
-        rco, rcu = sch.split(reduce[-1], [None, KU])
+    elif cf is not None:
+        rco, rcu = sch.split(reduce[-1], cf)
         reduce = reduce[:-1] + [rco, rcu]
         sch.unroll(rcu)
+    # Step 3. Loop order, micro-kernel loop kinds, the parallel loop.
     if order == "oc":
         sch.reorder(ln, oo, ly, xo, *reduce, xi, on, ol)
-        outer, outer_ext = [ln, oo, ly], [n_ext, o // nr, oh]
+        outer, outer_ext = [ln, oo, ly], [shape.n, shape.o // shape.nr, shape.oh]
     else:
         sch.reorder(ln, ly, oo, xo, *reduce, xi, on, ol)
-        outer, outer_ext = [ln, ly, oo], [n_ext, oh, o // nr]
+        outer, outer_ext = [ln, ly, oo], [shape.n, shape.oh, shape.o // shape.nr]
     sch.unroll(xi)
     sch.unroll(on)
     sch.vectorize(ol)
@@ -202,10 +321,28 @@ def conv_nhwc_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: int,
         # the rows too would give finer tasks, but then no loop variable alone separates the
         # tasks' tiles and CompactBufferAllocation keeps the accumulator tile a shared
         # full-size workspace in memory instead of a per-tile local array.)
-        sch.parallel(sch.fuse(ln, oo))
+        task = sch.fuse(ln, oo)
+        sch.parallel(task)
     else:
-        _fuse_parallel(sch, outer, outer_ext, cores)
+        task = _parallel(sch, outer, outer_ext, cores, parallel_fuse)
+    # Step 4. Accumulators in registers, the epilogue fused into their write-back.
     _register_tile(sch, blk, xo, len(reduce), 3, lanes, epilogue)
+    return task
+
+
+def _factors(sch: Any, loop: Any, factors: Any) -> list:
+    return list(factors(sch, loop)) if callable(factors) else list(factors)
+
+
+def _parallel(sch: Any, loops: list, extents: list, cores: int, fuse: Optional[int]) -> Any:
+    """The parallel loop: `_fuse_parallel`'s choice, or the first ``fuse`` loops fused."""
+    if fuse is None:
+        return _fuse_parallel(sch, loops, extents, cores)
+    if not 1 <= fuse <= len(loops):
+        raise ValueError(f"build_conv_nhwc: parallel_fuse must be 1..{len(loops)}, got {fuse}")
+    outer = sch.fuse(*loops[:fuse]) if fuse > 1 else loops[0]
+    sch.parallel(outer)
+    return outer
 
 
 #: Bytes of one weight-panel slice the blocked reduction keeps in L1 (48 KiB L1d).
@@ -252,26 +389,25 @@ def _input_channel_axis(block: Any, info: BlockInfo, ivars: list) -> int:
                         "channel index")
 
 
-def _blocked(sch: Any, order: str, blk: Any, tile_loops: tuple, outer_ext: list, reduce: list, kc: int, ku: int,
-             lanes: int, cores: int, epilogue: bool) -> None:
-    """The reduction sliced by ``kc`` input channels (as `blocked_gemm_rule`'s k slices): for
-    each task (``"oc"``: an (n, oc block); ``"rows"``: an output row and oc block) and channel
-    slice, every pixel tile of the task accumulates that slice into the output block, so the
-    KH·KW·kc·NR weight slice stays in L1 instead of the whole panel streaming from L2 per tile.
-    The accumulators live in the output across slices (GCC keeps the tile in zmm over a slice);
-    the epilogue runs once per task over its output block, after the last slice."""
+def _blocked(sch: Any, order: str, blk: Any, tile_loops: tuple, outer_ext: list, reduce: list, cf: list,
+             lanes: int, cores: int, epilogue: bool, parallel_fuse: Optional[int] = None) -> None:
+    """The reduction sliced into channel slices (``cf``: slices, kc/ku, ku; as `blocked_gemm_rule`'s
+    k slices): for each task (``"oc"``: an (n, oc block); ``"rows"``: an output row and oc block)
+    and channel slice, every pixel tile of the task accumulates that slice into the output block,
+    so the KH·KW·kc·NR weight slice stays in L1 instead of the whole panel streaming from L2 per
+    tile. The accumulators live in the output across slices (GCC keeps the tile in zmm over a
+    slice); the epilogue runs once per task over its output block, after the last slice."""
     from .blocked import _vectorize_init
     from .rules import _fuse_epilogue
 
     ln, ly, oo, xo, xi, on, ol = tile_loops
-    # Step 1. rc -> (rco, rci); the slices outside the pixel tiles of a task.
-    ku = ku if kc % ku == 0 else 1
-    rco, rci, rcu = sch.split(reduce[-1], [None, kc // ku, ku])
+    # Step 1. rc -> (rco, rci, rcu); the slices outside the pixel tiles of a task.
+    rco, rci, rcu = sch.split(reduce[-1], cf)
     if order == "oc":
         sch.reorder(ln, oo, rco, ly, xo, *reduce[:-1], rci, rcu, xi, on, ol)
     else:
         sch.reorder(ln, ly, oo, rco, xo, *reduce[:-1], rci, rcu, xi, on, ol)
-    if ku > 1:
+    if not (isinstance(cf[2], int) and cf[2] == 1):
         sch.unroll(rcu)
     sch.unroll(xi)
     sch.unroll(on)
@@ -280,7 +416,7 @@ def _blocked(sch: Any, order: str, blk: Any, tile_loops: tuple, outer_ext: list,
         task = sch.fuse(ln, oo)
         sch.parallel(task)
     else:
-        _fuse_parallel(sch, [ln, ly], outer_ext[:2], cores)
+        _parallel(sch, [ln, ly], outer_ext[:2], cores, None if parallel_fuse is None else min(parallel_fuse, 2))
         task = oo
     # Step 2. Zero the task's output block before the slices.
     init = sch.decompose_reduction(blk, rco)
