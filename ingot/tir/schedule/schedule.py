@@ -4,8 +4,15 @@ Note: the schedule holds a `ScheduleState` (the current IRModule and stable sref
 and blocks), a symbol table from random variables (`BlockRV`, `LoopRV`, `ExprRV`) to srefs or
 integer values, a seeded random state, and the `Trace` of every primitive applied. Each
 primitive lives in its own module under ``primitives/`` (legality check, transformation,
-instruction kind together); the methods below are those functions, so go-to-definition on
-``sch.split`` lands in ``primitives/split.py``.
+instruction kind together); the methods below are those functions wrapped by `_all_or_nothing`
+(``sch.split.__wrapped__`` is ``primitives.split.split``).
+
+Contract (all-or-nothing): a primitive either succeeds, changing the IR, the srefs, the handle
+table, the random state and the trace together, or raises (`ScheduleError`, or any exception
+from its checks) and leaves all of them exactly as they were: the same IR, every handle valid
+and pointing at the same loop/block, no new handle, no instruction recorded, the same random
+stream. So a rule may call a primitive directly and go on after a refusal; it needs no copy.
+`Schedule.attempt()` extends the same guarantee to a sequence of primitives.
 
 Example:
     >>> # sch = Schedule(mod, seed=0)
@@ -15,7 +22,9 @@ Example:
 """
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence, Union
+import contextlib
+import functools
+from typing import Any, Callable, Iterator, Optional, Sequence, Union
 
 import numpy as np
 
@@ -32,6 +41,27 @@ from .trace import Trace
 RV = Union[BlockRV, LoopRV, ExprRV]
 
 
+def _all_or_nothing(primitive: Callable) -> Callable:
+    """``primitive`` as a Schedule method that changes nothing when it raises (the contract in
+    the module note): a savepoint before, a rollback on any exception.
+
+    Example:
+        >>> # split = _all_or_nothing(P.split.split)   # in the Schedule class body
+    """
+    @functools.wraps(primitive)
+    def method(self: Schedule, *args: Any, **kwargs: Any) -> Any:
+        mark = self._savepoint()
+        try:
+            return primitive(self, *args, **kwargs)
+        except BaseException:
+            self._rollback(mark)
+            raise
+        finally:
+            self._release()
+
+    return method
+
+
 class Schedule:
     """A schedule over an IRModule (or a single PrimFunc, named ``"main"``).
 
@@ -39,9 +69,16 @@ class Schedule:
     nonzero int) re-verifies the sref tree after every primitive. ``error_render_level``:
     ``"detail"`` | ``"fast"`` | ``"none"`` (how much a `ScheduleError` prints).
 
+    Every primitive is all-or-nothing: when it raises, the IR, the handles, the random state and
+    the trace are unchanged, so the schedule can go on (see the module note). For a multi-step
+    attempt that may fail halfway, use ``with sch.attempt(): ...`` (rolls everything back on
+    an exception, then re-raises it) rather than trying on `copy()`.
+
     Example:
         >>> # sch = Schedule(MyModule, seed=42)
         >>> # sch.mod is the current IRModule; sch.trace the recorded instructions
+        >>> # try: sch.compute_inline(b)          # refused: sch is exactly as before
+        >>> # except ScheduleError: pass
     """
 
     def __init__(
@@ -75,6 +112,8 @@ class Schedule:
         self._rng = np.random.Generator(np.random.PCG64(None if seed in (None, -1) else int(seed)))
         self._func_working_on: Optional[str] = "main" if "main" in mod else (
             self.state.func_names()[0] if len(self.state.func_names()) == 1 else None)
+        self._tx_depth = 0  # open transactions (primitives and attempts nest)
+        self._rv_journal: Optional[list] = None  # handle-table undo records while one is open
 
     # -- module, trace, copies -----------------------------------------------------------------
     @property
@@ -120,7 +159,64 @@ class Schedule:
         new.enable_check = self.enable_check
         new._rng = np.random.Generator(np.random.PCG64(self.fork_seed()))
         new._func_working_on = self._func_working_on
+        new._tx_depth = 0
+        new._rv_journal = None
         return new
+
+    # -- transactions ---------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def attempt(self) -> Iterator["Schedule"]:
+        """All-or-nothing for a sequence of steps: on any exception inside the block, the
+        schedule (IR, handles, random state, trace) is rolled back to where it was when the
+        block was entered, and the exception propagates. Nests; costs no copy.
+
+        Example:
+            >>> # try:
+            >>> #     with sch.attempt():
+            >>> #         wb = sch.cache_write(b, 0, "local"); sch.reverse_compute_at(wb, loop)
+            >>> # except ScheduleError:
+            >>> #     pass            # neither step happened
+        """
+        mark = self._savepoint()
+        try:
+            yield self
+        except BaseException:
+            self._rollback(mark)
+            raise
+        finally:
+            self._release()
+
+    def _savepoint(self) -> tuple:
+        # Step 1. Open (or nest into) the transaction of the state and of the handle table.
+        self._tx_depth += 1
+        if self._rv_journal is None:
+            self._rv_journal = []
+        # Step 2. What else a primitive changes: the trace (append-only), the random state, the
+        # working function.
+        return (self.state.savepoint(), len(self._rv_journal), len(self._trace.insts),
+                self._rng, self._rng.bit_generator.state, self._func_working_on)
+
+    def _rollback(self, mark: tuple) -> None:
+        state_mark, rv_mark, n_insts, rng, rng_state, func_working_on = mark
+        self.state.rollback(state_mark)
+        journal = self._rv_journal
+        while len(journal) > rv_mark:
+            key, entry = journal.pop()
+            if entry is None:
+                self._symbols.pop(key, None)
+            else:
+                self._symbols[key] = entry
+        while len(self._trace.insts) > n_insts:
+            self._trace.pop()
+        self._rng = rng
+        rng.bit_generator.state = rng_state
+        self._func_working_on = func_working_on
+
+    def _release(self) -> None:
+        self._tx_depth -= 1
+        if self._tx_depth == 0:
+            self.state.end_transaction()
+            self._rv_journal = None
 
     # -- random state ---------------------------------------------------------------------------
     def seed(self, seed: int) -> None:
@@ -174,7 +270,9 @@ class Schedule:
         Example:
             >>> # sch.remove_rv(b0)
         """
-        self._symbols.pop(id(rv), None)
+        entry = self._symbols.pop(id(rv), None)
+        if entry is not None and self._rv_journal is not None:
+            self._rv_journal.append((id(rv), entry))
 
     def _lookup(self, rv: Any) -> Any:
         try:
@@ -197,6 +295,8 @@ class Schedule:
     def _new_rv(self, cls: type, value: Any) -> Any:
         rv = cls()
         self._symbols[id(rv)] = (rv, value)
+        if self._rv_journal is not None:
+            self._rv_journal.append((id(rv), None))
         return rv
 
     def _loop(self, rv: Any, primitive: str, arg: str = "loop") -> StmtSRef:
@@ -268,39 +368,39 @@ class Schedule:
         print(self.mod.script())
         print(self.trace)
 
-    # -- primitives (each defined in its own module under primitives/) ------------------------------
-    get_block = P.get_block.get_block
-    get_loops = P.get_block.get_loops
-    get_child_blocks = P.get_block.get_child_blocks
-    get_producers = P.get_block.get_producers
-    get_consumers = P.get_block.get_consumers
-    split = P.split.split
-    fuse = P.fuse.fuse
-    reorder = P.reorder.reorder
-    parallel = P.loop_kind.parallel
-    vectorize = P.loop_kind.vectorize
-    unroll = P.loop_kind.unroll
-    bind = P.loop_kind.bind
-    annotate = P.annotate.annotate
-    unannotate = P.annotate.unannotate
-    cache_read = P.cache.cache_read
-    cache_write = P.cache.cache_write
-    set_scope = P.set_scope.set_scope
-    storage_align = P.storage_align.storage_align
-    add_unit_loop = P.add_unit_loop.add_unit_loop
-    sample_perfect_tile = P.sampling.sample_perfect_tile
-    sample_categorical = P.sampling.sample_categorical
-    sample_compute_location = P.sampling.sample_compute_location
-    compute_at = P.compute_at.compute_at
-    reverse_compute_at = P.compute_at.reverse_compute_at
-    compute_inline = P.compute_inline.compute_inline
-    reverse_compute_inline = P.compute_inline.reverse_compute_inline
-    decompose_reduction = P.decompose_reduction.decompose_reduction
-    rfactor = P.rfactor.rfactor
-    transform_layout = P.transform_layout.transform_layout
-    blockize = P.blockize_tensorize.blockize
-    tensorize = P.blockize_tensorize.tensorize
-    pad_einsum = P.pad_einsum.pad_einsum
+    # -- primitives (each defined in its own module under primitives/, made all-or-nothing) --------
+    get_block = _all_or_nothing(P.get_block.get_block)
+    get_loops = _all_or_nothing(P.get_block.get_loops)
+    get_child_blocks = _all_or_nothing(P.get_block.get_child_blocks)
+    get_producers = _all_or_nothing(P.get_block.get_producers)
+    get_consumers = _all_or_nothing(P.get_block.get_consumers)
+    split = _all_or_nothing(P.split.split)
+    fuse = _all_or_nothing(P.fuse.fuse)
+    reorder = _all_or_nothing(P.reorder.reorder)
+    parallel = _all_or_nothing(P.loop_kind.parallel)
+    vectorize = _all_or_nothing(P.loop_kind.vectorize)
+    unroll = _all_or_nothing(P.loop_kind.unroll)
+    bind = _all_or_nothing(P.loop_kind.bind)
+    annotate = _all_or_nothing(P.annotate.annotate)
+    unannotate = _all_or_nothing(P.annotate.unannotate)
+    cache_read = _all_or_nothing(P.cache.cache_read)
+    cache_write = _all_or_nothing(P.cache.cache_write)
+    set_scope = _all_or_nothing(P.set_scope.set_scope)
+    storage_align = _all_or_nothing(P.storage_align.storage_align)
+    add_unit_loop = _all_or_nothing(P.add_unit_loop.add_unit_loop)
+    sample_perfect_tile = _all_or_nothing(P.sampling.sample_perfect_tile)
+    sample_categorical = _all_or_nothing(P.sampling.sample_categorical)
+    sample_compute_location = _all_or_nothing(P.sampling.sample_compute_location)
+    compute_at = _all_or_nothing(P.compute_at.compute_at)
+    reverse_compute_at = _all_or_nothing(P.compute_at.reverse_compute_at)
+    compute_inline = _all_or_nothing(P.compute_inline.compute_inline)
+    reverse_compute_inline = _all_or_nothing(P.compute_inline.reverse_compute_inline)
+    decompose_reduction = _all_or_nothing(P.decompose_reduction.decompose_reduction)
+    rfactor = _all_or_nothing(P.rfactor.rfactor)
+    transform_layout = _all_or_nothing(P.transform_layout.transform_layout)
+    blockize = _all_or_nothing(P.blockize_tensorize.blockize)
+    tensorize = _all_or_nothing(P.blockize_tensorize.tensorize)
+    pad_einsum = _all_or_nothing(P.pad_einsum.pad_einsum)
 
 
 _ENTER_POSTPROC = InstructionKind("enter_postproc")

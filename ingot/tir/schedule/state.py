@@ -103,6 +103,8 @@ class ScheduleState:
     def __init__(self, mod: IRModule):
         self.mod = mod
         self._index: dict[str, _FuncIndex] = {}
+        # Undo records of the open transaction (None when none is open; see `savepoint`).
+        self._journal: Optional[list] = None
         for name, func in mod.items():
             if isinstance(func, PrimFunc):
                 self._index[name] = _FuncIndex()
@@ -141,6 +143,7 @@ class ScheduleState:
         new = ScheduleState.__new__(ScheduleState)
         new.mod = self.mod
         new._index = {}
+        new._journal = None
         mapping: dict[int, StmtSRef] = {id(ROOT_MARK): ROOT_MARK, id(INLINE_MARK): INLINE_MARK}
         for name, index in self._index.items():
             new_index = _FuncIndex()
@@ -159,6 +162,53 @@ class ScheduleState:
             new_index.root = mapping[id(index.root)] if index.root is not None else None
             new._index[name] = new_index
         return new, mapping
+
+    # -- transactions (all-or-nothing primitives) -----------------------------------------------
+    def savepoint(self) -> int:
+        """Open (or nest into) a transaction and return a mark for `rollback`.
+
+        Note: while a transaction is open, `set_func` (through which every mutation goes) first
+        records what it is about to change: the module, the function's sref tables and the
+        fields of its srefs. The IR is immutable, so that record is small (O(#loops + #blocks),
+        no IR copy). `Schedule` opens one around every primitive and around `Schedule.attempt`.
+
+        Example:
+            >>> # mark = state.savepoint(); ...; state.rollback(mark); state.end_transaction()
+        """
+        if self._journal is None:
+            self._journal = []
+        return len(self._journal)
+
+    def rollback(self, mark: int) -> None:
+        """Undo every change made since `savepoint` returned ``mark``: the module, the sref
+        tables and every sref's fields are as they were (the same sref objects, so handles that
+        existed then are valid again; srefs created since are dropped).
+
+        Example:
+            >>> # mark = state.savepoint(); state.set_func("main", f2); state.rollback(mark)
+        """
+        journal = self._journal
+        if journal is None:
+            return
+        while len(journal) > mark:
+            mod, func_name, loops, blocks, root, fields = journal.pop()
+            self.mod = mod
+            index = self._index[func_name]
+            index.loops, index.blocks, index.root = loops, blocks, root
+            for sref, stmt, parent, realize, seq_index in fields:
+                sref.stmt, sref.parent, sref.realize, sref.seq_index = stmt, parent, realize, seq_index
+
+    def end_transaction(self) -> None:
+        """Close the outermost transaction (its changes are kept; the undo records dropped)."""
+        self._journal = None
+
+    def _journal_func(self, func_name: str) -> None:
+        # _reindex builds new tables (the old dicts are only read) and mutates srefs in place:
+        # keep the old tables and every sref's fields.
+        index = self._index[func_name]
+        fields = [(s, s.stmt, s.parent, s.realize, s.seq_index)
+                  for table in (index.loops, index.blocks) for s in table.values()]
+        self._journal.append((self.mod, func_name, index.loops, index.blocks, index.root, fields))
 
     # -- mutation ----------------------------------------------------------------------------------
     def replace(self, func_name: str, old: Stmt, new: "Stmt | None") -> PrimFunc:
@@ -185,7 +235,10 @@ class ScheduleState:
         return self.set_func(func_name, func.with_body(body))
 
     def set_func(self, func_name: str, func: PrimFunc) -> PrimFunc:
-        """Install a new version of a function and re-attach its srefs."""
+        """Install a new version of a function and re-attach its srefs (undoable while a
+        transaction is open: see `savepoint`)."""
+        if self._journal is not None:
+            self._journal_func(func_name)
         self.mod = self.mod.with_function(func_name, func)
         self._reindex(func_name, func)
         return func

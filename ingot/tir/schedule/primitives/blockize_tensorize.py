@@ -283,13 +283,13 @@ def tensorize(sch: Any, block_or_loop: Any, tensor_intrin: str, preserve_unit_it
     intrin = TensorIntrin.get(tensor_intrin)
     sref = sch._block_or_loop(block_or_loop, "tensorize")
     func_name = sref.func_name
-    saved = sch.mod[func_name]  # a refusal after blockizing a loop must leave the IR unchanged
+    # A refusal after blockizing a loop leaves nothing behind: Schedule rolls the whole primitive
+    # back (state, handles, trace) on any exception, so no manual restore is needed here.
     if isinstance(sref.stmt, For):
         name = _blockize(sch, sref, preserve_unit_iters)
         sref = sch.state.block_sref(func_name, name)
     outer: Block = sref.stmt
     if outer.init is not None:
-        sch.state.set_func(func_name, saved)
         sch._raise(f"tensorize: block {outer.name_hint!r} has an init",
                    "decompose_reduction first, then tensorize the update", func_name, [outer])
 
@@ -301,7 +301,6 @@ def tensorize(sch: Any, block_or_loop: Any, tensor_intrin: str, preserve_unit_it
         if missing:
             m.fail(f"the intrinsic's buffers {missing} are not accessed")
     except _NoMatch as err:
-        sch.state.set_func(func_name, saved)
         sch._raise(f"tensorize: block {outer.name_hint!r} does not match intrinsic {tensor_intrin!r}: {err}",
                    "schedule the loops so that the tile under the block has the intrinsic's shape and computation",
                    func_name, [outer])
