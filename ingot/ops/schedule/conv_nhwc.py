@@ -292,9 +292,8 @@ def build_conv_nhwc(sch: Any, name: str, info: BlockInfo, shape: ConvNhwcShape, 
     oo, on, ol = sch.split(lo, [None, nvec, lanes])
     cf = _factors(sch, reduce[-1], c_factors) if c_factors is not None else None
     if cf is not None and len(cf) == 3:
-        _blocked(sch, order, blk, (ln, ly, oo, xo, xi, on, ol), [shape.n, shape.oh, shape.o // shape.nr], reduce,
-                 cf, lanes, cores, epilogue, parallel_fuse)
-        return None
+        return _blocked(sch, order, blk, (ln, ly, oo, xo, xi, on, ol), [shape.n, shape.oh, shape.o // shape.nr],
+                        reduce, cf, lanes, cores, epilogue, parallel_fuse)
     # Step 2. The reduction: (kx, c) fused for the stem, or c -> (rco, rcu unrolled).
     if cf is None and shape.c < 8 and len(reduce) >= 2:
         # A few input channels (the RGB stem): (kx, c) as one loop, contiguous in the input row
@@ -390,7 +389,7 @@ def _input_channel_axis(block: Any, info: BlockInfo, ivars: list) -> int:
 
 
 def _blocked(sch: Any, order: str, blk: Any, tile_loops: tuple, outer_ext: list, reduce: list, cf: list,
-             lanes: int, cores: int, epilogue: bool, parallel_fuse: Optional[int] = None) -> None:
+             lanes: int, cores: int, epilogue: bool, parallel_fuse: Optional[int] = None) -> Any:
     """The reduction sliced into channel slices (``cf``: slices, kc/ku, ku; as `blocked_gemm_rule`'s
     k slices): for each task (``"oc"``: an (n, oc block); ``"rows"``: an output row and oc block)
     and channel slice, every pixel tile of the task accumulates that slice into the output block,
@@ -425,6 +424,7 @@ def _blocked(sch: Any, order: str, blk: Any, tile_loops: tuple, outer_ext: list,
     if epilogue:
         _fuse_epilogue(sch, blk, task, lanes)
         _inline_chain(sch, blk, lanes)
+    return task
 
 
 def _inline_chain(sch: Any, producer: Any, vl: int, *, include_producer: bool = False,

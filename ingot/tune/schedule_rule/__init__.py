@@ -3,10 +3,11 @@
 Example:
     >>> from ingot.tune.schedule_rule import default_rules
     >>> [repr(r) for r in default_rules()]
-    ['AutoInline', 'BlockedGemm', 'MultiLevelTiling', 'ParallelVectorizeUnroll', 'RandomComputeLocation']
+    ['AutoInline', 'NhwcConv', 'BlockedGemm', 'MultiLevelTiling', 'ParallelVectorizeUnroll', 'RandomComputeLocation']
 """
 from .auto_inline import AutoInline
 from .blocked_gemm import BlockedGemm
+from .conv_nhwc import NhwcConv
 from .base import ScheduleRule, has_primitive, loop_iter_kinds
 from .multi_level_tiling import MultiLevelTiling
 from .parallel_vectorize_unroll import ParallelVectorizeUnroll
@@ -16,14 +17,15 @@ from .random_compute_location import RandomComputeLocation
 def default_rules(target=None) -> list:
     """TVM's default CPU rules (AutoInline, MultiLevelTiling(SSRSRS), ParallelVectorizeUnroll,
     RandomComputeLocation) plus `BlockedGemm` (the tunable GotoBLAS blocking of large GEMMs,
-    beside MultiLevelTiling: it returns the untouched block too).
+    beside MultiLevelTiling: it returns the untouched block too) and `NhwcConv` (the tunable
+    register-tiled NHWC conv, likewise).
 
     Example:
         >>> len(default_rules())
-        5
+        6
     """
-    return [AutoInline(), BlockedGemm(), MultiLevelTiling("SSRSRS"), ParallelVectorizeUnroll(), RandomComputeLocation()]
+    return [AutoInline(), NhwcConv(), BlockedGemm(), MultiLevelTiling("SSRSRS"), ParallelVectorizeUnroll(), RandomComputeLocation()]
 
 
-__all__ = ["ScheduleRule", "AutoInline", "BlockedGemm", "MultiLevelTiling", "ParallelVectorizeUnroll", "RandomComputeLocation",
+__all__ = ["ScheduleRule", "AutoInline", "BlockedGemm", "NhwcConv", "MultiLevelTiling", "ParallelVectorizeUnroll", "RandomComputeLocation",
            "default_rules", "has_primitive", "loop_iter_kinds"]

@@ -26,8 +26,8 @@ class AutoInline(ScheduleRule):
         self.into_producer, self.into_consumer = into_producer, into_consumer
 
     def apply(self, sch: Any, block: Any) -> "list[Any]":
-        if not is_spatial_elementwise(sch, block):
-            return [sch]
+        if not is_spatial_elementwise(sch, block) or "meta_schedule.nhwc_conv" in sch.get(block).annotations:
+            return [sch]  # (a padding stage NhwcConv scheduled stays a separate stage)
         func = sch.mod[sch.get_sref(block).func_name]
         writes_output = any(w.buffer is p for w in sch.get(block).writes for p in func.params)
         if self.into_consumer and not writes_output and sch.get_consumers(block):

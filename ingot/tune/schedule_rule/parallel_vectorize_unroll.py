@@ -38,8 +38,9 @@ class ParallelVectorizeUnroll(ScheduleRule):
 
     def apply(self, sch: Any, block: Any) -> "list[Any]":
         annotations = sch.get(block).annotations
-        if "meta_schedule.parallel" in annotations or "meta_schedule.blocked_gemm" in annotations:
-            return [sch]  # already annotated, or already parallel and vectorized (BlockedGemm)
+        if ("meta_schedule.parallel" in annotations or "meta_schedule.blocked_gemm" in annotations
+                or "meta_schedule.nhwc_conv" in annotations):
+            return [sch]  # already annotated, or already parallel and vectorized (BlockedGemm, NhwcConv)
         cores = getattr(getattr(self, "context", None), "num_cores", None) or 1
         if self.max_jobs_per_core > 0:
             sch.annotate(block, "meta_schedule.parallel", self.max_jobs_per_core * cores)

@@ -24,7 +24,8 @@ class RandomComputeLocation(ScheduleRule):
 
     def apply(self, sch: Any, block: Any) -> "list[Any]":
         ann = sch.get(block).annotations
-        if is_reduction_block(sch, block) or "meta_schedule.tiling_structure" in ann or "meta_schedule.blocked_gemm" in ann:
+        if is_reduction_block(sch, block) or "meta_schedule.tiling_structure" in ann or "meta_schedule.blocked_gemm" in ann \
+                or "meta_schedule.nhwc_conv" in ann:
             return [sch]
         func = sch.mod[sch.get_sref(block).func_name]
         if any(w.buffer is p for w in sch.get(block).writes for p in func.params) or not sch.get_consumers(block):
