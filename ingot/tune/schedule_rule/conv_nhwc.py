@@ -94,7 +94,7 @@ class NhwcConv(ScheduleRule):
         Example:
             >>> from ingot.ops.schedule.conv_nhwc import ConvNhwcShape
             >>> [(p.order, p.kc) for p in NhwcConv().branch_params(ConvNhwcShape(1, 7, 7, 1280, 320, 1, 6, 16, 2), 2)]
-            [('oc', 0), ('rows', 0), ('oc', 64)]
+            [('oc', 0), ('rows', 0), ('oc', 80)]
         """
         from ingot.ops.schedule.conv_nhwc import default_conv_params
 
