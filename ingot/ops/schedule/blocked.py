@@ -222,20 +222,42 @@ def _binding(sch: Any, block_rv: Any, k: int) -> Any:
 
 def blocked_gemm_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: int, *, epilogue: bool = True,
                       mr: int = 8, nvec: int = 2, kc: Optional[int] = None, mc: Optional[int] = None,
-                      order: Optional[str] = None, nc: Optional[int] = None) -> None:
+                      order: Optional[str] = None, nc: Optional[int] = None, ku: int = KU,
+                      mc_split: Any = None, k_split: Any = None) -> None:
     """The cache-blocked schedule of the module note on a large ``"gemm"`` block (see
-    `is_large_gemm`). Needs M % MR == 0, N % (nvec·lanes) == 0 and a slice depth of `KC_CHOICES`
-    dividing K (else it raises `ScheduleError` and the driver uses `gemm_rule`). ``order``:
-    "panel" (default), "slice" or "block" (module note); ``mc``/``kc``/``nc``: the cache blocks
-    (defaults `MC`, `choose_kc`, `_choose_nc`). With ``epilogue``, elementwise consumers (bias,
-    relu, residual) run per register tile when K is one slice, per MC x NR block after its last
-    slice in "panel"/"block" order, and as one inlined pass after the GEMM in "slice" order.
+    `is_large_gemm`): the one builder of this GEMM, used by the rule-based default (no tile
+    arguments: exactly the schedule the module note describes) and by the tuner's `BlockedGemm`
+    (sampled tile factors). Needs M % MR == 0, N % (nvec·lanes) == 0 and a slice depth of
+    `KC_CHOICES` dividing K (else it raises `ScheduleError` and the driver uses `gemm_rule`).
+
+    Parameters: ``mr`` x ``nvec`` vectors is the register tile (NR = nvec·lanes; pre-packed
+    weights fix NR to their panel width); ``order``: "panel" (default), "slice" or "block" (module
+    note); ``mc``/``kc``/``nc``: the cache blocks (defaults `MC`, `choose_kc`, `_choose_nc`);
+    ``ku``: the unrolled k steps of the micro-kernel. With ``epilogue``, elementwise consumers
+    (bias, relu, residual) run per register tile when K is one slice, per MC x NR block after its
+    last slice in "panel" order (per jr panel of an MC block in "block" order), and as one
+    inlined pass after the GEMM in "slice" order.
+
+    Tile factors instead of sizes (the tuner's interface): ``mc_split`` = the (ic, ir) factors of
+    the M / MR row-tile loop (MC = ir·MR) and ``k_split`` = the (kc, ko, ki) factors of the k loop
+    (KC = ko·ki, ki unrolled), each a sequence of ints or ExprRVs, or a function ``loop ->
+    factors`` called on the loop to split (``lambda lp: sch.sample_perfect_tile(lp, n=2)``; the
+    row-tile loop only exists inside this builder). Then the instructions no longer depend on the
+    values, so a trace replays under any decision: the kc loop always exists (extent 1 is the
+    one-slice case) and C is zeroed / the epilogue runs per MC x NR block.
 
     Example:
-        >>> # blocked_gemm_rule(sch, "T_matmul", info, lanes=16, cores=2)
+        >>> # blocked_gemm_rule(sch, "T_matmul", info, lanes=16, cores=2)              # the default
+        >>> # blocked_gemm_rule(sch, "T_matmul", info, 16, 2, mr=4, nvec=4, mc=64, kc=256, ku=8)
+        >>> # blocked_gemm_rule(sch, "T_matmul", info, 16, 2,
+        >>> #                   k_split=lambda lp: sch.sample_perfect_tile(lp, n=3, max_innermost_factor=8))
     """
     if not is_large_gemm(info) or not info.simple_loops:
         raise ScheduleError(f"blocked_gemm_rule: block {name!r} is not a large plain GEMM")
+    order = order or "panel"
+    if order not in ("panel", "slice", "block"):
+        raise ScheduleError(f"blocked_gemm_rule: block {name!r}: order must be 'panel', 'slice' or 'block', "
+                            f"got {order!r}")
     i, j, r = info.i_index, info.j_index, info.reduce[0]
     m, n, k = info.extents[i], info.extents[j], info.extents[r]
     vi, vdim, bi, bdim = _operand_reads(sch, name, info)
@@ -245,22 +267,36 @@ def blocked_gemm_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: i
         if -vdim % lanes:
             raise ScheduleError(f"blocked_gemm_rule: block {name!r}: weight panel width {-vdim} is not a multiple "
                                 f"of {lanes} lanes")
+        if -vdim != nvec * lanes and (mc_split is not None or k_split is not None):
+            # the tuner branches on NVEC: a branch whose NR is not the panel width is not this layout
+            raise ScheduleError(f"blocked_gemm_rule: block {name!r}: weights pre-packed in {-vdim}-wide panels, "
+                                f"not NR = {nvec} x {lanes}; use nvec={-vdim // lanes}")
         nvec = -vdim // lanes
     nr = nvec * lanes
-    kc = kc or choose_kc(k)
-    mc = mc or min(MC, m)
-    while mc > mr and m % mc:
-        mc -= mr
-    if kc is None or m % mr or n % nr or k % kc or kc % KU or m % mc:
-        raise ScheduleError(f"blocked_gemm_rule: block {name!r}: sizes {m}x{n}x{k} are not multiples of the "
-                            f"tiles (MR={mr}, NR={nr}, KC in {KC_CHOICES}); use gemm_rule")
     del bi, bdim
+    if mc_split is None and k_split is None:
+        kc = kc or choose_kc(k)
+        mc = mc or min(MC, m)
+        while mc > mr and m % mc:
+            mc -= mr
+        if kc is None or m % mr or n % nr or k % kc or kc % ku or m % mc:
+            raise ScheduleError(f"blocked_gemm_rule: block {name!r}: sizes {m}x{n}x{k} are not multiples of the "
+                                f"tiles (MR={mr}, NR={nr}, KC in {KC_CHOICES}, KU={ku}); use gemm_rule")
+    elif m % mr or n % nr:
+        raise ScheduleError(f"blocked_gemm_rule: block {name!r}: sizes {m}x{n}x{k} are not multiples of the "
+                            f"register tile (MR={mr}, NR={nr}); use gemm_rule")
+    else:
+        mc = mc or min(MC, m)
+        kc = kc or choose_kc(k) or KC  # only an NC estimate for "slice" order from here on
     # Step 1. Tiles: i -> (ic, ir, ii), j -> (jr, jn, jl), k -> (kc, ko, ki); BLIS order
     # (batch, kc, ic, jr, ir, ko, ki, ii, jn, jl) with jr parallel.
     blk = sch.get_block(name)
     loops = sch.get_loops(blk)
-    ic, ir, ii = sch.split(loops[i], [None, mc // mr, mr])
-    order = order or "panel"
+    if mc_split is None:
+        ic, ir, ii = sch.split(loops[i], [None, mc // mr, mr])
+    else:
+        io, ii = sch.split(loops[i], [None, mr])
+        ic, ir = sch.split(io, _factors(mc_split, io, 2, name))
     nc = nc or _choose_nc(n, kc, nr, cores)
     if order == "slice" and nc < n:
         # jc: NC-column blocks, so that one thread's share of a packed KC x NC slice fits in L2
@@ -268,15 +304,14 @@ def blocked_gemm_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: i
     else:
         jc = None
         jr, jn, jl = sch.split(loops[j], [None, nvec, lanes])
-    if k == kc:  # one slice: no kc loop (the init and the epilogue then go per tile)
+    if k_split is not None:  # sampled: the kc loop exists whatever its extent (replayable trace)
+        kco, ko, ki = sch.split(loops[r], _factors(k_split, loops[r], 3, name))
+    elif k == kc:  # one slice: no kc loop (the init and the epilogue then go per tile)
         kco = None
-        ko, ki = sch.split(loops[r], [None, KU])
+        ko, ki = sch.split(loops[r], [None, ku])
     else:
-        kco, ko, ki = sch.split(loops[r], [None, kc // KU, KU])
+        kco, ko, ki = sch.split(loops[r], [None, kc // ku, ku])
     others = [loops[x] for x in info.spatial if x not in (i, j)]
-    if order not in ("panel", "slice", "block"):
-        raise ScheduleError(f"blocked_gemm_rule: block {name!r}: order must be 'panel', 'slice' or 'block', "
-                            f"got {order!r}")
     kl = [kco] if kco is not None else []
     if order == "slice":
         sch.reorder(*others, *([jc] if jc is not None else []), *kl, ic, jr, ir, ko, ki, ii, jn, jl)
@@ -306,6 +341,14 @@ def blocked_gemm_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: i
             _fuse_epilogue(sch, blk, ir if kco is None else (ic if order == "panel" else jr), lanes)
         else:
             _inline_epilogue(sch, blk)
+
+
+def _factors(spec: Any, loop: Any, n: int, name: str) -> list:
+    """The ``n`` split factors ``spec`` gives for ``loop``: a sequence, or a function of the loop."""
+    factors = list(spec(loop) if callable(spec) else spec)
+    if len(factors) != n:
+        raise ScheduleError(f"blocked_gemm_rule: block {name!r}: expected {n} tile factors, got {len(factors)}")
+    return factors
 
 
 def _inline_epilogue(sch: Any, producer: Any) -> None:
