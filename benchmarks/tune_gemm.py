@@ -23,6 +23,7 @@ default is measured in the first round).
 from __future__ import annotations
 
 import argparse
+import json
 import math
 import os
 import shutil
@@ -122,6 +123,17 @@ def run_workload(name, func, flop, trials, args, reference):
         chunk = [flop / r.mean_sec / 1e9 if r.is_valid else 0.0 for r in recs[k:k + 64]]
         means.append(f"{sum(chunk) / len(chunk):.1f}")
     print(f"  mean GFLOP/s of the candidates measured per round of 64: {', '.join(means)}", flush=True)
+    # Which BlockedGemm branches ("<order> <MR>x<NVEC>") the search measured, how many distinct
+    # tile decisions of each, and the best of each (the seeded one is "panel 8x2").
+    per_branch: dict = {}
+    for r in recs:
+        br = blocked_branch(r.trace_json) or "other (MultiLevelTiling / default)"
+        seen, best = per_branch.get(br, (set(), math.inf))
+        seen.add(json.dumps(r.trace_json.get("decisions")))
+        per_branch[br] = (seen, min(best, r.mean_sec) if r.is_valid else best)
+    rows = [[br, len(seen), f"{flop / best / 1e9:.1f}" if math.isfinite(best) else "-"]
+            for br, (seen, best) in sorted(per_branch.items())]
+    print(markdown_table(["branch", "distinct candidates", "best GFLOP/s (tuner)"], rows), flush=True)
     default = next((r for r in recs if r.is_valid and not r.trace_json.get("decisions")), None)
     if default is not None:
         # the rule-based default schedule is a decision-free member of the space, measured first
@@ -149,6 +161,16 @@ def run_workload(name, func, flop, trials, args, reference):
     if rand:
         curves["random (ReplayTrace)"] = _curve(rand, flop)
     return curves
+
+
+def blocked_branch(trace_json) -> "str | None":
+    """The BlockedGemm branch ("panel 8x2", ...) a stored trace was built in, from its
+    ``meta_schedule.blocked_gemm`` annotation; None for other schedules."""
+    for kind, inputs, _attrs, _outs in trace_json.get("insts", []):
+        if kind == "annotate" and len(inputs) >= 3 and inputs[1] == {"str": "meta_schedule.blocked_gemm"}:
+            value = inputs[2]
+            return value.get("str", str(value)) if isinstance(value, dict) else str(value)
+    return None
 
 
 def _curve(records, flop):

@@ -31,6 +31,11 @@ def _annotated(sch, key):
     return any(i.kind.name == "annotate" and len(i.inputs) >= 2 and i.inputs[1] == key for i in sch.trace.insts)
 
 
+def _branch(sch):
+    """The "<order> <MR>x<NVEC>" value of the block's BlockedGemm annotation."""
+    return next(i.inputs[2] for i in sch.trace.insts if i.kind.name == "annotate" and i.inputs[1] == MARK)
+
+
 def _tiles(sch):
     """The sample_perfect_tile decisions of a trace, in order: [(ic, ir), (kc, ko, ki)]."""
     return [tuple(sch.trace.decisions[i]) for i in sch.trace.insts if i.kind.name == "sample_perfect_tile"]
@@ -58,6 +63,9 @@ def test_space_has_seeded_panel_branch_and_other_orders():
     assert len(blocked) == len(rule._fitting_tiles(_info(), 16)) + 2
     seeded = [s for s in blocked if _annotated(s, SEEDED)]
     assert len(seeded) == 1
+    branches = [_branch(s) for s in blocked]
+    assert branches[0] == "panel 8x2" and _branch(seeded[0]) == "panel 8x2"
+    assert branches[-2:] == ["block 8x2", "slice 8x2"]
     # the default's decisions: MC = 128 = 16 x MR rows, one 256-deep slice of 64 x 4 unrolled steps
     assert _tiles(seeded[0]) == [(2, 16), (1, 64, 4)]
     for s in blocked:

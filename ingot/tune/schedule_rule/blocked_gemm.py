@@ -19,7 +19,7 @@ tile (MR, NVEC) — NR = NVEC x lanes is also the packed panel width, a constant
    measures it as generated in its first round, so mutations start from the default;
 2. ``block`` and ``slice`` orders (blocked.py's module note) with the default tile.
 
-The block is annotated ``meta_schedule.blocked_gemm`` so that `ParallelVectorizeUnroll` /
+The block is annotated ``meta_schedule.blocked_gemm`` = "<order> <MR>x<NVEC>" (the branch) so that `ParallelVectorizeUnroll` /
 `RandomComputeLocation` leave it alone (it is already parallel and vectorized). The rule also
 returns the untouched schedule, so `MultiLevelTiling` still builds its own branches from it.
 
@@ -116,7 +116,7 @@ class BlockedGemm(ScheduleRule):
             mc_split=lambda lp: sch.sample_perfect_tile(lp, n=2, max_innermost_factor=1 << 20, decision=mc_dec),
             k_split=lambda lp: sch.sample_perfect_tile(lp, n=3, max_innermost_factor=max_ki, decision=k_dec))
         b = sch.get_block(name)
-        sch.annotate(b, MARK, 1)
+        sch.annotate(b, MARK, f"{order} {mr}x{nvec}")   # the branch, for reports (tune_gemm.py)
         if seed and mc_dec is not None and k_dec is not None:
             # the search measures this design-space member with these decisions in its first
             # round (SearchStrategy.take_fixed_candidates), so mutations start from the default
