@@ -66,8 +66,10 @@ def _top_level_blocks(func: PrimFunc) -> list[str]:
 
 def schedule_blocks(sch: Schedule, target: Target, *, log: Optional[list] = None) -> Schedule:
     """Apply the default rules to every top-level block of ``sch``'s working function and return
-    the resulting schedule (a different object: rules run on copies). ``log`` (a list) receives
-    ``(block, rule or None, error or None)`` for each block — what happened and why.
+    ``sch`` (scheduled in place). Each rule runs inside ``sch.attempt()``: a rule that fails
+    halfway leaves no trace of itself, and the next, simpler rule starts from the same state.
+    ``log`` (a list) receives ``(block, rule or None, error or None)`` for each block — what
+    happened and why.
 
     Example:
         >>> # sch = schedule_blocks(Schedule(func), Target("llvm -num-cores=2"))
@@ -84,9 +86,9 @@ def schedule_blocks(sch: Schedule, target: Target, *, log: Optional[list] = None
         lanes = target.vector_lanes(info.dtype)
         errors = []
         for rule in RULES.get(info.kind, []) + [_baseline]:
-            trial = sch.copy()
             try:
-                rule(trial, name, info, lanes, cores)
+                with sch.attempt():  # a multi-step rule: all of it or nothing
+                    rule(sch, name, info, lanes, cores)
             except ScheduleError as e:  # a primitive refused: try the next, simpler rule
                 errors.append(f"{rule.__name__}: {e}".splitlines()[0])
                 continue
@@ -95,7 +97,6 @@ def schedule_blocks(sch: Schedule, target: Target, *, log: Optional[list] = None
                 # a model build must not fail for it, so fall back the same way.
                 errors.append(f"{rule.__name__}: {type(e).__name__}: {e}".splitlines()[0])
                 continue
-            sch = trial
             if log is not None:
                 log.append((name, rule.__name__, errors or None))
             break

@@ -259,13 +259,11 @@ def _fuse_epilogue(sch: Any, producer: Any, tile_loop: Any, vl: int) -> None:
             seen.add(key)
             if any(iv.kind != "S" for iv in sch.get(cons).iter_vars):
                 continue
-            trial = sch.copy()
             try:
-                # handles stay valid in a copy: try on the copy, apply for real once it succeeds
-                trial.reverse_compute_at(trial.get_block(key), tile_loop)
+                # all-or-nothing: a refusal leaves sch (IR, handles, trace) as it was
+                sch.reverse_compute_at(cons, tile_loop)
             except ScheduleError:
                 continue
-            sch.reverse_compute_at(cons, tile_loop)
             _vectorize_tail(sch, cons, vl)
             frontier.append(cons)
 

@@ -34,21 +34,19 @@ class AutoInline(ScheduleRule):
             if not has_primitive(sch, "compute_inline"):
                 missing_primitive("AutoInline", "compute_inline", "inlining producers")
                 return [sch]
-            trial = sch.copy()
             try:
-                trial.compute_inline(block)  # handles stay valid in a copy
-                return [trial]
+                sch.compute_inline(block)  # all-or-nothing: a refusal leaves sch unchanged
             except Exception:
-                return [sch]
+                pass
+            return [sch]
         if self.into_producer and sch.get_producers(block):
             if not has_primitive(sch, "reverse_compute_inline"):
                 missing_primitive("AutoInline", "reverse_compute_inline", "inlining epilogues")
                 return [sch]
-            trial = sch.copy()
             try:
-                trial.reverse_compute_inline(block)
-                return [trial]
+                sch.reverse_compute_inline(block)
             except Exception:
-                return [sch]
+                pass
+            return [sch]
         return [sch]
 

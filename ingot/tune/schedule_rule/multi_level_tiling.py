@@ -83,6 +83,8 @@ class MultiLevelTiling(ScheduleRule):
             if not has_primitive(sch, "reverse_compute_at"):
                 missing_primitive("MultiLevelTiling", "reverse_compute_at", "the cache_write branch")
             else:
+                # A second design-space member besides sch (both are returned), so a copy is
+                # genuinely needed here; a refusal halfway just drops it.
                 trial = sch.copy()
                 try:
                     wb = trial.cache_write(block, 0, "local")

@@ -33,11 +33,11 @@ class RandomComputeLocation(ScheduleRule):
         if not has_primitive(sch, "compute_at"):
             missing_primitive("RandomComputeLocation", "compute_at", "moving producers")
             return [sch]
-        trial = sch.copy()
         try:
-            loc = trial.sample_compute_location(block)
-            if trial.get(loc) not in ("root", "inline"):
-                trial.compute_at(block, loc, preserve_unit_loops=True)
-            return [trial]
+            with sch.attempt():  # sample + move: both or neither (a refused move drops the sample)
+                loc = sch.sample_compute_location(block)
+                if sch.get(loc) not in ("root", "inline"):
+                    sch.compute_at(block, loc, preserve_unit_loops=True)
         except Exception:
-            return [sch]
+            pass
+        return [sch]
