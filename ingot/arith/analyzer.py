@@ -50,6 +50,8 @@ class Analyzer:
         self._var_ranges: dict[Var, Range] = {}
         self._var_subst: dict[Var, PrimExpr] = {}
         self._facts: dict[frozenset, ConstIntBound] = {}
+        # Variables whose knowledge some memoized simplify/bound result has read (see `_changed`).
+        self._consulted: set[Var] = set()
         self._bounds = ConstIntBoundEvaluator(self)
         self._simplifier = Simplifier(self)
 
@@ -94,7 +96,10 @@ class Analyzer:
             bound = self.const_int_bound(value)
             self._var_subst[var] = value
             self._var_bounds[var] = bound
-        self._changed()
+        if var in self._consulted:
+            # Only results that read this variable's knowledge can be stale. Lowering binds each
+            # loop variable once, before any expression using it is simplified: the memo survives.
+            self._changed()
 
     @contextmanager
     def constraint_scope(self, constraint: Any) -> Iterator[None]:
@@ -121,6 +126,7 @@ class Analyzer:
     def _changed(self) -> None:
         self._bounds.cache.clear()
         self._simplifier.cache.clear()
+        self._consulted.clear()
 
     def _add_constraint(self, cond: PrimExpr) -> None:
         """Record what ``cond`` says about bounds of linear forms (conjunctions are split)."""

@@ -23,6 +23,13 @@ from ingot.ir.node import Node
 
 _KEY_CACHE: dict[int, tuple[Any, Any]] = {}
 _KEY_CACHE_LIMIT = 200_000
+# The form each `SumForm.to_expr` result parses back to (id -> (expr, form)). The simplifier turns
+# every integer ``+ - *`` node into a form and back, and the parent node parses the child's result
+# again: without this memo a sum of n terms is re-walked at each of its n levels.
+_FORM_CACHE: dict[int, tuple[Any, "SumForm"]] = {}
+_FORM_CACHE_LIMIT = 100_000
+# Tests set this to check every memo hit against a fresh parse (the memo must change nothing).
+VERIFY_FORM_CACHE = False
 
 
 def expr_key(expr: Any) -> Any:
@@ -119,6 +126,11 @@ class SumForm:
         handler = _FROM_EXPR.get(type(expr))
         if handler is None:
             return SumForm.atom(expr)
+        hit = _FORM_CACHE.get(id(expr))
+        if hit is not None and hit[0] is expr:
+            if VERIFY_FORM_CACHE:
+                _check_same_form(hit[1], handler(expr), expr)
+            return hit[1].copy()
         return handler(expr)
 
     def copy(self) -> "SumForm":
@@ -203,27 +215,54 @@ class SumForm:
         result: "PrimExpr | None" = None
         for coeff, atoms in positive:
             term = _monomial(coeff, atoms, dtype)
-            result = term if result is None else Add(result, term)
+            result = term if result is None else _binary(Add, result, term)
         if result is None and negative:
             if self.const > 0:
-                result = IntImm(dtype, self.const)
+                result = _imm(dtype, self.const)
                 for coeff, atoms in negative:
-                    result = Sub(result, _monomial(coeff, atoms, dtype))
+                    result = _binary(Sub, result, _monomial(coeff, atoms, dtype))
                 return result
             coeff, atoms = negative.pop(0)
             result = _monomial(-coeff, atoms, dtype)
         for coeff, atoms in negative:
-            result = Sub(result, _monomial(coeff, atoms, dtype))
+            result = _binary(Sub, result, _monomial(coeff, atoms, dtype))
         if result is None:
-            return IntImm(dtype, self.const)
+            return _imm(dtype, self.const)
         if self.const > 0:
-            result = Add(result, IntImm(dtype, self.const))
+            result = _binary(Add, result, _imm(dtype, self.const))
         elif self.const < 0:
-            result = Sub(result, IntImm(dtype, -self.const))
+            result = _binary(Sub, result, _imm(dtype, -self.const))
+        self._remember_as(result)
         return result
+
+    def _remember_as(self, result: PrimExpr) -> None:
+        """Memoize the form ``from_expr(result)`` gives: this one with its terms in emitted order
+        (positive terms first, then negative ones, no zero coefficients)."""
+        terms: dict[Any, list] = {}
+        for sign in (1, -1):
+            for key, (coeff, atoms) in self.terms.items():
+                if coeff * sign > 0:
+                    if any(type(a) in _FROM_EXPR or a.dtype != self.dtype for a in atoms):
+                        return  # an atom that parses further: the parse differs, do not memoize
+                    terms[key] = [coeff, atoms]
+        if result.dtype != self.dtype:
+            return
+        if len(_FORM_CACHE) > _FORM_CACHE_LIMIT:
+            _FORM_CACHE.clear()
+        _FORM_CACHE[id(result)] = (result, SumForm(self.dtype, terms, self.const))
 
     def __repr__(self) -> str:
         return f"SumForm({self.to_expr()})"
+
+
+def _check_same_form(memo: SumForm, parsed: SumForm, expr: PrimExpr) -> None:
+    def items(f: SumForm) -> list:
+        return [(k, c, a) for k, (c, a) in f.terms.items()]
+
+    same = memo.dtype == parsed.dtype and memo.const == parsed.const and items(memo) == items(parsed)
+    # Atoms compare by identity (`==` on expressions builds EQ, whose truth is identity).
+    if not same:
+        raise AssertionError(f"SumForm memo of `{expr}` differs from its parse: {memo.terms} vs {parsed.terms}")
 
 
 def _mono_key(atoms: tuple) -> frozenset:
@@ -237,10 +276,38 @@ def _mono_key(atoms: tuple) -> frozenset:
 def _monomial(coeff: int, atoms: tuple, dtype: DataType) -> PrimExpr:
     result: PrimExpr = atoms[0]
     for atom in atoms[1:]:
-        result = Mul(result, atom)
+        result = _binary(Mul, result, atom)
     if coeff != 1:
-        result = Mul(result, IntImm(dtype, coeff))
+        result = _binary(Mul, result, _imm(dtype, coeff))
     return result
+
+
+def _binary(cls: type, a: PrimExpr, b: PrimExpr) -> PrimExpr:
+    """``cls(a, b)`` for operands that are already expressions: the same node as the constructor
+    builds (fields a, b, dtype; no span), without its argument conversion. Node construction is
+    most of the simplifier's time, and `SumForm.to_expr` builds a node per term."""
+    if a.dtype is not b.dtype and a.dtype != b.dtype:
+        return cls(a, b)  # the constructor's error names both operands
+    node = object.__new__(cls)
+    _set(node, "a", a)
+    _set(node, "b", b)
+    _set(node, "dtype", a.dtype)
+    _set(node, "span", None)
+    return node
+
+
+def _imm(dtype: DataType, value: int) -> IntImm:
+    """``IntImm(dtype, value)`` for an integer ``dtype`` (see `_binary`)."""
+    if not isinstance(dtype, DataType) or not (dtype.is_integer or dtype.is_bool):
+        return IntImm(dtype, value)
+    node = object.__new__(IntImm)
+    _set(node, "dtype", dtype)
+    _set(node, "value", int(value))
+    _set(node, "span", None)
+    return node
+
+
+_set = object.__setattr__
 
 
 def _from_add(expr: Add) -> SumForm:

@@ -182,6 +182,7 @@ class ConstIntBoundEvaluator:
         return ConstIntBound(expr.value, expr.value)
 
     def _var(self, expr: E.Var) -> ConstIntBound:
+        self.analyzer._consulted.add(expr)
         known = self.analyzer._var_bound(expr)
         if known is not None:
             return known

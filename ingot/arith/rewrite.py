@@ -122,6 +122,7 @@ class Simplifier:
         return expr
 
     def _var(self, expr: E.Var) -> E.PrimExpr:
+        self.ana._consulted.add(expr)
         bound_to = self.ana._var_subst.get(expr)
         return bound_to if bound_to is not None else expr
 
