@@ -113,7 +113,7 @@ class Schedule:
         self._rng = np.random.Generator(np.random.PCG64(None if seed in (None, -1) else int(seed)))
         self._func_working_on: Optional[str] = "main" if "main" in mod else (
             self.state.func_names()[0] if len(self.state.func_names()) == 1 else None)
-        self._tx_depth = 0  # open transactions (primitives and attempts nest)
+        self._tx_marks: list[list] = []  # savepoints of the open transactions (they nest)
         self._rv_journal: Optional[list] = None  # handle-table undo records while one is open
 
     # -- module, trace, copies -----------------------------------------------------------------
@@ -160,7 +160,7 @@ class Schedule:
         new.enable_check = self.enable_check
         new._rng = np.random.Generator(np.random.PCG64(self.fork_seed()))
         new._func_working_on = self._func_working_on
-        new._tx_depth = 0
+        new._tx_marks = []
         new._rv_journal = None
         return new
 
@@ -187,17 +187,18 @@ class Schedule:
         finally:
             self._release()
 
-    def _savepoint(self) -> tuple:
+    def _savepoint(self) -> list:
         # Step 1. Open (or nest into) the transaction of the state and of the handle table.
-        self._tx_depth += 1
         if self._rv_journal is None:
             self._rv_journal = []
-        # Step 2. What else a primitive changes: the trace (append-only), the random state, the
-        # working function.
-        return (self.state.savepoint(), len(self._rv_journal), len(self._trace.insts),
-                self._rng, self._rng.bit_generator.state, self._func_working_on)
+        # Step 2. What else a primitive changes: the trace (append-only), the working function,
+        # the random state (slots 3-4, filled by `rng` on the first draw).
+        mark = [self.state.savepoint(), len(self._rv_journal), len(self._trace.insts), None, None,
+                self._func_working_on]
+        self._tx_marks.append(mark)
+        return mark
 
-    def _rollback(self, mark: tuple) -> None:
+    def _rollback(self, mark: list) -> None:
         state_mark, rv_mark, n_insts, rng, rng_state, func_working_on = mark
         self.state.rollback(state_mark)
         journal = self._rv_journal
@@ -209,13 +210,14 @@ class Schedule:
                 self._symbols[key] = entry
         while len(self._trace.insts) > n_insts:
             self._trace.pop()
-        self._rng = rng
-        rng.bit_generator.state = rng_state
+        if rng_state is not None:
+            self._rng = rng
+            rng.bit_generator.state = rng_state
         self._func_working_on = func_working_on
 
     def _release(self) -> None:
-        self._tx_depth -= 1
-        if self._tx_depth == 0:
+        self._tx_marks.pop()
+        if not self._tx_marks:
             self.state.end_transaction()
             self._rv_journal = None
 
@@ -226,6 +228,7 @@ class Schedule:
         Example:
             >>> # sch.seed(7)
         """
+        self.rng  # noqa: B018 - saves the random state first when a transaction is open
         self._rng = np.random.Generator(np.random.PCG64(int(seed)))
 
     def fork_seed(self) -> int:
@@ -234,10 +237,21 @@ class Schedule:
         Example:
             >>> # Schedule(mod, seed=sch.fork_seed())
         """
-        return int(self._rng.integers(0, 2**63 - 1))
+        return int(self.rng.integers(0, 2**63 - 1))
 
     @property
     def rng(self) -> np.random.Generator:
+        """The random state (sampling primitives draw from it).
+
+        Example:
+            >>> # int(sch.rng.integers(4))
+        """
+        # Saved lazily, on the first access inside each open savepoint (most primitives never
+        # draw): a savepoint without a saved state has seen no draw, nor has any opened after it.
+        for mark in reversed(self._tx_marks):
+            if mark[4] is not None:
+                break
+            mark[3], mark[4] = self._rng, self._rng.bit_generator.state
         return self._rng
 
     # -- random variables -------------------------------------------------------------------------
