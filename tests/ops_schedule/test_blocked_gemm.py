@@ -214,3 +214,30 @@ def test_rows_not_a_multiple_of_mc_still_blocked():
     assert picked[C.op.name] == "blocked_gemm_rule"
     a, b = _rand(m, k), _rand(k, n)
     np.testing.assert_allclose(_run(sch, [a, b], (m, n)), a @ b, rtol=1e-4, atol=1e-3)
+
+
+def _nest(sch, block):
+    return [(int(sch.get(lp).extent), sch.get(lp).kind) for lp in sch.get_loops(sch.get_block(block))]
+
+
+def test_tile_factors_give_the_sized_schedule():
+    # (ic, ir) / (kc, ko, ki) factors as the tuner passes them give the nest of mc / kc / ku
+    m, n, k = 256, 64, 1024
+    sized, name = _plain_rule(m, n, k, mc=64, kc=512, ku=8)
+    factored, _ = _plain_rule(m, n, k, mc_split=[4, 8], k_split=lambda lp: [2, 64, 8])
+    assert _nest(factored, name) == _nest(sized, name)
+    assert sorted(factored.state.blocks("main")) == sorted(sized.state.blocks("main"))
+    a, b = _rand(m, k), _rand(k, n)
+    np.testing.assert_allclose(_run(factored, [a, b], (m, n)), a @ b, rtol=1e-4, atol=1e-3)
+
+
+def test_tile_factors_one_slice_keeps_a_unit_kc_loop():
+    # with factors the kc loop exists even for one slice (a trace must replay under any decision)
+    m, n, k = 256, 128, 512
+    sch, name = _plain_rule(m, n, k, mr=4, nvec=4, mc_split=[2, 32], k_split=[1, 128, 4])
+    extents = [e for e, _ in _nest(sch, name)]
+    assert extents == [2, 2, 1, 32, 128, 4, 4, 4, 16]   # jr ic kc ir ko ki ii jn jl
+    a, b = _rand(m, k), _rand(k, n)
+    np.testing.assert_allclose(_run(sch, [a, b], (m, n)), a @ b, rtol=1e-4, atol=1e-3)
+    with pytest.raises(ScheduleError, match="expected 3 tile factors"):
+        _plain_rule(m, n, k, k_split=[128, 4])

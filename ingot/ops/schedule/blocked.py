@@ -127,8 +127,8 @@ def _operand_reads(sch: Any, name: str, info: BlockInfo) -> "tuple[int, int, int
 def _pack(sch: Any, name: str, read_index: int, dim: int, ndim: int, width: int, lanes: int, cores: int) -> None:
     """cache_read operand ``read_index`` of block ``name`` and re-layout the copy so that axis
     ``dim`` becomes (``dim // width`` outermost, …, ``dim % width`` innermost): a panel layout,
-    packed whole by a parallel copy at the root (used by `conv_oc_rule` and the tuner's
-    `BlockedGemm`; the GEMM rule packs per k slice, `_pack_slice`)."""
+    packed whole by a parallel copy at the root (used by `conv_oc_rule`; the GEMM rule packs per
+    panel or k slice, `_pack_slice`)."""
     from .rules import parallel_vectorize
 
     copy = sch.cache_read(sch.get_block(name), read_index, "global")
