@@ -236,20 +236,35 @@ class SumForm:
         return result
 
     def _remember_as(self, result: PrimExpr) -> None:
-        """Memoize the form ``from_expr(result)`` gives: this one with its terms in emitted order
-        (positive terms first, then negative ones, no zero coefficients)."""
-        terms: dict[Any, list] = {}
-        for sign in (1, -1):
-            for key, (coeff, atoms) in self.terms.items():
-                if coeff * sign > 0:
-                    if any(type(a) in _FROM_EXPR or a.dtype != self.dtype for a in atoms):
-                        return  # an atom that parses further: the parse differs, do not memoize
-                    terms[key] = [coeff, atoms]
-        if result.dtype != self.dtype:
+        """Memoize the form ``from_expr(result)`` gives (see `reparsed`)."""
+        form = self.reparsed()
+        if form is None or (result.dtype is not self.dtype and result.dtype != self.dtype):
             return
         if len(_FORM_CACHE) > _FORM_CACHE_LIMIT:
             _FORM_CACHE.clear()
-        _FORM_CACHE[id(result)] = (result, SumForm(self.dtype, terms, self.const))
+        _FORM_CACHE[id(result)] = (result, form)
+
+    def reparsed(self) -> "SumForm | None":
+        """The form ``SumForm.from_expr(self.to_expr())`` returns, without building the expression:
+        this one with its terms in emitted order (positive terms first, then negative ones, no zero
+        coefficients). None when an atom would parse further (an atom that is itself ``+ - *``)."""
+        dtype = self.dtype
+        terms: dict[Any, list] = {}
+        negative = []
+        for key, entry in self.terms.items():
+            coeff, atoms = entry
+            if coeff == 0:
+                continue
+            for a in atoms:
+                if type(a) in _FROM_EXPR or (a.dtype is not dtype and a.dtype != dtype):
+                    return None
+            if coeff > 0:
+                terms[key] = [coeff, atoms]
+            else:
+                negative.append((key, coeff, atoms))
+        for key, coeff, atoms in negative:
+            terms[key] = [coeff, atoms]
+        return SumForm(dtype, terms, self.const)
 
     def __repr__(self) -> str:
         return f"SumForm({self.to_expr()})"

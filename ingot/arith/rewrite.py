@@ -33,6 +33,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .analyzer import Analyzer
 
 _MAX_FIXPOINT_ROUNDS = 4
+_SUM_NODES = (E.Add, E.Sub, E.Mul)
 _CACHE_LIMIT = 100_000
 
 
@@ -131,17 +132,33 @@ class Simplifier:
 
     # -- + - * -------------------------------------------------------------------------------------
     def _arith(self, expr: E.BinaryOp) -> E.PrimExpr:
-        a, b = self.visit(expr.a), self.visit(expr.b)
         if not _is_int(expr):
+            a, b = self.visit(expr.a), self.visit(expr.b)
             return self._fold_or_vector(type(expr), a, b, expr)
-        fa, fb = SumForm.from_expr(a), SumForm.from_expr(b)
+        return self._arith_form(expr).to_expr()
+
+    def _arith_form(self, expr: E.BinaryOp) -> SumForm:
+        """The simplified form of an integer ``+ - *`` node (sum rules applied)."""
+        fa, fb = self._operand_form(expr.a), self._operand_form(expr.b)
         if isinstance(expr, E.Add):
             form = fa.add(fb)
         elif isinstance(expr, E.Sub):
             form = fa.add(fb, -1)
         else:
             form = fa.mul(fb)
-        return self._apply_sum_rules(form).to_expr()
+        return self._apply_sum_rules(form)
+
+    def _operand_form(self, operand: E.PrimExpr) -> SumForm:
+        """``SumForm.from_expr(self.visit(operand))``. An operand that is itself ``+ - *`` goes
+        form to form: building its expression only for this node to parse it again made a sum of
+        n terms cost O(n²) nodes."""
+        if type(operand) in _SUM_NODES:
+            hit = self.cache.get(id(operand))
+            if hit is None or hit[0] is not operand:
+                form = self._arith_form(operand).reparsed()
+                if form is not None:
+                    return form
+        return SumForm.from_expr(self.visit(operand))
 
     def _fold_or_vector(self, op: type, a: E.PrimExpr, b: E.PrimExpr, expr: E.PrimExpr) -> E.PrimExpr:
         """Non-integer or vector arithmetic: fold constants and push ops through Broadcast/Ramp."""
