@@ -9,6 +9,9 @@ Step 1. computes its workload key (`ingot.tune.tasks.workload_key`: structural h
 Step 2. on a hit, replays the record's trace on a fresh `Schedule` of the normalized kernel and
    returns the scheduled function under the kernel's own attributes (``"tuned"``);
 Step 3. on a miss, returns None: the graph layer uses the default schedule (``"default"``);
+Step 2b. when the best record is the default schedule itself, or beat it by less than
+   `APPLY_MIN_GAIN` (the default's record is the one whose candidate hash is the default
+   schedule's, measured first by the model tuner), returns None: ``"kept-default"``;
 Step 4. when the trace does not replay, warns (``RuntimeWarning`` naming the kernel and the
    error) and returns None (``"failed"``: default schedule).
 A tuned kernel that the build then rejects (lowering/codegen) falls back in the graph layer too;
@@ -27,7 +30,7 @@ import warnings
 from typing import Any, Mapping
 
 from .tasks.extract import workload_module
-from .tasks.records import open_database
+from .tasks.records import APPLY_MIN_GAIN, open_database
 
 
 class ScheduleReport(dict):
@@ -43,7 +46,7 @@ class ScheduleReport(dict):
 
     @property
     def counts(self) -> dict:
-        out = {"tuned": 0, "default": 0, "failed": 0}
+        out = {"tuned": 0, "default": 0, "failed": 0}  # "kept-default" only when there is one
         for how in self.values():
             out[how] = out.get(how, 0) + 1
         return out
@@ -64,7 +67,9 @@ class ScheduleReport(dict):
         c = self.counts
         text = (f"schedules: {len(self)} kernels: {c['tuned']} tuned, {c['default']} default (no tuning record), "
                 f"{c['failed']} failed to apply (default used)")
-        other = {k: v for k, v in c.items() if k not in ("tuned", "default", "failed")}
+        if c.get("kept-default"):
+            text += f", {c['kept-default']} kept default (no tuned schedule beat it)"
+        other = {k: v for k, v in c.items() if k not in ("tuned", "default", "failed", "kept-default")}
         if other:
             text += ", " + ", ".join(f"{v} {k}" for k, v in sorted(other.items()))
         return text
@@ -99,6 +104,9 @@ class ApplyBest:
         if record is None:  # Step 3: miss
             self.status[kernel] = "default"
             return None
+        if not self._beats_default(workload, record):  # Step 2b
+            self.status[kernel] = "kept-default"
+            return None
         # Step 2: replay on a fresh schedule of the normalized kernel.
         try:
             sch = Schedule(workload)
@@ -115,6 +123,24 @@ class ApplyBest:
         self.status[kernel] = "tuned"
         # The kernel keeps its own name and attributes (the workload had them normalized).
         return PrimFunc(scheduled.params, scheduled.body, {**dict(scheduled.attrs), **dict(func.attrs)})
+
+    def _beats_default(self, workload: Any, record: Any) -> bool:
+        """Whether ``record`` is faster than the workload's default schedule by `APPLY_MIN_GAIN`
+        (True when the default was never measured: the record is all there is to compare)."""
+        from ingot.ir import structural_hash
+        from ingot.ops.schedule import schedule_blocks
+        from ingot.tir.schedule import Schedule
+
+        try:
+            default_hash = structural_hash(schedule_blocks(Schedule(workload), self.target).mod)
+        except Exception:  # noqa: BLE001 - no default schedule: nothing to compare with
+            return True
+        if record.candidate_hash == default_hash:
+            return False
+        for r in self.database.get_records(workload, self.target):
+            if r.candidate_hash == default_hash and r.is_valid:
+                return record.mean_sec < r.mean_sec * (1.0 - APPLY_MIN_GAIN)
+        return True
 
     def report(self, build_report: "Mapping[str, str] | None" = None) -> ScheduleReport:
         """Combine the hook's view with the build's ``schedule_report``: a kernel counts as

@@ -31,13 +31,17 @@ import threading
 import time
 from typing import Any, Iterator
 
-from .tasks.records import TuningRecords, format_summary, parse_duration, read_tasks_file, write_tasks_file
+from .tasks.records import TuningRecords, applied_us, format_summary, parse_duration, read_tasks_file, write_tasks_file
 
 logger = logging.getLogger("ingot.tune")
 
 #: Used when neither ``trials`` nor ``time_budget`` is given: a few minutes buys most of the
 #: gain on small models (the largest kernels are tuned first), and never hours.
 DEFAULT_TIME_BUDGET = "10m"
+#: How model tasks are measured: the fastest of 5 repeats (each at least 5 calls and 10 ms) is
+#: recorded (one call per repeat would time thread wake-ups under load, not the kernel), so
+#: a repeat slowed by another process does not decide which schedule wins (see scheduler.py).
+MODEL_RUNNER_CONFIG = dict(number=5, repeat=5, min_repeat_ms=10)
 #: Seconds between two prints of the per-task table on the console (the log gets every round).
 TABLE_EVERY_S = 30.0
 
@@ -50,6 +54,7 @@ def _task_rows(sched: Any, extracted: list) -> list:
                      "flop_count": t.flop_count, "kernels": list(t.kernels),
                      "default_us": default * 1e6 if math.isfinite(default) else None,
                      "best_us": best * 1e6 if math.isfinite(best) else None,
+                     "default_hash": sched.default_hash[i], "skipped": bool(sched.skipped[i]),
                      "trials": sched.trials[i], "done": bool(sched.done[i])})
     return rows
 
@@ -76,7 +81,7 @@ class _Display:
 
     def update(self, rows: list, trials: int, final: bool = False) -> None:
         elapsed = time.perf_counter() - self.t0
-        est = sum(r["weight"] * r["best_us"] for r in rows if r["best_us"] is not None)
+        est = sum(r["weight"] * applied_us(r) for r in rows if applied_us(r) is not None)
         base = sum(r["weight"] * r["default_us"] for r in rows if r["default_us"] is not None)
         tuned = sum(1 for r in rows if r["best_us"] is not None)
         text = (f"{trials} trials, {tuned}/{len(rows)} tasks measured, estimate {est / 1e3:.3f} ms"
@@ -128,7 +133,7 @@ def tune_model(model: Any, target: Any = "llvm", *, trials: "int | None" = None,
                num_trials_per_iter: int = 16, strategy: str = "evolutionary", cost_model: Any = "xgb",
                seed: "int | None" = None, num_workers: "int | None" = None, runner_config: Any = None,
                patience: int = 3, min_improvement: float = 0.01, measure_default: bool = True,
-               max_tasks: "int | None" = None, verbose: int = 1) -> TuningRecords:
+               skip_share: float = 0.05, max_tasks: "int | None" = None, verbose: int = 1) -> TuningRecords:
     """Tune every distinct kernel of ``model`` for ``target``; returns the `TuningRecords`.
 
     ``model``: an ``ingot.Model`` (``ingot.load``) or a graph IRModule (``params`` bound into it).
@@ -138,7 +143,10 @@ def tune_model(model: Any, target: Any = "llvm", *, trials: "int | None" = None,
     existing one is resumed. ``max_tasks``: tune only the N heaviest tasks (weight x FLOPs).
     ``patience``/``min_improvement``: a task stops after ``patience`` rounds that improved its best
     latency by less than ``min_improvement`` (relative). ``measure_default``: measure each task's
-    default schedule as a baseline record (apply-best then never picks a slower schedule).
+    default schedule first, as a baseline record (apply-best then never picks a slower schedule).
+    ``skip_share``: the smallest tasks that together make at most this share of the default
+    latency are not searched (0: search every task). ``runner_config``: default
+    `MODEL_RUNNER_CONFIG` (5 repeats of at least 5 calls and 10 ms; the fastest repeat is recorded).
 
     Example:
         >>> # records = tune_model(ingot.load("mlp.onnx"), "llvm -num-cores=2", trials=64, work_dir="w")
@@ -169,6 +177,8 @@ def tune_model(model: Any, target: Any = "llvm", *, trials: "int | None" = None,
     source = getattr(model, "source", type(model).__name__)
     info = {"target": str(target), "source": source, "tasks": [], "elapsed_s": 0.0}
     previous = read_tasks_file(work_dir)  # refuses a newer format before anything is written
+    # Tuning time over every run in this work dir (a resumed run adds to it).
+    spent_before = float(previous.get("total_elapsed_s", previous.get("elapsed_s", 0.0)) or 0.0)
     if previous.get("target") not in (None, str(target)):
         logger.warning("work dir %s holds records for target %r; adding records for %r", work_dir,
                        previous.get("target"), str(target))
@@ -189,6 +199,10 @@ def tune_model(model: Any, target: Any = "llvm", *, trials: "int | None" = None,
                                 seed=seed, flop_count=t.flop_count) for t in extracted]
             database = SQLiteDatabase(os.path.join(work_dir, "database.db"))
             builder = LocalBuilder(max_workers=num_workers)
+            if runner_config is None:
+                from .runner import RunnerConfig
+
+                runner_config = RunnerConfig(**MODEL_RUNNER_CONFIG)
             runner = LocalRunner(runner_config)
             display = _Display(verbose, budget_s, trials)
 
@@ -196,6 +210,7 @@ def tune_model(model: Any, target: Any = "llvm", *, trials: "int | None" = None,
                 # Step 4: summary file + display after every round.
                 info["tasks"] = _task_rows(s, extracted)
                 info["elapsed_s"] = time.perf_counter() - t0
+                info["total_elapsed_s"] = spent_before + info["elapsed_s"]
                 write_tasks_file(work_dir, info)
                 display.update(info["tasks"], sum(s.trials))
 
@@ -203,7 +218,7 @@ def tune_model(model: Any, target: Any = "llvm", *, trials: "int | None" = None,
                                        num_trials_per_iter, cost_model_factory=_cost_model_factory(cost_model, seed),
                                        verbose=0, deadline=deadline, patience=patience,
                                        min_improvement=min_improvement, measure_default=measure_default,
-                                       on_round=on_round)
+                                       skip_share=skip_share, on_round=on_round)
             # Step 3: the rounds.
             try:
                 sched.tune()
@@ -223,6 +238,7 @@ def tune_model(model: Any, target: Any = "llvm", *, trials: "int | None" = None,
                     worker.shutdown()
         if sched is not None:
             info["elapsed_s"] = time.perf_counter() - t0
+            info["total_elapsed_s"] = spent_before + info["elapsed_s"]
             info["stop_reason"] = sched.stop_reason
             write_tasks_file(work_dir, info)
             if verbose:
@@ -233,4 +249,4 @@ def tune_model(model: Any, target: Any = "llvm", *, trials: "int | None" = None,
     return TuningRecords(work_dir, database, read_tasks_file(work_dir))
 
 
-__all__ = ["tune_model", "TuningRecords", "DEFAULT_TIME_BUDGET"]
+__all__ = ["tune_model", "TuningRecords", "DEFAULT_TIME_BUDGET", "MODEL_RUNNER_CONFIG"]

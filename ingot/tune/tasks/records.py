@@ -123,7 +123,7 @@ class TuningRecords:
     @property
     def estimated_latency_us(self) -> float:
         """Sum over tasks of weight x best measured latency (kernels only, no graph overhead)."""
-        return self._weighted("best_us")
+        return sum(t["weight"] * applied_us(t) for t in self.tasks if applied_us(t) is not None)
 
     @property
     def default_latency_us(self) -> float:
@@ -155,6 +155,25 @@ def _fmt_us(x: Any) -> str:
     return f"{x:.1f}" if isinstance(x, (int, float)) and math.isfinite(x) else "N/A"
 
 
+#: A tuned record replaces the default schedule only when it measured at least this much faster
+#: (relative): smaller gains are within measurement noise, and applying them could slow a kernel.
+APPLY_MIN_GAIN = 0.02
+
+
+def applied_us(task: dict) -> "float | None":
+    """The latency (us) a compile with these records gets for ``task`` (a tasks.json row): the
+    tuned best when it beat the default by `APPLY_MIN_GAIN`, else the default.
+
+    Example:
+        >>> applied_us({"default_us": 10.0, "best_us": 9.95}), applied_us({"default_us": 10.0, "best_us": 5.0})
+        (10.0, 5.0)
+    """
+    best, default = _finite_or_none(task.get("best_us")), _finite_or_none(task.get("default_us"))
+    if default is None:
+        return best
+    return best if best is not None and best < default * (1.0 - APPLY_MIN_GAIN) else default
+
+
 def format_summary(tasks: list, elapsed_s: "float | None" = None) -> str:
     """The per-task table of a model tuning run plus the weighted end-to-end estimate.
 
@@ -163,27 +182,30 @@ def format_summary(tasks: list, elapsed_s: "float | None" = None) -> str:
         ...                        "best_us": 5.0, "trials": 8, "done": True}]).splitlines()[-1])
         estimated kernel time per run: 10.0 us (default schedules 20.0 us, 2.00x)
     """
-    header = ("ID", "Task", "Weight", "MFLOP", "Default (us)", "Best (us)", "Speed-up", "GFLOP/s", "Trials", "Done")
+    header = ("ID", "Task", "Weight", "MFLOP", "Share", "Default (us)", "Best (us)", "Speed-up", "GFLOP/s",
+              "Trials", "Done")
+    total_default = sum(t["weight"] * t["default_us"] for t in tasks if _finite_or_none(t.get("default_us")))
     rows = []
     for i, t in enumerate(tasks):
         best, default = t.get("best_us"), t.get("default_us")
         ok = best is not None and math.isfinite(best) and best > 0
         speed = f"{default / best:.2f}x" if ok and default is not None and math.isfinite(default) else ""
         gflops = f"{t['flop_count'] / (best * 1e-6) / 1e9:.2f}" if ok else "N/A"
-        rows.append((str(i), t["name"], f"{t['weight']:g}", f"{t['flop_count'] / 1e6:.2f}", _fmt_us(default),
-                     _fmt_us(best), speed, gflops, str(t.get("trials", 0)), "Y" if t.get("done") else ""))
+        share = (f"{100 * t['weight'] * default / total_default:.1f}%"
+                 if total_default > 0 and _finite_or_none(default) else "")
+        done = "skip" if t.get("skipped") else "Y" if t.get("done") else ""
+        rows.append((str(i), t["name"], f"{t['weight']:g}", f"{t['flop_count'] / 1e6:.2f}", share, _fmt_us(default),
+                     _fmt_us(best), speed, gflops, str(t.get("trials", 0)), done))
     widths = [max([len(h)] + [len(r[k]) for r in rows]) for k, h in enumerate(header)]
 
     def line(vals: Iterable[str]) -> str:
         return " | ".join(v.ljust(w) if k == 1 else v.rjust(w) for k, (v, w) in enumerate(zip(vals, widths)))
 
     out = [line(header), "-" * (sum(widths) + 3 * (len(widths) - 1))] + [line(r) for r in rows]
-    best = sum(t["weight"] * t["best_us"] for t in tasks if t.get("best_us") is not None and math.isfinite(t["best_us"]))
-    default = sum(t["weight"] * t["default_us"] for t in tasks
-                  if t.get("default_us") is not None and math.isfinite(t["default_us"]))
+    best = sum(t["weight"] * applied_us(t) for t in tasks if applied_us(t) is not None)
     tail = f"estimated kernel time per run: {best:.1f} us"
-    if default > 0 and best > 0:
-        tail += f" (default schedules {default:.1f} us, {default / best:.2f}x)"
+    if total_default > 0 and best > 0:
+        tail += f" (default schedules {total_default:.1f} us, {total_default / best:.2f}x)"
     if elapsed_s is not None:
         out.append(f"tuning time: {elapsed_s:.1f} s")
     out.append(tail)

@@ -1,26 +1,32 @@
-"""`ModelTaskScheduler`: the gradient-based task scheduler with a time budget, early stopping,
-a measured default-schedule baseline per task, and a record committed per measurement.
+"""`ModelTaskScheduler`: the gradient-based task scheduler with a time budget, a measured
+default-schedule baseline per task first, tiny tasks skipped, early stopping, and a record
+committed per measurement.
 
 Note, what it adds to `GradientBased` (whose policy — weight x (alpha x backward gradient +
-(1 - alpha) x optimistic forward gradient) — picks the next task once every task had a round):
-Step 1. start: each task's workload is registered and its earlier records (resume) loaded; the
-   first rounds go to untuned tasks, heaviest (weight x FLOPs) first, so a tiny budget is spent
-   where it matters most;
-Step 2. baseline: in a task's first round its default schedule (``ingot.ops.schedule``, the one
-   an untuned compile uses) is measured and stored as an ordinary record, so apply-best never
-   picks a tuned schedule slower than the default (and the untuned latency is known);
-Step 3. rounds: before each round the remaining time is compared with the measured seconds per
-   candidate (an exponential average over rounds); a round is shrunk to what fits, and none is
-   started when not even one candidate fits (a task's first round in a time-limited run is a
-   probe of at most 4). Candidates are built in chunks of one per builder process, and no chunk
-   starts when the previous one took longer than the time left; each measured candidate is committed at once (a kill loses at most
-   the one being measured);
-Step 4. early stop: a task whose best latency improved less than ``min_improvement`` (relative)
-   over its last ``patience`` rounds is marked done; the budget goes to the others.
+(1 - alpha) x optimistic forward gradient, -best / trials) — picks the next task):
+Step 1. start: each task's workload is registered and its earlier records (resume) loaded. The
+   search of a task (design space, cost model) is only set up when the task gets its first
+   search round, so tasks that are never searched cost nothing;
+Step 2. baselines: before any search, every task's default schedule (``ingot.ops.schedule``, the
+   one an untuned compile uses) is built (one per builder process at a time) and measured, and
+   stored as an ordinary record: the end-to-end estimate starts at the untuned latency and only
+   goes down, apply-best can tell whether tuning beat the default, and the latency share of each
+   task is known;
+Step 3. skip: tasks whose weighted default latency is tiny (the smallest tasks that together make
+   at most ``skip_share`` of the total) are marked done and never searched;
+Step 4. rounds: the gradient picks the task (after Step 2 every task has one trial, so the first
+   pick is the task with the largest weight x latency, i.e. the largest expected gain). Before
+   each round the remaining time is compared with the measured seconds per candidate (an
+   exponential average per task); a round is shrunk to what fits, and none is started when not
+   even one candidate fits (a task's first search round is a probe of at most 4). Candidates are
+   built in chunks of one per builder process, and no chunk starts when the previous one took
+   longer than the time left; each measured candidate is committed at once;
+Step 5. early stop: a task whose best latency improved less than ``min_improvement`` (relative)
+   over its last ``patience`` rounds (the baseline counts as one) is marked done.
 
 Example:
     >>> # sched = ModelTaskScheduler(ctxs, builder, runner, db, max_trials_global=10**9,
-    >>> #                            time_budget_s=600); sched.tune(); sched.total_latency_us()
+    >>> #                            deadline=time.perf_counter() + 600); sched.tune()
 """
 from __future__ import annotations
 
@@ -40,38 +46,43 @@ logger = logging.getLogger("ingot.tune")
 class ModelTaskScheduler(GradientBased):
     """See the module note. Extra arguments: ``deadline`` (a ``time.perf_counter()`` value, or
     None for no time limit), ``patience`` / ``min_improvement`` (early stop), ``measure_default``
-    (Step 2), ``on_round(scheduler)`` (called after every round, e.g. for a progress display).
+    (Step 2), ``skip_share`` (Step 3; 0 tunes every task), ``on_round(scheduler)`` (called after
+    every round, e.g. for a progress display).
 
     Example:
         >>> # ModelTaskScheduler(tasks, b, r, db, 256, 16, deadline=time.perf_counter() + 60).tune()
     """
 
     def __init__(self, *args: Any, deadline: "float | None" = None, patience: int = 3,
-                 min_improvement: float = 0.01, measure_default: bool = True,
+                 min_improvement: float = 0.01, measure_default: bool = True, skip_share: float = 0.05,
                  on_round: "Optional[Callable[[ModelTaskScheduler], None]]" = None, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self.deadline = deadline
         self.patience = int(patience)
         self.min_improvement = float(min_improvement)
         self.measure_default = bool(measure_default)
+        self.skip_share = float(skip_share)
         self.on_round = on_round
         n = len(self.tasks)
         self.default_secs = [math.inf] * n  # the default schedule's latency (Step 2)
+        self.skipped = [False] * n  # Step 3
         self.stop_reason = ""
         self._sec_per_cand: "float | None" = None  # exponential average of a round's wall time per candidate
         self._task_sec_per_cand: dict = {}  # the same per task
-        self._baseline_done = [False] * n
+        # Wall time of a task's first search round (design space, reference build, probe): an
+        # exponential average; seeded from the baselines' time so the first one is predicted too.
+        self._first_round_s: "float | None" = None
+        self._searching: set = set()  # tasks whose search is set up (Step 1)
+        self._records: dict = {}  # task -> records of an earlier run (resume), for the cost model
+        self.default_hash: "list[str | None]" = [None] * n  # candidate hash of the default schedule
 
     # -- policy ----------------------------------------------------------------------------------------
     def next_task_id(self) -> int:
         alive = self._alive()
         if not alive:
             return -1
-        fresh = [i for i in alive if self.rounds[i] == 0 and not self.best_history[i]]
-        if fresh:  # Step 1: untuned tasks first, heaviest first
-            return max(fresh, key=lambda i: (self.tasks[i].weight * self.tasks[i].flop_count, -i))
         grads = {i: self.gradient(i) for i in alive}
-        return min(alive, key=lambda i: (grads[i], i))
+        return min(alive, key=lambda i: (grads[i], -self.tasks[i].weight * self.tasks[i].flop_count, i))
 
     def remaining_s(self) -> float:
         """Seconds left before the deadline (inf without one)."""
@@ -79,34 +90,125 @@ class ModelTaskScheduler(GradientBased):
 
     # -- main loop -------------------------------------------------------------------------------------
     def tune(self) -> None:
-        """Run rounds until the trial budget or the time budget is spent or every task is done.
+        """Baselines, skip, then rounds until the trial or time budget is spent or every task is done.
 
         Example:
             >>> # sched.tune(); sched.stop_reason  -> 'time budget' | 'trial budget' | 'all tasks done'
         """
         t0 = time.perf_counter()
-        started = []
         try:
-            for i, ctx in enumerate(self.tasks):
-                if self.remaining_s() <= 0:
-                    self.stop_reason = "time budget (while starting tasks)"
-                    self.done[i:] = [True] * (len(self.tasks) - i)
-                    break
-                self._start_task(i, ctx)
-                started.append(ctx)
-            while not self.stop_reason:
+            for i in range(len(self.tasks)):  # Step 1
+                self._load_task(i)
+            self.stop_reason = self._measure_baselines()  # Step 2
+            if not self.stop_reason:
+                self._skip_small_tasks()  # Step 3
+            if self.on_round is not None:
+                self.on_round(self)
+            while not self.stop_reason:  # Step 4
                 self.stop_reason = self._one_round()
         finally:
-            for ctx in started:
-                ctx.search_strategy.post_tuning()
+            for i in self._searching:
+                self.tasks[i].search_strategy.post_tuning()
         total = time.perf_counter() - t0
         self.time_split["other"] = max(0.0, total - sum(v for k, v in self.time_split.items() if k != "other"))
         logger.info("tuning stopped (%s) after %.2f s: search %.2f s, build %.2f s, run %.2f s, other %.2f s",
                     self.stop_reason, total, self.time_split["search"], self.time_split["build"],
                     self.time_split["run"], self.time_split["other"])
 
+    def _load_task(self, i: int) -> None:
+        """Step 1: register the workload and count the records of an earlier run (no search set-up)."""
+        ctx = self.tasks[i]
+        self.database.commit_workload(ctx.mod)
+        records = self.database.get_records(ctx.mod, ctx.target)
+        self._records[i] = records
+        self.trials[i] = len(records)
+        valid = [r.mean_sec for r in records if r.is_valid]
+        self.best_secs[i] = min(valid) if valid else math.inf
+        if records:
+            self.best_history[i].append(self.best_secs[i])
+
+    def _start_search(self, i: int) -> None:
+        """Set up task ``i``'s search (design space, cost model warm-started on earlier records)."""
+        if i in self._searching:
+            return
+        ctx = self.tasks[i]
+        self._searching.add(i)
+        cost_model = self.cost_model_factory() if self.cost_model_factory else None
+        ctx.search_strategy.pre_tuning(ctx, ctx.generate_design_space(), self.database, cost_model)
+        records = self._records.pop(i, [])
+        if cost_model is not None and records:
+            self._warm_start(ctx, records, cost_model)
+        if hasattr(ctx.search_strategy, "measured"):
+            # The search must not propose what is measured already (the default schedule included).
+            ctx.search_strategy.measured.update([r.candidate_hash for r in records if r.candidate_hash]
+                                                + [h for h in (self.default_hash[i],) if h])
+
+    def _measure_baselines(self) -> str:
+        """Step 2: build and measure every task's default schedule; returns a stop reason or ''."""
+        if not self.measure_default:
+            return ""
+        t = time.perf_counter()
+        todo = []
+        for i in sorted(range(len(self.tasks)), key=lambda i: -self.tasks[i].weight * self.tasks[i].flop_count):
+            cand = self._baseline_candidate(i)
+            if cand is not None:
+                todo.append((i, cand))
+        self.time_split["search"] += time.perf_counter() - t
+        chunk = max(1, int(getattr(self.builder, "max_workers", None) or 1))
+        last_chunk_s = 0.0
+        t_phase = time.perf_counter()
+        for start in range(0, len(todo), chunk):
+            if self.remaining_s() <= last_chunk_s:
+                logger.info("time budget reached while measuring default schedules (%d of %d measured)",
+                            start, len(todo))
+                return "time budget (while measuring default schedules)"
+            part = todo[start:start + chunk]
+            t = t_chunk = time.perf_counter()
+            built = self.builder.build([BuilderInput(c.sch.mod, str(self.tasks[i].target)) for i, c in part])
+            self.time_split["build"] += time.perf_counter() - t
+            for (i, c), b in zip(part, built):
+                ctx = self.tasks[i]
+                # The default schedules are what an untuned build uses and are tested with the
+                # operators; no reference build is spent on checking them.
+                sec = self._measure(i, c, b, None, ArgInfo.from_prim_func(ctx.mod["main"]),
+                                    self.database.commit_workload(ctx.mod).shash, True)
+                self.trials[i] += 1
+                self.best_secs[i] = min(self.best_secs[i], sec)
+                self.best_history[i].append(self.best_secs[i])
+                logger.info("task %s: default schedule %.3f us", ctx.task_name, sec * 1e6)
+            last_chunk_s = time.perf_counter() - t_chunk
+            if self.on_round is not None and (start // chunk) % 8 == 7:
+                self.on_round(self)
+        if todo:
+            # A searched candidate costs more than a default one (search, correctness check);
+            # a first round also sets the search up and builds the reference. Rough, corrected
+            # by the measured averages after each round.
+            per_chunk = (time.perf_counter() - t_phase) * chunk / len(todo)
+            self._sec_per_cand = self._sec_per_cand or per_chunk
+            self._first_round_s = self._first_round_s or 2.0 * per_chunk
+        return ""
+
+    def _skip_small_tasks(self) -> None:
+        """Step 3: mark done the smallest tasks that together make at most ``skip_share`` of the
+        weighted default latency (their tuning cannot pay for its time)."""
+        lat = {i: self.tasks[i].weight * self.default_secs[i] for i in range(len(self.tasks))
+               if math.isfinite(self.default_secs[i]) and not self.done[i]}
+        total = sum(lat.values())
+        if self.skip_share <= 0 or total <= 0:
+            return
+        acc = 0.0
+        for i in sorted(lat, key=lambda i: lat[i]):
+            acc += lat[i]
+            if acc > self.skip_share * total:
+                break
+            self.done[i] = self.skipped[i] = True
+        n = sum(self.skipped)
+        if n:
+            logger.info("%d task(s) skipped: together %.1f%% of the default latency (skip_share=%.0f%%)",
+                        n, 100 * sum(lat[i] for i in lat if self.skipped[i]) / total, 100 * self.skip_share)
+
     def _one_round(self) -> str:
-        """One round; returns why tuning stops ('' to go on)."""
+        """One search round; returns why tuning stops ('' to go on)."""
         left = self.max_trials_global - sum(self.trials)
         if left <= 0:
             return "trial budget"
@@ -117,18 +219,31 @@ class ModelTaskScheduler(GradientBased):
         remaining = self.remaining_s()
         if remaining <= 0:
             return "time budget"
+        if (i not in self._searching and self._first_round_s is not None
+                and remaining * 0.98 < self._first_round_s):
+            # A first round (search set-up + probe) does not fit: go on with a started task.
+            started = [j for j in self._alive() if j in self._searching]
+            if not started:
+                return "time budget (no first round of a task fits in the time left)"
+            i = min(started, key=lambda j: (self.gradient(j), j))
         # Seconds per candidate of this task (tasks differ a lot: a conv vs an add), else overall.
         per_cand = self._task_sec_per_cand.get(i, self._sec_per_cand)
         if i not in self._task_sec_per_cand and math.isfinite(remaining):
             budget = min(budget, 4)  # a probe round: this task's cost per candidate is not known yet
         if per_cand is not None and math.isfinite(remaining):
-            # Step 3: shrink the round to what fits (2 % slack for the bookkeeping after it).
+            # Step 4: shrink the round to what fits (2 % slack for the bookkeeping after it).
             fits = int(remaining * 0.98 / per_cand)
             if fits < 1:
                 return "time budget (no round fits in the time left)"
             budget = min(budget, fits)
+        first = i not in self._searching
         t = time.perf_counter()
+        self._start_search(i)
+        self.time_split["search"] += time.perf_counter() - t
         n = self._round(i, budget)
+        if first:
+            took = time.perf_counter() - t
+            self._first_round_s = took if self._first_round_s is None else 0.5 * self._first_round_s + 0.5 * took
         if n:
             per = (time.perf_counter() - t) / n
             self._sec_per_cand = per if self._sec_per_cand is None else 0.5 * self._sec_per_cand + 0.5 * per
@@ -155,16 +270,10 @@ class ModelTaskScheduler(GradientBased):
         ctx = self.tasks[i]
         args_info = ArgInfo.from_prim_func(ctx.mod["main"])
         shash = self.database.commit_workload(ctx.mod).shash
-        # Step 1. search (the baseline takes one slot of the task's first round)
+        # Step 1. search
         t = time.perf_counter()
-        baseline = self._baseline_candidate(i) if budget > 1 or self.rounds[i] == 0 else None
-        if baseline is not None and hasattr(ctx.search_strategy, "measured"):
-            ctx.search_strategy.measured.add(baseline.candidate_hash)  # the search must not propose it again
-        want = budget - (baseline is not None)
-        cands = list(ctx.search_strategy.generate_measure_candidates(want) or [])[:want] if want > 0 else []
+        cands = list(ctx.search_strategy.generate_measure_candidates(budget) or [])[:budget]
         self.time_split["search"] += time.perf_counter() - t
-        if baseline is not None:
-            cands.insert(0, baseline)
         if not cands:
             self.done[i] = True
             logger.info("task %s: the search has no new candidates; done", ctx.task_name)
@@ -189,12 +298,11 @@ class ModelTaskScheduler(GradientBased):
             built = self.builder.build([BuilderInput(c.sch.mod, str(ctx.target)) for c in part])
             self.time_split["build"] += time.perf_counter() - t
             for c, b in zip(part, built):
-                means.append(self._measure(i, c, b, ref, args_info, shash, c is baseline))
+                means.append(self._measure(i, c, b, ref, args_info, shash, False))
                 measured.append(c)
             last_chunk_s = time.perf_counter() - t_chunk
-        searched = [(c, m) for c, m in zip(measured, means) if c is not baseline]
-        if searched:
-            ctx.search_strategy.notify_runner_results([c for c, _ in searched], [m for _, m in searched])
+        if measured:
+            ctx.search_strategy.notify_runner_results(measured, means)
         self.trials[i] += len(measured)
         self.rounds[i] += 1
         self.best_secs[i] = min([self.best_secs[i]] + means)
@@ -209,7 +317,9 @@ class ModelTaskScheduler(GradientBased):
         t = time.perf_counter()
         if built.ok:
             r = self.runner.run([RunnerInput(built.artifact_path, args_info, ref, shash, "main", ctx.num_cores)])[0]
-            secs, err = r.run_secs, r.error_msg
+            # The fastest repeat: other processes on the machine only ever add time, so the
+            # minimum is the robust estimate (a preempted repeat must not pick the schedule).
+            secs, err = ([min(r.run_secs)] if r.run_secs else r.run_secs), r.error_msg
         else:
             secs, err = None, built.error_msg
         self.time_split["run"] += time.perf_counter() - t
@@ -228,9 +338,8 @@ class ModelTaskScheduler(GradientBased):
     def _baseline_candidate(self, i: int) -> Any:
         """The task's default schedule as a measure candidate (once per task; None when it is
         already in the database, disabled, or the default rules do not apply)."""
-        if not self.measure_default or self._baseline_done[i]:
+        if not self.measure_default:
             return None
-        self._baseline_done[i] = True
         ctx = self.tasks[i]
         try:
             from ingot.ir import structural_hash
@@ -241,6 +350,7 @@ class ModelTaskScheduler(GradientBased):
 
             sch = schedule_blocks(Schedule(ctx.mod), ctx.target)
             cand = MeasureCandidate(sch, structural_hash(sch.mod))
+            self.default_hash[i] = cand.candidate_hash
         except Exception as err:  # noqa: BLE001 - no default schedule: the search alone competes
             logger.info("task %s: no default-schedule baseline (%s: %s)", ctx.task_name, type(err).__name__, err)
             return None
