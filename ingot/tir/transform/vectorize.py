@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ingot.arith.canonical import SumForm
 from ingot.ir import expr as E
 from ingot.ir.expr import Broadcast, BufferLoad, PrimExpr, Ramp, as_const_int
 from ingot.ir.functor import Mutator, collect_vars, substitute
@@ -60,11 +61,27 @@ class _Vectorizer:
     def _stride(self, index: PrimExpr) -> "tuple[PrimExpr, int]":
         """(base, stride) of an index that is affine in the loop variable with a constant stride."""
         base = self.analyzer.simplify(substitute(index, {self.var: self.min}))
-        step = self.analyzer.simplify(substitute(index, {self.var: self.var + 1}) - index)
-        stride = as_const_int(step)
+        stride = self._linear_stride(index)
+        if stride is None:
+            step = self.analyzer.simplify(substitute(index, {self.var: self.var + 1}) - index)
+            stride = as_const_int(step)
         if stride is None:
             raise _CannotVectorize(f"index {index} does not advance by a constant")
         return base, stride
+
+    def _linear_stride(self, index: PrimExpr) -> "int | None":
+        """The stride when the loop variable appears in ``index`` only as a ``c * var`` term (the
+        usual flattened index): ``index[var + 1] - index`` is then ``c`` with no simplification.
+        None when another term or atom uses the variable (the analyzer decides)."""
+        if not (index.dtype.is_int and index.dtype.lanes == 1):
+            return None
+        stride = 0
+        for coeff, atoms in SumForm.from_expr(index).terms.values():
+            if len(atoms) == 1 and atoms[0] is self.var:
+                stride = coeff
+            elif any(a is self.var or (not isinstance(a, E.Var) and self._uses_var(a)) for a in atoms):
+                return None
+        return stride
 
     def _uses_var(self, e: PrimExpr) -> bool:
         return self.var in collect_vars(e)
