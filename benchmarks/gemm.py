@@ -27,6 +27,8 @@ Usage:
     python benchmarks/gemm.py                  # the table (run on a quiet machine)
     python benchmarks/gemm.py --check          # correctness + assembly only (square + transformer shapes)
     python benchmarks/gemm.py --transformer    # M = 128 dense layers with pre-packed weights
+    python benchmarks/gemm.py --sweep          # blocked_gemm_rule points (MR x NVEC, MC, KC, KU, order)
+                                               #   vs the default, 1 and 2 threads, interleaved
 """
 from __future__ import annotations
 
@@ -261,6 +263,75 @@ def check(n: int = 512) -> None:
     assert rep["stack_accesses"] == 0, "accumulators spilled to the stack in the micro-kernel loop"
 
 
+# --sweep: points of blocked_gemm_rule's space (keyword arguments; {} = the default), timed
+# against each other. Shapes: M x K x N of C[M, N] = A[M, K] @ B[K, N].
+SWEEP_SHAPES = [(1024, 1024, 1024), (512, 512, 512), (2048, 2048, 2048), (128, 768, 3072)]
+SWEEP_POINTS = [{}, dict(mr=4, nvec=4), dict(mr=4, nvec=4, mc=64), dict(mr=4, nvec=4, kc=256),
+                dict(mr=4, nvec=4, ku=8), dict(mc=64), dict(mc=256), dict(kc=256), dict(ku=8), dict(ku=2),
+                dict(mr=16, nvec=1), dict(order="block"), dict(order="slice")]
+
+
+def blocked_point(m: int, k: int, n: int, threads: int, **kw):
+    """``ingot.build`` of a plain matmul scheduled by `blocked_gemm_rule` with keyword arguments
+    ``kw`` (mr, nvec, mc, kc, ku, order, ...); raises ScheduleError when the tiles do not fit.
+
+    Example:
+        >>> lib = blocked_point(512, 512, 512, 1, mr=4, nvec=4)  # doctest: +SKIP
+    """
+    from ingot import ops
+    from ingot.ops.schedule.analysis import analyze_block
+    from ingot.ops.schedule.blocked import blocked_gemm_rule
+
+    A, B = te.placeholder((m, k), name="A"), te.placeholder((k, n), name="B")
+    C = ops.matmul(A, B)
+    sch = Schedule(te.create_prim_func([A, B, C]))
+    blocked_gemm_rule(sch, C.op.name, analyze_block(sch, sch.get_block(C.op.name)), LANES, threads, **kw)
+    return ingot.build(sch.mod, f"llvm -num-cores={threads}")
+
+
+def sweep(shapes, points, threads_list, rounds: int) -> None:
+    """Time ``points`` of the blocked GEMM space per shape and thread count: all points
+    interleaved (A, B, C, A, B, C ...) for ``rounds`` rounds of 3 calls, MIN per point — thread
+    CPU time on 1 thread (robust to preemption on a shared machine), wall time on 2. Prints a
+    Markdown table (GFLOP/s and the ratio to the default point) and the load average."""
+    import time
+
+    from common import banner, load_average, markdown_table
+
+    banner("blocked_gemm_rule points (min over interleaved rounds)")
+    rows = []
+    for m, k, n in shapes:
+        rng = np.random.default_rng(0)
+        a, b = rng.random((m, k), dtype="float32"), rng.random((k, n), dtype="float32")
+        for threads in threads_list:
+            libs = []
+            for kw in points:
+                try:
+                    lib = blocked_point(m, k, n, threads, **kw)
+                except Exception as err:  # tiles that do not divide the sizes: no row
+                    print(f"  {m}x{k}x{n} {kw}: skipped ({type(err).__name__})", flush=True)
+                    continue
+                c = np.zeros((m, n), "float32")
+                lib["main"](a, b, c)
+                np.testing.assert_allclose(c, a @ b, rtol=1e-3, atol=1e-2)
+                libs.append([kw, lib["main"], c, float("inf")])
+            clock = time.thread_time if threads == 1 else time.perf_counter
+            for _ in range(rounds):
+                for entry in libs:
+                    for _ in range(3):
+                        t0 = clock()
+                        entry[1](a, b, entry[2])
+                        entry[3] = min(entry[3], clock() - t0)
+            base = next((e[3] for e in libs if not e[0]), None)
+            for kw, _, _, t in libs:
+                g = 2 * m * n * k / t / 1e9
+                label = ", ".join(f"{key}={val}" for key, val in kw.items()) or "default"
+                rows.append([f"{m}x{k}x{n}", threads, label, f"{g:.1f}", f"{base / t:.2f}" if base else "-"])
+                print(f"  {m}x{k}x{n} {threads}T {label}: {g:.1f} GFLOP/s", flush=True)
+    print(markdown_table(["M x K x N", "threads", "point", "GFLOP/s", "/ default"], rows))
+    print(f"load average after: {load_average()}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--check", action="store_true", help="correctness and assembly only (no timing)")
@@ -270,7 +341,14 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2, help="threads for --transformer")
     parser.add_argument("--schedule", choices=["default", "hand"], default="default",
                         help="default: ingot.ops.schedule (blocked GEMM rule); hand: gemm_schedule (no KC blocking)")
+    parser.add_argument("--sweep", action="store_true",
+                        help="time points of blocked_gemm_rule's space (MR x NVEC, MC, KC, KU, order) vs the default")
+    parser.add_argument("--rounds", type=int, default=10, help="interleaved rounds for --sweep")
     args = parser.parse_args()
+    if args.sweep:
+        shapes = [(n, n, n) for n in args.sizes] if "--sizes" in sys.argv else SWEEP_SHAPES
+        sweep(shapes, SWEEP_POINTS, (1, 2), args.rounds)
+        return
     global SCHEDULE
     SCHEDULE = args.schedule
     if args.check:
