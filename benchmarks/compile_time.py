@@ -1,0 +1,300 @@
+"""Compile time: full-size models (import → graph passes → lowering → C codegen → gcc) and the cost of
+building one tuning candidate (schedule replay → lowering → codegen → gcc).
+
+Models (``benchmarks/architectures.py``, real sizes, batch 1, random weights): ResNet-50, MobileNetV2,
+a BERT-base-style encoder, VGG-19, GPT-2. Each is exported to ONNX once (torch, cached under
+``--work-dir``), then compiled with ``ingot.load`` + ``ingot.compile`` against an empty kernel cache
+(a fresh ``INGOT_CACHE_DIR`` per model), so every kernel is lowered and compiled. The split is measured
+by timing wrappers around the driver's entry points (wall clock, seconds):
+
+* import — ``ingot.load`` (ONNX → graph IR, shape inference);
+* graph — the graph pipeline (``default_build_pipeline``: constant folding, layout, fusion, legalize, FuseTIR);
+* lower — ``ingot.driver.build.lower`` (the TensorIR lowering passes, Python);
+* codegen — ``ingot.codegen.c.generate_c`` (printing C, Python);
+* gcc — ``ingot.codegen.toolchain.compile_shared_library`` (the one compiler call per model);
+* other — the rest of ``compile``: default schedules, memory/AOT planning, weights.
+
+Tuning candidates: 1024³ fp32 GEMM and a ResNet-50 NHWC 3×3 conv (56×56×64→64): candidates are the
+design space's traces (``PostOrderApply``) replayed with fresh samples (seeded), post-processed like the
+tuner does, then built like ``LocalBuilder`` does (fresh kernel cache); the rule-based default schedule is
+reported as its own row. Min over candidates and mean are printed.
+
+Usage:
+    python benchmarks/compile_time.py                       # all models + candidates
+    python benchmarks/compile_time.py --models resnet50 --candidates 8
+    python benchmarks/compile_time.py --models none         # candidates only
+    python benchmarks/compile_time.py --smoke               # small models, 2 candidates: checks the script
+
+Prints Markdown tables and the load average before and after (the machine is shared; quote figures
+only with a low load).
+"""
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections import defaultdict
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+from benchmarks.common import load_average, markdown_table  # noqa: E402
+
+MODELS = ("resnet50", "mobilenet_v2", "bert", "vgg19", "gpt2")
+TARGET = "llvm -num-cores=2"
+
+
+class StageTimer:
+    """Accumulates wall time per stage by wrapping module attributes for the duration of a ``with``.
+
+    Nested wrapped calls are charged to the innermost stage only (exclusive times), so the stages add
+    up to at most the total.
+
+    Example:
+        >>> t = StageTimer()
+        >>> with t.wrap(time, "sleep", "sleeping"):     # doctest: +SKIP
+        ...     time.sleep(0.01)
+        >>> round(t.seconds["sleeping"], 2)              # doctest: +SKIP
+        0.01
+    """
+
+    def __init__(self):
+        self.seconds: dict[str, float] = defaultdict(float)
+        self.calls: dict[str, int] = defaultdict(int)
+        self._stack: list[list] = []  # [stage, start, child seconds]
+
+    def timed(self, fn, stage: str):
+        def wrapper(*args, **kwargs):
+            self._stack.append([stage, time.perf_counter(), 0.0])
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                name, start, child = self._stack.pop()
+                total = time.perf_counter() - start
+                self.seconds[name] += total - child
+                self.calls[name] += 1
+                if self._stack:
+                    self._stack[-1][2] += total
+
+        wrapper.__wrapped__ = fn
+        return wrapper
+
+    @contextlib.contextmanager
+    def wrap(self, owner, attr: str, stage: str):
+        original = getattr(owner, attr)
+        setattr(owner, attr, self.timed(original, stage))
+        try:
+            yield
+        finally:
+            setattr(owner, attr, original)
+
+
+@contextlib.contextmanager
+def fresh_cache():
+    """A new, empty kernel cache directory (``INGOT_CACHE_DIR``) for the duration of the block."""
+    path = tempfile.mkdtemp(prefix="ingot-ct-cache-")
+    old = os.environ.get("INGOT_CACHE_DIR")
+    os.environ["INGOT_CACHE_DIR"] = path
+    try:
+        yield path
+    finally:
+        if old is None:
+            os.environ.pop("INGOT_CACHE_DIR", None)
+        else:
+            os.environ["INGOT_CACHE_DIR"] = old
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _pipeline_stages(timer: StageTimer):
+    """The wrappers that split a model compile into stages (see the module docstring)."""
+    import ingot.codegen.c as codegen_c
+    import ingot.codegen.toolchain as toolchain
+    import ingot.driver.build as driver_build
+    import ingot.graph.transform as graph_transform
+
+    stack = contextlib.ExitStack()
+    stack.enter_context(timer.wrap(driver_build, "lower", "lower"))
+    stack.enter_context(timer.wrap(codegen_c, "generate_c", "codegen"))
+    stack.enter_context(timer.wrap(toolchain, "compile_shared_library", "gcc"))
+    original = graph_transform.default_build_pipeline
+
+    def timed_pipeline(*args, **kwargs):
+        return timer.timed(original(*args, **kwargs), "graph")
+
+    stack.callback(setattr, graph_transform, "default_build_pipeline", original)
+    graph_transform.default_build_pipeline = timed_pipeline
+    return stack
+
+
+def export_onnx(name: str, size: str, work_dir: str) -> str:
+    """ONNX file of architecture ``name`` (exported once per work dir)."""
+    path = os.path.join(work_dir, f"{name}_{size}.onnx")
+    if not os.path.exists(path):
+        import torch
+
+        from benchmarks import architectures
+
+        module, x = architectures.build(name, size)
+        module.eval()
+        tmp = path + ".tmp"
+        with torch.no_grad():
+            torch.onnx.export(module, (torch.from_numpy(x),), tmp, dynamo=False, opset_version=17)
+        os.replace(tmp, path)
+    return path
+
+
+def model_compile_time(name: str, size: str, work_dir: str) -> dict:
+    """Stage seconds of one cold compile of model ``name``."""
+    import ingot
+
+    path = export_onnx(name, size, work_dir)
+    timer = StageTimer()
+    with fresh_cache(), _pipeline_stages(timer):
+        t0 = time.perf_counter()
+        model = ingot.load(path)
+        t1 = time.perf_counter()
+        ingot.compile(model, target=TARGET)
+        t2 = time.perf_counter()
+    s = timer.seconds
+    staged = s["graph"] + s["lower"] + s["codegen"] + s["gcc"]
+    return {"import": t1 - t0, "graph": s["graph"], "lower": s["lower"], "codegen": s["codegen"],
+            "gcc": s["gcc"], "other": (t2 - t1) - staged, "total": t2 - t0, "kernels": timer.calls["lower"]}
+
+
+# -- tuning candidates ---------------------------------------------------------------------------
+
+
+def gemm_func(n: int = 1024):
+    from ingot import te
+
+    A = te.placeholder((n, n), "float32", name="A")
+    B = te.placeholder((n, n), "float32", name="B")
+    k = te.reduce_axis((0, n), name="k")
+    C = te.compute((n, n), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
+    return te.create_prim_func([A, B, C])
+
+
+def conv_func():
+    """ResNet-50 res2 3×3 conv in NHWC: x (1, 56, 56, 64), w (3, 3, 64, 64), pad 1."""
+    from ingot import ops, te
+
+    x = te.placeholder((1, 56, 56, 64), "float32", name="x")
+    w = te.placeholder((3, 3, 64, 64), "float32", name="w")
+    return te.create_prim_func([x, w, ops.nn.conv2d_nhwc(x, w, strides=1, padding=1)])
+
+
+def _build_stages(mod, target, timer: StageTimer) -> None:
+    """What `ingot.tune.builder.build_candidate` does, one timed stage at a time."""
+    from ingot.codegen.build import compile_options_for
+    from ingot.codegen.c import generate_c
+    from ingot.codegen.toolchain import compile_shared_library
+    from ingot.driver.build import lower
+
+    with target:
+        lowered = timer.timed(lower, "lower")(mod)
+    source = timer.timed(generate_c, "codegen")(lowered, target)
+    timer.timed(compile_shared_library, "gcc")(source.code, compile_options_for(target))
+
+
+def candidate_times(workload: str, count: int, seed: int = 0) -> "list[list]":
+    """Rows (candidate kind, n, replay, lower, codegen, gcc, total; min / mean ms) for ``workload``."""
+    import numpy as np
+
+    from ingot.target import Target
+    from ingot.tir.schedule import Schedule
+    from ingot.tune.space_generator import default_schedule_space
+    from ingot.tune.tune_context import TuneContext
+
+    func = gemm_func() if workload == "gemm" else conv_func()
+    target = Target(TARGET)
+    ctx = TuneContext(func, target, seed=seed)
+    spaces = ctx.generate_design_space()
+    postprocs = ctx.space_generator.postprocs
+    rows = []
+
+    def measure(make_schedule, label: str, n: int):
+        per: dict[str, list] = defaultdict(list)
+        done = 0
+        for k in range(n * 4):
+            if done == n:
+                break
+            timer = StageTimer()
+            t0 = time.perf_counter()
+            try:
+                sch = make_schedule(k)
+                if sch is None:
+                    continue
+            except Exception:  # an invalid sample: the tuner drops it too
+                continue
+            replay = time.perf_counter() - t0
+            with fresh_cache():
+                _build_stages(sch.mod, target, timer)
+            stages = {"replay": replay, **timer.seconds}
+            for key in ("replay", "lower", "codegen", "gcc"):
+                per[key].append(stages.get(key, 0.0))
+            per["total"].append(sum(stages.get(key, 0.0) for key in ("replay", "lower", "codegen", "gcc")))
+            done += 1
+        if done:
+            cells = [f"{min(per[key]) * 1e3:.0f} / {np.mean(per[key]) * 1e3:.0f}"
+                     for key in ("replay", "lower", "codegen", "gcc", "total")]
+            rows.append([workload, label, done, *cells])
+
+    def sampled(k: int):
+        space = spaces[k % len(spaces)]
+        sch = Schedule(ctx.mod, seed=seed + k)
+        space.trace.apply_to_schedule(sch, remove_postproc=True,
+                                      decision_provider=lambda inst, inputs, attrs, decision: None)
+        sch.enter_postproc()
+        for p in postprocs:
+            if not p.apply(sch):
+                return None
+        return sch
+
+    measure(lambda k: default_schedule_space(ctx.mod, target), "default schedule", max(1, min(count, 3)))
+    measure(sampled, "sampled from the space", count)
+    return rows
+
+
+def main(argv=None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--models", default=",".join(MODELS),
+                    help=f"comma-separated subset of {','.join(MODELS)}, or 'none'")
+    ap.add_argument("--candidates", type=int, default=16, help="tuning candidates built per workload")
+    ap.add_argument("--workloads", default="gemm,conv", help="tuning workloads (gemm,conv) or 'none'")
+    ap.add_argument("--work-dir", default=os.path.join(tempfile.gettempdir(), "ingot-compile-time"),
+                    help="where the exported ONNX files are cached")
+    ap.add_argument("--smoke", action="store_true", help="small model sizes, 2 candidates (checks the script)")
+    args = ap.parse_args(argv)
+    os.makedirs(args.work_dir, exist_ok=True)
+    size = "small" if args.smoke else "full"
+    models = [] if args.models == "none" else [m for m in args.models.split(",") if m]
+    workloads = [] if args.workloads == "none" else [w for w in args.workloads.split(",") if w]
+    count = 2 if args.smoke else args.candidates
+
+    print(f"load average before: {load_average()}", flush=True)
+    if models:
+        rows = []
+        for name in models:
+            export_onnx(name, size, args.work_dir)  # not part of the timing
+            r = model_compile_time(name, size, args.work_dir)
+            rows.append([name, r["kernels"], *(f"{r[k]:.2f}" for k in
+                                                ("import", "graph", "lower", "codegen", "gcc", "other", "total"))])
+            print(f"  {name}: {r['total']:.1f} s", flush=True)
+        print(f"\nModel compile time ({size} size, cold kernel cache, {TARGET!r}, wall seconds):\n")
+        print(markdown_table(["model", "kernels", "import", "graph passes", "lowering (Python)", "C codegen",
+                              "gcc", "other", "total"], rows))
+    if workloads:
+        rows = []
+        for w in workloads:
+            rows += candidate_times(w, count)
+        print(f"\nTuning candidate build (fresh kernel cache, {TARGET!r}; ms, min / mean over candidates):\n")
+        print(markdown_table(["workload", "candidate", "n", "schedule replay", "lowering", "C codegen", "gcc",
+                              "total"], rows))
+    print(f"\nload average after: {load_average()}")
+
+
+if __name__ == "__main__":
+    main()
