@@ -14,7 +14,9 @@ Step 2. Evolution, ``genetic_num_iters`` times: score the population with the co
    kept with its score. While the cost model is untrained (first round) there is no evolution:
    random scores would only cost replays.
 Step 3. Selection: the ``(1 - eps_greedy)`` share of the trials goes to the best-scored candidates
-   not measured yet, the rest to random samples (exploration).
+   not measured yet — at least ``local_ratio`` of them descendants of the measured seeds when the
+   pool has them (local refinement of what measured fastest) — the rest to random samples
+   (exploration).
 
 Why the elites and rank weights (issue #4): the former version replaced the population by its
 children after each generation and drew parents in proportion to ``score - min(score)`` (almost
@@ -57,7 +59,7 @@ class EvolutiveSearch(SearchStrategy):
 
     def __init__(self, population_size: int = 64, init_measured_ratio: float = 0.25,
                  genetic_num_iters: int = 3, genetic_mutate_prob: float = 0.85, eps_greedy: float = 0.05,
-                 elite_ratio: float = 0.25, seed: "int | None" = None):
+                 elite_ratio: float = 0.25, local_ratio: float = 0.5, seed: "int | None" = None):
         super().__init__(seed)
         if population_size < 2:
             raise ValueError(f"EvolutiveSearch: population_size must be >= 2, got {population_size}")
@@ -67,6 +69,7 @@ class EvolutiveSearch(SearchStrategy):
         self.genetic_mutate_prob = float(genetic_mutate_prob)
         self.eps_greedy = float(eps_greedy)
         self.elite_ratio = float(elite_ratio)
+        self.local_ratio = float(local_ratio)
         self.round_log: list = []   # one dict per round (see `_log_round`)
         self._origin: dict = {}     # candidate hash -> (root: "seed"/"random", last mutator or "")
         self._picked: dict = {}     # candidate hash -> predicted score, for the rank check in notify
@@ -191,7 +194,7 @@ class EvolutiveSearch(SearchStrategy):
         ranked = sorted((v for h, v in pool.items() if h not in self.measured and h not in fixed_hashes),
                         key=lambda v: -v[1])
         n_random = int(round(num * self.eps_greedy))
-        greedy = ranked[: max(0, num - n_random - len(fixed))]
+        greedy = self._select(ranked, max(0, num - n_random - len(fixed)))
         chosen = fixed + [c for c, _ in greedy]
         taken = {c.candidate_hash for c in chosen} | self.measured
         explore = self.sample_random(num - len(chosen), taken)
@@ -199,6 +202,17 @@ class EvolutiveSearch(SearchStrategy):
         self._picked = {c.candidate_hash: s for c, s in greedy}
         self._log_round(greedy, explore, len(seeds), len(pool), time.perf_counter() - t0)
         return chosen or None
+
+    def _select(self, ranked: list, n: int) -> list:
+        """The ``n`` best-scored candidates, of which at least ``local_ratio`` (when there are
+        enough) are descendants of measured seeds: the neighbourhood of what measured fastest is
+        refined every round even when the model scores a far-away region higher (its
+        extrapolation there is the least trustworthy part of its ranking)."""
+        n_local = int(round(n * self.local_ratio))
+        local = [v for v in ranked if self._origin.get(v[0].candidate_hash, ("", ""))[0] == "seed"][:n_local]
+        taken = {v[0].candidate_hash for v in local}
+        rest = [v for v in ranked if v[0].candidate_hash not in taken][: n - len(local)]
+        return sorted(local + rest, key=lambda v: -v[1])
 
     # -- diagnostics ---------------------------------------------------------------------------------
     def _log_round(self, greedy: list, explore: list, n_seeds: int, n_pool: int, secs: float) -> None:
