@@ -196,14 +196,19 @@ def collect_vars(node: Any) -> list[Var]:
         >>> [v.name for v in collect_vars(i * j + i)]
         ['i', 'j']
     """
-    found: dict[int, Var] = {}
+    collector = _VarCollector()
+    collector.visit(node)
+    return list(collector.found.values())
 
-    class _Collect(Visitor):
-        def visit_Var(self, n: Var) -> None:
-            found.setdefault(id(n), n)
 
-    _Collect().visit(node)
-    return list(found.values())
+class _VarCollector(Visitor):
+    # One class for every call: a class made per call cost a class build each time, and each
+    # one stayed alive as a key of Visitor._dispatch_tables (memory grew with every call).
+    def __init__(self) -> None:
+        self.found: dict[int, Var] = {}
+
+    def visit_Var(self, n: Var) -> None:
+        self.found.setdefault(id(n), n)
 
 
 __all__ = ["Visitor", "Mutator", "post_order_visit", "substitute", "collect_vars", "FrozenDict"]
