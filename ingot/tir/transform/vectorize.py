@@ -32,8 +32,10 @@ from typing import Any
 
 from ingot.arith.canonical import SumForm
 from ingot.ir import expr as E
+from ingot.ir.buffer import Buffer
 from ingot.ir.expr import Broadcast, BufferLoad, PrimExpr, Ramp, as_const_int
 from ingot.ir.functor import Mutator, collect_vars, substitute
+from ingot.ir.node import Node
 from ingot.ir.structural import structural_equal
 
 from ..function import PrimFunc
@@ -57,6 +59,7 @@ class _Vectorizer:
         self.min = loop.min
         self.lanes = as_const_int(loop.extent)
         self.analyzer = analyzer
+        self._uses: dict[int, tuple[Any, bool]] = {}
 
     def _stride(self, index: PrimExpr) -> "tuple[PrimExpr, int]":
         """(base, stride) of an index that is affine in the loop variable with a constant stride."""
@@ -83,8 +86,25 @@ class _Vectorizer:
                 return None
         return stride
 
-    def _uses_var(self, e: PrimExpr) -> bool:
-        return self.var in collect_vars(e)
+    def _uses_var(self, e: Any) -> bool:
+        """Whether the loop variable occurs in ``e`` (as ``collect_vars`` sees it: buffers are not
+        entered). Memoized per node: `vec` asks it of every subexpression on the way down, which
+        with a fresh walk each time cost O(n * depth)."""
+        hit = self._uses.get(id(e))
+        if hit is not None and hit[0] is e:
+            return hit[1]
+        if isinstance(e, E.Var):
+            found = e is self.var
+        elif isinstance(e, Buffer):
+            found = False
+        elif isinstance(e, Node):
+            found = any(self._uses_var(getattr(e, name)) for name in e._fields)
+        elif isinstance(e, (tuple, list)):
+            found = any(self._uses_var(item) for item in e)
+        else:
+            return False
+        self._uses[id(e)] = (e, found)
+        return found
 
     def vec(self, e: PrimExpr) -> PrimExpr:
         """The vector form of ``e`` (dtype with ``lanes`` lanes)."""
