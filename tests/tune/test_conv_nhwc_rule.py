@@ -7,6 +7,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks"))  # architectures.py
 from tune_workloads import matmul_func  # noqa: E402
 
 import ingot  # noqa: E402
@@ -129,3 +130,21 @@ def test_seeds_mutants_and_samples_replay_and_match_numpy():
     samples = [cand for cand in st.sample_random(12, set()) if _annotated(cand.sch, MARK)][:1]
     for cand in seeded[1:] + mutants[:2] + samples:
         _check(cand.sch, c, hw, o, k)
+
+
+def test_model_conv_tasks_get_the_rule_with_the_default_seeded():
+    # the fused conv + bias (+ residual) + relu kernels a small ResNet's build produces
+    torch = __import__("pytest").importorskip("torch")
+    from architectures import ResNet
+
+    from ingot.tune import extract_tasks
+
+    model = ingot.load(ResNet(layers=(1,), base=8, classes=4).eval(), example_inputs=(torch.randn(1, 3, 32, 32),))
+    convs = [t for t in extract_tasks(model, TARGET) if t.name.startswith("fused_conv2d")]
+    assert len(convs) >= 3
+    for task in convs:
+        func = task.mod["main"]
+        branches = [s for s in TuneContext(func, TARGET).generate_design_space() if _annotated(s, MARK)]
+        assert branches, task.name
+        default = schedule_blocks(Schedule(func), Target(TARGET))
+        assert _lowered(branches[0].mod) == _lowered(default.mod), task.name

@@ -82,7 +82,7 @@ class NhwcConv(ScheduleRule):
         out = [sch]
         for params in self.branch_params(shape, cores):
             try:
-                out.append(self._schedule(sch.copy(), name, info, shape, params, cores))
+                out.append(self._schedule(sch.copy(), name, info, shape, params, lanes, cores))
             except Exception as err:  # a primitive refused: this branch is dropped
                 logger.debug("NhwcConv: block %r, %s skipped: %s", name, params, err)
         return out
@@ -116,7 +116,7 @@ class NhwcConv(ScheduleRule):
                 out.append(b)
         return out[: self.max_branches]
 
-    def _schedule(self, sch: Any, name: str, info: Any, shape: Any, params: Any, cores: int) -> Any:
+    def _schedule(self, sch: Any, name: str, info: Any, shape: Any, params: Any, lanes: int, cores: int) -> Any:
         from ingot.ops.schedule.conv_nhwc import build_conv_nhwc
 
         max_mr = max(params.mr, self.max_accumulators // shape.nvec)
@@ -131,7 +131,7 @@ class NhwcConv(ScheduleRule):
             return s.sample_perfect_tile(loop, n=len(c_dec), max_innermost_factor=max_ku, decision=c_dec)
 
         # Step 1. the padding stage as the default schedules it (before the conv moves loops)
-        pads = _schedule_pads(sch, name, shape.lanes, cores)
+        pads = _schedule_pads(sch, name, lanes, cores)  # the target's lanes (a conv may use 8)
         # Step 2. the conv with sampled tiles, the epilogue fused under its task loop
         task = build_conv_nhwc(sch, name, info, shape, params.order, x_factors,
                                c_factors if c_dec else None, cores, parallel_fuse=params.parallel_fuse)
