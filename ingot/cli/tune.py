@@ -22,9 +22,12 @@ import click
 @click.option("--input-shapes", default=None, help="NAME:1x3x224x224[,NAME2:...] fixes input shapes")
 @click.option("--trials-per-round", default=16, show_default=True, type=click.IntRange(min=1))
 @click.option("--max-tasks", default=None, type=click.IntRange(min=1), help="tune only the N heaviest kernels")
+@click.option("--skip-share", default=0.05, show_default=True, type=click.FloatRange(0.0, 1.0),
+              help="do not search the smallest kernels that together take at most this share of the time")
 @click.option("--seed", default=None, type=int)
 def tune_cmd(model: str, target: str, trials: "int | None", time_budget: "str | None", work_dir: str,
-             input_shapes: "str | None", trials_per_round: int, max_tasks: "int | None", seed: "int | None") -> None:
+             input_shapes: "str | None", trials_per_round: int, max_tasks: "int | None", skip_share: float,
+             seed: "int | None") -> None:
     """Tune MODEL (.onnx) for TARGET; records go to --work-dir."""
     from ingot.tune.tasks.records import parse_duration
 
@@ -42,7 +45,7 @@ def tune_cmd(model: str, target: str, trials: "int | None", time_budget: "str | 
         with _errors():
             records = tune(model, target=target, trials=trials, time_budget=time_budget, work_dir=work_dir,
                            shape_dict=shapes or None, num_trials_per_iter=trials_per_round, max_tasks=max_tasks,
-                           seed=seed)
+                           skip_share=skip_share, seed=seed)
     except KeyboardInterrupt:
         click.echo(f"interrupted: measured records are in {work_dir}; run the same command to continue", err=True)
         raise SystemExit(130) from None
