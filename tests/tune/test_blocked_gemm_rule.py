@@ -116,3 +116,21 @@ def test_seed_samples_and_mutants_replay_and_match_numpy():
     assert samples
     for cand in first + mutants[:2] + samples:
         _check(cand.sch, a, b)
+
+
+def test_seeded_branch_fuses_the_epilogue_without_nested_parallel():
+    from ingot import ops, te
+
+    A, B = te.placeholder((N, N), name="A"), te.placeholder((N, N), name="B")
+    bias = te.placeholder((N,), name="bias")
+    C = ops.relu(ops.add(ops.matmul(A, B), bias))
+    ctx = TuneContext(te.create_prim_func([A, B, bias, C]), TARGET, seed=0)
+    ctx.search_strategy.pre_tuning(ctx, ctx.generate_design_space(), None, None)
+    seeded = next(c for c in ctx.search_strategy.take_fixed_candidates() if SEEDED in str(c.sch.trace))
+    text = seeded.sch.mod["main"].script()
+    assert text.count("T.parallel") == 1   # the consumers run inside the panel loop's region
+    rng = np.random.default_rng(0)
+    a, b, bb = (rng.standard_normal(s).astype("float32") for s in ((N, N), (N, N), (N,)))
+    out = np.zeros((N, N), "float32")
+    ingot.build(seeded.sch.mod, target=TARGET)["main"](a, b, bb, out)
+    np.testing.assert_allclose(out, np.maximum(a @ b + bb, 0), rtol=1e-4, atol=1e-3)

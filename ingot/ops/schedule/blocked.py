@@ -36,6 +36,14 @@ Why "panel" (measured on 2 AVX-512 cores, docs/performance.md "fp32 GEMM"):
 * With one slice (K = KC) the kc loop is not created: C is zeroed and the epilogue runs per
   register tile.
 
+Tuning: `blocked_gemm_rule` is the one builder of this GEMM. The tuner's `BlockedGemm`
+(ingot/tune/schedule_rule/blocked_gemm.py) calls it with ``mc_split``/``k_split`` sampled by
+`sample_perfect_tile` and branches on (MR, NVEC) and the order. Measured by hand (1 thread,
+thread CPU time, min of interleaved rounds, load 8-10, indicative): the 4 x 4-vector tile is
+~3% faster than 8 x 2 at 1024^3 and ~4-9% at 128x768x3072 (plain B), ~2% slower at 512^3;
+MC 64/256, KC 256 and KU 2/8 move it by less than the noise or lose; packing A into MR-row
+panels per MC block ("block" order) did not help (no gain even with KC = 256). The default stays.
+
 The accumulators live in C itself across the kc slices: the C code generator outlines the
 parallel loop body into a function with ``restrict`` pointers, so GCC keeps the MR x NR tile in
 zmm registers over the k loop (loaded once, stored once per kc slice). Every step is a checked
