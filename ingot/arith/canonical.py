@@ -99,7 +99,7 @@ class SumForm:
     __slots__ = ("terms", "const", "dtype")
 
     def __init__(self, dtype: DataType, terms: "dict | None" = None, const: int = 0):
-        self.dtype = DataType(dtype)
+        self.dtype = dtype if type(dtype) is DataType else DataType(dtype)
         self.terms: dict[Any, list] = terms if terms is not None else {}
         self.const = int(const)
 

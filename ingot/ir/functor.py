@@ -39,15 +39,27 @@ def _resolve(table: dict, owner: type, cls: type, prefix: str, default: str) -> 
     return method
 
 
+def _new_table(cls: type, attr: str) -> dict:
+    """The per-class dispatch table (node class -> method), stored on the visitor class itself:
+    it lives and dies with the class, so visitor classes defined inside functions do not pile up."""
+    table: dict = {}
+    setattr(cls, attr, table)
+    return table
+
+
 class Visitor:
     """Read-only traversal; override ``visit_<NodeClass>`` for the nodes you care about."""
 
-    _dispatch_tables: dict = {}
-
     def visit(self, node: Any) -> Any:
         if isinstance(node, Node):
-            table = Visitor._dispatch_tables.setdefault(type(self), {})
-            return _resolve(table, type(self), type(node), "visit_", "generic_visit")(self, node)
+            cls = type(self)
+            table = cls.__dict__.get("_visit_dispatch")
+            if table is None:
+                table = _new_table(cls, "_visit_dispatch")
+            method = table.get(type(node))
+            if method is None:
+                method = _resolve(table, cls, type(node), "visit_", "generic_visit")
+            return method(self, node)
         if isinstance(node, (tuple, list)):
             for item in node:
                 self.visit(item)
@@ -69,12 +81,16 @@ class Visitor:
 class Mutator:
     """Rewriting traversal; ``visit_<NodeClass>`` returns the replacement node."""
 
-    _dispatch_tables: dict = {}
-
     def visit(self, node: Any) -> Any:
         if isinstance(node, Node):
-            table = Mutator._dispatch_tables.setdefault(type(self), {})
-            return _resolve(table, type(self), type(node), "visit_", "generic_visit")(self, node)
+            cls = type(self)
+            table = cls.__dict__.get("_mutate_dispatch")
+            if table is None:
+                table = _new_table(cls, "_mutate_dispatch")
+            method = table.get(type(node))
+            if method is None:
+                method = _resolve(table, cls, type(node), "visit_", "generic_visit")
+            return method(self, node)
         if isinstance(node, tuple):
             return self.visit_tuple(node)
         return node
@@ -202,8 +218,7 @@ def collect_vars(node: Any) -> list[Var]:
 
 
 class _VarCollector(Visitor):
-    # One class for every call: a class made per call cost a class build each time, and each
-    # one stayed alive as a key of Visitor._dispatch_tables (memory grew with every call).
+    # One class for every call: building a class per call cost more than most walks.
     def __init__(self) -> None:
         self.found: dict[int, Var] = {}
 

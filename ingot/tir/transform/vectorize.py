@@ -137,16 +137,19 @@ class _Vectorizer:
         return BufferStore(s.buffer, value, (Ramp(base, 1, self.lanes),))
 
 
+class _LoadCollector(Mutator):
+    def __init__(self) -> None:
+        self.found: list = []
+
+    def visit_BufferLoad(self, node):
+        self.found.append(node)
+        return self.generic_visit(node)
+
+
 def _loads(e: Any) -> list:
-    found: list = []
-
-    class _V(Mutator):
-        def visit_BufferLoad(self, node):
-            found.append(node)
-            return self.generic_visit(node)
-
-    _V().visit(e)
-    return found
+    collector = _LoadCollector()
+    collector.visit(e)
+    return collector.found
 
 
 def _try_vectorize(loop: For, analyzer: Analyzer) -> "Stmt | None":
