@@ -265,10 +265,11 @@ def check(n: int = 512) -> None:
 
 # --sweep: points of blocked_gemm_rule's space (keyword arguments; {} = the default), timed
 # against each other. Shapes: M x K x N of C[M, N] = A[M, K] @ B[K, N].
-SWEEP_SHAPES = [(1024, 1024, 1024), (512, 512, 512), (2048, 2048, 2048), (128, 768, 3072)]
+SWEEP_SHAPES = [(1024, 1024, 1024), (512, 512, 512), (2048, 2048, 2048), (768, 768, 768), (128, 768, 3072)]
 SWEEP_POINTS = [{}, dict(mr=4, nvec=4), dict(mr=4, nvec=4, mc=64), dict(mr=4, nvec=4, kc=256),
                 dict(mr=4, nvec=4, ku=8), dict(mc=64), dict(mc=256), dict(kc=256), dict(ku=8), dict(ku=2),
-                dict(mr=16, nvec=1), dict(order="block"), dict(order="slice")]
+                dict(mr=16, nvec=1), dict(mr=8, nvec=3), dict(mr=6, nvec=4, mc=96), dict(mr=12, nvec=2, mc=96),
+                dict(order="block"), dict(order="slice")]   # points whose tiles do not divide a shape are skipped
 
 
 def blocked_point(m: int, k: int, n: int, threads: int, **kw):
