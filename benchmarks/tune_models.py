@@ -103,8 +103,14 @@ def time_ingot(model, target: str, x: np.ndarray, expected, records=None) -> dic
     out = out[0] if isinstance(out, (list, tuple)) else out
     out = np.asarray(out.numpy() if hasattr(out, "numpy") else out)
     err = float(np.abs(out - expected).max() / max(1e-6, float(np.abs(expected).max()))) if expected is not None else None
+    report = getattr(package, "schedule_report", None) or {}
+    if records is None:  # the graph's own report: {kernel: how}; only the counts are worth a column
+        counts: dict = {}
+        for how in report.values():
+            counts[how] = counts.get(how, 0) + 1
+        report = f"{len(report)} kernels: " + ", ".join(f"{n} {how}" for how, n in sorted(counts.items()))
     return {"latency_ms": min_seconds(lambda: fn(x)) * 1e3, "compile_s": compile_s, "rel_err_vs_ort": err,
-            "report": str(getattr(package, "schedule_report", ""))}
+            "report": str(report)}
 
 
 # -- one model -------------------------------------------------------------------------------------

@@ -157,6 +157,10 @@ class ModelTaskScheduler(GradientBased):
         chunk = max(1, int(getattr(self.builder, "max_workers", None) or 1))
         last_chunk_s = 0.0
         t_phase = time.perf_counter()
+        left = self.max_trials_global - sum(self.trials)
+        if left < len(todo):  # a trial budget smaller than the task count: the heaviest tasks first
+            logger.info("trial budget: default schedules of only %d of %d tasks measured", max(left, 0), len(todo))
+            todo = todo[:max(left, 0)]
         for start in range(0, len(todo), chunk):
             if self.remaining_s() <= last_chunk_s:
                 logger.info("time budget reached while measuring default schedules (%d of %d measured)",
