@@ -227,6 +227,8 @@ def test_tile_factors_give_the_sized_schedule():
     factored, _ = _plain_rule(m, n, k, mc_split=[4, 8], k_split=lambda lp: [2, 64, 8])
     assert _nest(factored, name) == _nest(sized, name)
     assert sorted(factored.state.blocks("main")) == sorted(sized.state.blocks("main"))
+    mixed, _ = _plain_rule(m, n, k, mc_split=[4, 8], kc=512, ku=8)   # one given as factors, one as a size
+    assert _nest(mixed, name) == _nest(sized, name)
     a, b = _rand(m, k), _rand(k, n)
     np.testing.assert_allclose(_run(factored, [a, b], (m, n)), a @ b, rtol=1e-4, atol=1e-3)
 

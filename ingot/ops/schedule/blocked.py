@@ -282,20 +282,20 @@ def blocked_gemm_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: i
         nvec = -vdim // lanes
     nr = nvec * lanes
     del bi, bdim
-    if mc_split is None and k_split is None:
+    # Sizes given as factors are the caller's (a sampler only offers perfect tilings); the others
+    # get the defaults, checked here.
+    if k_split is None:
         kc = kc or choose_kc(k)
+        bad_k = kc is None or k % kc or kc % ku
+    else:
+        kc, bad_k = kc or choose_kc(k) or KC, False  # kc: only the NC estimate of "slice" order
+    if mc_split is None:
         mc = mc or min(MC, m)
         while mc > mr and m % mc:
             mc -= mr
-        if kc is None or m % mr or n % nr or k % kc or kc % ku or m % mc:
-            raise ScheduleError(f"blocked_gemm_rule: block {name!r}: sizes {m}x{n}x{k} are not multiples of the "
-                                f"tiles (MR={mr}, NR={nr}, KC in {KC_CHOICES}, KU={ku}); use gemm_rule")
-    elif m % mr or n % nr:
+    if bad_k or m % mr or n % nr or (mc_split is None and m % mc):
         raise ScheduleError(f"blocked_gemm_rule: block {name!r}: sizes {m}x{n}x{k} are not multiples of the "
-                            f"register tile (MR={mr}, NR={nr}); use gemm_rule")
-    else:
-        mc = mc or min(MC, m)
-        kc = kc or choose_kc(k) or KC  # only an NC estimate for "slice" order from here on
+                            f"tiles (MR={mr}, NR={nr}, KC in {KC_CHOICES}, KU={ku}); use gemm_rule")
     # Step 1. Tiles: i -> (ic, ir, ii), j -> (jr, jn, jl), k -> (kc, ko, ki); BLIS order
     # (batch, kc, ic, jr, ir, ko, ki, ii, jn, jl) with jr parallel.
     blk = sch.get_block(name)
