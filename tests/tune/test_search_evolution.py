@@ -17,6 +17,7 @@ from tune_workloads import matmul_func  # noqa: E402
 from ingot.tune.cost_model import XGBModel  # noqa: E402
 from ingot.tune.database import ArgInfo, MemoryDatabase, TuningRecord  # noqa: E402
 from ingot.tune.search_strategy import EvolutiveSearch, ReplayTrace  # noqa: E402
+from ingot.tune.search_strategy.report import lineage_rows, lineage_table  # noqa: E402
 from ingot.tune.tune_context import TuneContext  # noqa: E402
 
 
@@ -48,6 +49,7 @@ def _run(strategy, rounds, per_round, seed, n=64):
         out.append((float(y.mean()), float(y.max())))
         st.measured_y += [float(v) for v in y]
     st.post_tuning()
+    st.db = db
     return out, st
 
 
@@ -72,6 +74,11 @@ def test_evolutionary_beats_random_at_equal_trials():
         later = st.round_log[1:]
         from_measured = sum(e["origin"].get("seed-child", 0) for e in later)
         assert from_measured > sum(sum(e["origin"].values()) for e in later) / 3, st.round_log
+        if seed == 0:  # the records-only lineage report agrees: later rounds refine measured traces
+            rows = lineage_rows(st.db.get_all_tuning_records(), 12, 1e5)
+            print(lineage_table(st.db.get_all_tuning_records(), 12, 1e5))
+            assert [r["round"] for r in rows] == [1, 2, 3, 4] and rows[0]["neighbours_of_earlier"] == 0
+            assert sum(r["neighbours_of_top16"] for r in rows[1:]) >= 12, rows
     # observed (seeds 0, 1): evolutionary best -0.69/-0.21 vs random -0.94/-0.69; last-round mean
     # -1.4/-0.9 vs random's mean -5.0/-3.8
     assert np.mean(evo_best) > np.mean(rnd_best), (evo_best, rnd_best)
