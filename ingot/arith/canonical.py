@@ -64,6 +64,50 @@ def expr_key(expr: Any) -> Any:
     return key
 
 
+def same_key(a: Any, b: Any) -> bool:
+    """``expr_key(a) == expr_key(b)``, decided by walking both trees together: no key tuples are
+    built (the simplifier's fixed-point test compares two fresh trees each round), and shared
+    subtrees are equal at once.
+
+    Example:
+        >>> from ingot.ir import Var
+        >>> x = Var("x")
+        >>> same_key(x * 2 + 1, x * 2 + 1), same_key(x + 1, x + 2)
+        (True, False)
+    """
+    if VERIFY_FORM_CACHE:
+        expected = expr_key(a) == expr_key(b)
+        if _same_key(a, b) != expected:
+            raise AssertionError(f"same_key({a}, {b}) disagrees with expr_key equality ({expected})")
+    return _same_key(a, b)
+
+
+def _same_key(a: Any, b: Any) -> bool:
+    if a is b:
+        return True
+    if isinstance(a, Var) or isinstance(b, Var):
+        return False  # a variable's key is the variable itself
+    if isinstance(a, IntImm) or isinstance(b, IntImm):
+        return (isinstance(a, IntImm) and isinstance(b, IntImm) and a.value == b.value
+                and str(a.dtype) == str(b.dtype))
+    if not (isinstance(a, Node) and isinstance(b, Node)) or type(a).__name__ == "Buffer" \
+            or type(b).__name__ == "Buffer" or type(a).__name__ != type(b).__name__:
+        return expr_key(a) == expr_key(b)
+    if str(getattr(a, "dtype", "")) != str(getattr(b, "dtype", "")) or len(a._fields) != len(b._fields):
+        return False
+    return all(_same_field(getattr(a, fa), getattr(b, fb)) for fa, fb in zip(a._fields, b._fields))
+
+
+def _same_field(x: Any, y: Any) -> bool:
+    if x is y:
+        return True
+    if isinstance(x, PrimExpr) and isinstance(y, PrimExpr):
+        return _same_key(x, y)
+    if isinstance(x, tuple) and isinstance(y, tuple):
+        return len(x) == len(y) and all(_same_field(u, v) for u, v in zip(x, y))
+    return _field_key(x) == _field_key(y)
+
+
 def _field_key(value: Any) -> Any:
     if isinstance(value, PrimExpr):
         return expr_key(value)
@@ -343,4 +387,4 @@ def _from_int(expr: IntImm) -> SumForm:
 
 _FROM_EXPR = {Add: _from_add, Sub: _from_sub, Mul: _from_mul, IntImm: _from_int}
 
-__all__ = ["SumForm", "expr_key"]
+__all__ = ["SumForm", "expr_key", "same_key"]

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Callable
 from ingot.ir import expr as E
 from ingot.ir.functor import _rebuild
 
-from .canonical import SumForm, expr_key
+from .canonical import SumForm, expr_key, same_key
 from .const_int_bound import NEG_INF, POS_INF
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -86,7 +86,7 @@ class Simplifier:
         """Rewrite until nothing changes (at most a few rounds; each round is bottom-up)."""
         for _ in range(_MAX_FIXPOINT_ROUNDS):
             new = self.visit(expr)
-            if new is expr or expr_key(new) == expr_key(expr):
+            if new is expr or same_key(new, expr):
                 return new
             expr = new
         return expr

@@ -57,3 +57,16 @@ def test_fast_builders_equal_constructors():
     with pytest.raises(TypeError, match="same dtype"):
         _binary(E.Add, x, Var("y", "int64"))
     assert _imm(x.dtype, 2).span is None and type(_imm(x.dtype, 2)) is E.IntImm
+
+
+def test_same_key_agrees_with_expr_key(verify_forms):
+    from ingot.arith.canonical import expr_key, same_key
+
+    i, j = Var("i"), Var("j")
+    pairs = [
+        (i * 2 + 1, i * 2 + 1), (i * 2 + 1, i * 2 + 2), (i + j, j + i), (i // 4, i // 4), (i // 4, i % 4),
+        (E.IntImm("int64", 3), E.IntImm("int32", 3)), (E.Cast("int64", i), E.Cast("int64", i)),
+        (E.Cast("int64", i), E.Cast("int32", i)), (E.Min(i, j), E.Max(i, j)), (i, Var("i")),
+    ]
+    for a, b in pairs:
+        assert same_key(a, b) == (expr_key(a) == expr_key(b)), (str(a), str(b))
