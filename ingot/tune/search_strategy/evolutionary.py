@@ -73,6 +73,7 @@ class EvolutiveSearch(SearchStrategy):
         self.round_log: list = []   # one dict per round (see `_log_round`)
         self._origin: dict = {}     # candidate hash -> (root: "seed"/"random", last mutator or "")
         self._picked: dict = {}     # candidate hash -> predicted score, for the rank check in notify
+        self._carry: list = []      # best-scored unmeasured candidates of the last round
 
     # -- population ----------------------------------------------------------------------------------
     def _measured_seeds(self, num: int) -> "list[tuple[MeasureCandidate, float]]":
@@ -179,7 +180,14 @@ class EvolutiveSearch(SearchStrategy):
         for c, _ in seeds:
             self._origin[c.candidate_hash] = ("seed", "")
         population = fixed + [c for c, _ in seeds if c.candidate_hash not in {f.candidate_hash for f in fixed}]
+        # the best-scored unmeasured candidates of the last round come back (their replay is
+        # free and the retrained model rescores them); fresh random samples fill the rest, at
+        # least a quarter of the population (diversity)
         seen = {c.candidate_hash for c in population}
+        carry = [c for c in self._carry if c.candidate_hash not in seen and c.candidate_hash not in self.measured]
+        carry = carry[: max(0, self.population_size - len(population) - self.population_size // 4)]
+        population += carry
+        seen |= {c.candidate_hash for c in carry}
         randoms = self.sample_random(self.population_size - len(population), seen)
         for c in randoms:
             self._origin.setdefault(c.candidate_hash, ("random", ""))
@@ -197,7 +205,12 @@ class EvolutiveSearch(SearchStrategy):
         greedy = self._select(ranked, max(0, num - n_random - len(fixed)))
         chosen = fixed + [c for c, _ in greedy]
         taken = {c.candidate_hash for c in chosen} | self.measured
-        explore = self.sample_random(num - len(chosen), taken)
+        # exploration: random population members nobody picked (already replayed), then fresh ones
+        spare = [c for c in randoms if c.candidate_hash not in taken]
+        explore = [spare[int(j)] for j in self.rng.permutation(len(spare))[: max(0, num - len(chosen))]]
+        taken |= {c.candidate_hash for c in explore}
+        explore += self.sample_random(num - len(chosen) - len(explore), taken)
+        self._carry = [c for c, _ in ranked if c.candidate_hash not in taken][: self.population_size // 2]
         chosen += explore
         self._picked = {c.candidate_hash: s for c, s in greedy}
         self._log_round(greedy, explore, len(seeds), len(pool), time.perf_counter() - t0)
