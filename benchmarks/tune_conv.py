@@ -4,10 +4,11 @@ tuning run (tuned vs default vs PyTorch / ONNX Runtime).
 The kernels are the fused ``relu(conv2d_nhwc_packed_weight(x, w) + bias)`` functions the graph
 builds for CPU conv networks (`benchmarks/conv2d.py`'s ``nhwc_layer_func``).
 
-``--explore`` builds, for each layer, the default schedule and a set of explicit parameter points
+``--explore`` builds, for each layer, the default schedule, a control point (the default's knobs
+given explicitly: its ratio shows the noise) and explicit parameter points
 (`ingot.ops.schedule.conv_nhwc.build_conv_nhwc`: loop order, pixel tile MR, channel slice kc,
 unrolled steps ku, parallel fusion), and times them INTERLEAVED (default, point, default, point,
-...), keeping the MIN over ``--rounds`` rounds (robust to other processes on the machine). It
+...), keeping the MIN over ``--rounds`` rounds of short samples (robust to other processes). It
 prints a Markdown table of GFLOP/s and speedups over the default, and the load average before
 and after. Every point is in `NhwcConv`'s space (its structure is a branch, its factors are
 perfect tiles of its sampled loops).
@@ -119,19 +120,25 @@ def _args(layer):
     return [x, pack(w), b, np.zeros_like(y)]
 
 
+#: Seconds of one timing sample: a layer call (0.1-2 ms) or two. Short samples matter on a shared
+#: machine: a 10 ms sample rarely escapes preemption at load 5 (an identical control point then read
+#: 0.6-1.0x of the default), single calls do (controls within 0.5% at load 5, min of 150 rounds).
+SAMPLE_SECONDS = 0.0005
+
+
 def _interleaved_min(fns, rounds: int) -> "list[float]":
-    """MIN seconds of each function over ``rounds`` rounds of one sample each, interleaved."""
+    """MIN seconds of each function over ``rounds`` rounds of one short sample each, interleaved."""
     best = [float("inf")] * len(fns)
     for _ in range(rounds):
         for k, fn in enumerate(fns):
-            best[k] = min(best[k], _min_seconds(fn, 0.01))
+            best[k] = min(best[k], _min_seconds(fn, SAMPLE_SECONDS))
     return best
 
 
 def _explore_layer(layer, threads: int, rounds: int, max_points: int) -> list:
     args = _args(layer)
     libs = []
-    for p in points(layer, threads)[: max_points + 1]:
+    for p in [None] + points(layer, threads)[: max_points + 1]:  # the rule's default, then its knobs (control)
         try:
             libs.append((p, build_point(layer, p, threads)["main"]))
         except Exception as err:  # a point the builder refuses: reported, not timed
@@ -144,22 +151,24 @@ def _explore_layer(layer, threads: int, rounds: int, max_points: int) -> list:
     best = _interleaved_min([lambda fn=fn: fn(*args) for _, fn in libs], rounds)
     gf = flops(layer) / 1e9
     rows = []
-    for k in [0] + sorted(range(1, len(libs)), key=lambda k: best[k])[:4]:
-        p = libs[k][0]
-        rows.append([layer[0] if k == 0 else "", "default" if k == 0 else "",
+    for k in [0, 1] + sorted(range(2, len(libs)), key=lambda k: best[k])[:4]:
+        p = libs[max(k, 1)][0]  # the default's row shows its knobs
+        rows.append([layer[0] if k == 0 else "", "default" if k == 0 else "control" if k == 1 else "",
                      f"{p.order} mr={p.mr} kc={p.kc} ku={p.ku} fuse={p.parallel_fuse}",
                      f"{gf / best[k]:.1f}", f"{best[0] / best[k]:.3f}"])
     return rows
 
 
 def explore(layers, threads: int, rounds: int, max_points: int) -> None:
-    """The hand search: the default and up to ``max_points`` points per layer, best 4 shown."""
+    """The hand search: the default, its control and up to ``max_points`` points per layer, the
+    best 4 shown."""
     banner(f"NhwcConv space points vs the default (NHWC fp32, batch 1, {threads} thread(s), min of {rounds} "
            "interleaved rounds)")
-    rows = []
-    for layer in layers:
-        rows += _explore_layer(layer, threads, rounds, max_points)
-    print(markdown_table(["layer", "", "point", "GFLOP/s", "x default"], rows))
+    header = markdown_table(["layer", "", "point", "GFLOP/s", "x default"], [])
+    print(header, flush=True)
+    for layer in layers:  # row by row: a long run shows its layers as they finish
+        for row in _explore_layer(layer, threads, rounds, max_points):
+            print("| " + " | ".join(str(x) for x in row) + " |", flush=True)
     print(f"load average after: {load_average()}")
 
 
@@ -216,7 +225,7 @@ def main() -> None:
     p.add_argument("--explore", action="store_true", help="time explicit points of the space vs the default")
     p.add_argument("--trials", type=int, default=0, help="tune each layer with this many trials")
     p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--rounds", type=int, default=15)
+    p.add_argument("--rounds", type=int, default=150)
     p.add_argument("--max-points", type=int, default=12, help="points per layer in --explore")
     p.add_argument("--only", default=None, help="substring of the layer names to keep")
     args = p.parse_args()
