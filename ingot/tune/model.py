@@ -212,6 +212,7 @@ def tune_model(model: Any, target: Any = "llvm", *, trials: "int | None" = None,
                 info["tasks"] = _task_rows(s, extracted)
                 info["elapsed_s"] = time.perf_counter() - t0
                 info["total_elapsed_s"] = spent_before + info["elapsed_s"]
+                info["time_estimates"] = s.time_estimates()
                 write_tasks_file(work_dir, info)
                 display.update(info["tasks"], sum(s.trials))
 
@@ -219,7 +220,8 @@ def tune_model(model: Any, target: Any = "llvm", *, trials: "int | None" = None,
                                        num_trials_per_iter, cost_model_factory=_cost_model_factory(cost_model, seed),
                                        verbose=0, deadline=deadline, patience=patience,
                                        min_improvement=min_improvement, measure_default=measure_default,
-                                       skip_share=skip_share, on_round=on_round)
+                                       skip_share=skip_share, on_round=on_round,
+                                       time_estimates=previous.get("time_estimates"))
             # Step 3: the rounds.
             try:
                 sched.tune()

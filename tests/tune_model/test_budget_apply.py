@@ -98,3 +98,22 @@ def test_benchmark_table_and_crash_resilience(tmp_path, monkeypatch):
     text = tm.table(results)
     assert "| resnet50 | 2.00 | 4.00 | 3.00 | 1.60 | 1.25x | 2.50x | 1.50 |" in text
     assert "bert (failed" in text
+
+
+def test_resume_adds_up_time_and_reuses_estimates(tmp_path):
+    import time
+
+    work = str(tmp_path / "w")
+    first = ingot.tune(mlp_model(), target=TARGET, trials=4, work_dir=work, runner_config=fast_runner(), **FAST)
+    est = first.info["time_estimates"]
+    assert est["sec_per_cand"] > 0 and est["first_round_s"] > 0
+    assert first.info["total_elapsed_s"] == pytest.approx(first.info["elapsed_s"])
+    t0 = time.perf_counter()
+    second = ingot.tune(mlp_model(), target=TARGET, time_budget=5.0, work_dir=work, runner_config=fast_runner(),
+                        patience=0, **FAST)
+    elapsed = time.perf_counter() - t0
+    assert elapsed <= 5.0 * 1.5 + 2.0, elapsed
+    # resumed: defaults are not measured again (same records), tuning time adds up across calls
+    assert [t["default_hash"] for t in second.tasks] == [t["default_hash"] for t in first.tasks]
+    assert [t["default_us"] for t in second.tasks] == [t["default_us"] for t in first.tasks]
+    assert second.info["total_elapsed_s"] == pytest.approx(first.info["elapsed_s"] + second.info["elapsed_s"])

@@ -55,7 +55,8 @@ class ModelTaskScheduler(GradientBased):
 
     def __init__(self, *args: Any, deadline: "float | None" = None, patience: int = 3,
                  min_improvement: float = 0.01, measure_default: bool = True, skip_share: float = 0.05,
-                 on_round: "Optional[Callable[[ModelTaskScheduler], None]]" = None, **kwargs: Any):
+                 on_round: "Optional[Callable[[ModelTaskScheduler], None]]" = None,
+                 time_estimates: "dict | None" = None, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self.deadline = deadline
         self.patience = int(patience)
@@ -72,6 +73,13 @@ class ModelTaskScheduler(GradientBased):
         # Wall time of a task's first search round (design space, reference build, probe): an
         # exponential average; seeded from the baselines' time so the first one is predicted too.
         self._first_round_s: "float | None" = None
+        # A resumed run starts from the last run's averages (`time_estimates()`), so its first
+        # rounds are predicted too (no defaults left to measure means nothing to seed them from).
+        est = time_estimates or {}
+        if est.get("sec_per_cand"):
+            self._sec_per_cand = float(est["sec_per_cand"])
+        if est.get("first_round_s"):
+            self._first_round_s = float(est["first_round_s"])
         self._searching: set = set()  # tasks whose search is set up (Step 1)
         self._records: dict = {}  # task -> records of an earlier run (resume), for the cost model
         self.default_hash: "list[str | None]" = [None] * n  # candidate hash of the default schedule
@@ -365,6 +373,14 @@ class ModelTaskScheduler(GradientBased):
         return cand
 
     # -- reporting -------------------------------------------------------------------------------------
+    def time_estimates(self) -> dict:
+        """The measured averages that predict round times (saved in tasks.json for a resume).
+
+        Example:
+            >>> # sched.time_estimates()  -> {'sec_per_cand': 1.9, 'first_round_s': 7.5}
+        """
+        return {"sec_per_cand": self._sec_per_cand, "first_round_s": self._first_round_s}
+
     def default_latency_us(self) -> float:
         """Weighted sum of the default schedules' latencies (tasks with a measured baseline)."""
         return sum(ctx.weight * s * 1e6 for ctx, s in zip(self.tasks, self.default_secs) if math.isfinite(s))
