@@ -146,6 +146,8 @@ def export_onnx(name: str, size: str, work_dir: str) -> str:
         module, x = architectures.build(name, size)
         module.eval()
         tmp = path + ".tmp"
+        # nn.TransformerEncoderLayer's fused fast path has no ONNX export (as in benchmarks/models.py).
+        torch.backends.mha.set_fastpath_enabled(False)
         with torch.no_grad():
             torch.onnx.export(module, (torch.from_numpy(x),), tmp, dynamo=False, opset_version=17)
         os.replace(tmp, path)
