@@ -129,6 +129,22 @@ def _sigterm_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, old)
 
 
+def _warn_if_loaded(target: Any, verbose: int) -> None:
+    """Warn when other processes keep the cores busy: every measurement would be disturbed (a
+    2-thread kernel loses a time slice whenever its second thread is descheduled)."""
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):  # pragma: no cover - not on Linux/macOS
+        return
+    cores = os.cpu_count() or 1
+    if load > 0.75 * cores:
+        text = (f"load average {load:.1f} on {cores} cores: other processes will disturb the measurements (kernels "
+                f"measured 10-100x too slow); tune on a quiet machine for records worth keeping (target {target})")
+        logger.warning("%s", text)
+        if verbose:
+            print(f"[ingot.tune] warning: {text}", file=sys.stderr, flush=True)
+
+
 def tune_model(model: Any, target: Any = "llvm", *, trials: "int | None" = None, time_budget: Any = None,
                work_dir: "str | os.PathLike | None" = None, params: "dict | None" = None,
                num_trials_per_iter: int = 16, strategy: str = "evolutionary", cost_model: Any = "xgb",
@@ -183,6 +199,7 @@ def tune_model(model: Any, target: Any = "llvm", *, trials: "int | None" = None,
     if previous.get("target") not in (None, str(target)):
         logger.warning("work dir %s holds records for target %r; adding records for %r", work_dir,
                        previous.get("target"), str(target))
+    _warn_if_loaded(target, verbose)
     builder = runner = display = None
     sched = None
     try:
