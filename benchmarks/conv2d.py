@@ -17,8 +17,9 @@ assembly (zmm FMAs, stack accesses) without timing anything.
 (``conv2d_nhwc_packed_weight`` with ``[O/P, KH, KW, C, P]`` panels, depthwise
 ``conv2d_nhwc(groups=C)``; `ingot.ops.schedule.conv_nhwc`) on the same layers plus ResNet-50's
 1x1 layers, MobileNetV2's 1x1 expand/project layers and the 7x7 stride-2 stem, beside PyTorch
-(channels_last and default NCHW) and ONNX Runtime; times are the MIN over interleaved rounds
-(robust to other processes on the machine), and the load average is printed before and after.
+(channels_last and default NCHW) and ONNX Runtime; times are the MIN over interleaved rounds of
+short samples (``--sample-seconds``: single calls; robust to other processes on the machine), and
+the load average is printed before and after.
 
 Usage:
     python benchmarks/conv2d.py            # the table (run on a quiet machine: load < 1)
@@ -256,7 +257,7 @@ def _min_seconds(fn, min_seconds: float = 0.02) -> float:
         number *= 2
 
 
-def nhwc_table(layers, threads: int, rounds: int) -> None:
+def nhwc_table(layers, threads: int, rounds: int, sample_seconds: float = 0.0005) -> None:
     import torch
     from common import banner, load_average, markdown_table
 
@@ -289,7 +290,7 @@ def nhwc_table(layers, threads: int, rounds: int) -> None:
         times = [[] for _ in fns]
         for _ in range(rounds):  # interleaved: every candidate sees the same machine state
             for i, fn in enumerate(fns):
-                times[i].append(_min_seconds(fn))
+                times[i].append(_min_seconds(fn, sample_seconds))
         t = [min(ts) for ts in times]
         f = flops(layer) / 1e9
         to = t[3] if sess is not None else None
@@ -343,14 +344,18 @@ def main() -> None:
     parser.add_argument("--layout", choices=["nchw", "nhwc"], default="nchw",
                         help="nhwc: the NHWC kernels (packed [O/P, KH, KW, C, P] weights) on LAYERS_NHWC")
     parser.add_argument("--only", default="", help="NHWC mode: only the layers whose name contains this text")
-    parser.add_argument("--rounds", type=int, default=7, help="NHWC mode: interleaved timing rounds (min taken)")
+    parser.add_argument("--rounds", type=int, default=100, help="NHWC mode: interleaved timing rounds (min taken)")
+    parser.add_argument("--sample-seconds", type=float, default=0.0005,
+                        help="NHWC mode: length of one timing sample (short: a 2-thread kernel whose sample "
+                             "spans a preemption of one thread waits for it; 20 ms samples read MobileNetV2's "
+                             "last 1x1 at 0.25-0.44x ORT, single calls at 1.07-1.12x)")
     args = parser.parse_args()
     if args.layout == "nhwc":
         layers = [lay for lay in LAYERS_NHWC if args.only in lay[0]]
         if args.check:
             nhwc_check(layers)
         else:
-            nhwc_table(layers, args.threads, args.rounds)
+            nhwc_table(layers, args.threads, args.rounds, args.sample_seconds)
         return
     packed_weights = args.weights == "packed"
     if args.check:
