@@ -246,7 +246,11 @@ class EvolutiveSearch(SearchStrategy):
 
     def notify_runner_results(self, candidates, mean_secs) -> None:
         """Also logs how the model-guided picks ranked: Spearman of predicted score against the
-        measured throughput, and how many beat the best measured before this round."""
+        measured throughput, and how many beat the best measured before this round.
+
+        Example:
+            >>> # strategy.notify_runner_results(cands, secs); strategy.round_log[-1]["pred_vs_measured_spearman"]
+        """
         from ..cost_model import rank_correlation
 
         prev_best = getattr(self, "_best_secs", math.inf)
