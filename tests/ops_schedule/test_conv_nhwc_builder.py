@@ -67,5 +67,20 @@ def test_default_params_per_layer_class():
     assert default_conv_params(ConvNhwcShape(1, 7, 7, 512, 512, 9, 6, 16, 2), 2) == ConvNhwcParams("oc", 7, 32, 4)
     # MobileNetV2's last 1x1 (320 -> 1280 at 7x7): whole panel (40 KB), oc order
     assert default_conv_params(ConvNhwcShape(1, 7, 7, 1280, 320, 1, 6, 16, 2), 2) == ConvNhwcParams("oc", 7, 0, 4)
+    # 1x1 with an L1-resident panel, OW = 14/28/56, >= 4 oc blocks: rows order, 14 x 2-vector tile
+    assert default_conv_params(ConvNhwcShape(1, 14, 14, 1024, 256, 1, 6, 16, 2), 2) == ConvNhwcParams("rows", 14, 0, 4)
+    assert default_conv_params(ConvNhwcShape(1, 56, 56, 64, 256, 1, 6, 16, 2), 2) == ConvNhwcParams("rows", 8, 0, 4)
+    assert default_conv_params(ConvNhwcShape(1, 14, 14, 1024, 256, 1, 6, 16, 2), 2, order="oc").mr == 7
     with pytest.raises(Exception, match="does not divide"):
         default_conv_params(ConvNhwcShape(1, 7, 7, 64, 64, 9, 6, 16, 2), 2, kc=24)
+
+
+def test_wide_1x1_default_matches_torch():
+    # 1x1, 4 oc blocks, OW = 14: the default is the rows-order 14 x 2-vector tile
+    c, hw, o = 32, 14, 128
+    sch = schedule_blocks(Schedule(_layer(c, hw, o, 1)), Target(TARGET))
+    assert "T.unroll(14)" in sch.mod["main"].script()
+    rng = np.random.default_rng(1)
+    x, w, b = (rng.standard_normal(s).astype("float32") for s in ((1, hw, hw, c), (1, 1, c, o), (o,)))
+    out = _run(sch, [x, packed.pack_conv2d_nhwc_weight(w, 32), b], (1, hw, hw, o))
+    np.testing.assert_allclose(out, _reference(x, w, b, 1), rtol=1e-4, atol=1e-3)
