@@ -74,6 +74,7 @@ class EvolutiveSearch(SearchStrategy):
         self._origin: dict = {}     # candidate hash -> (root: "seed"/"random", last mutator or "")
         self._picked: dict = {}     # candidate hash -> predicted score, for the rank check in notify
         self._carry: list = []      # best-scored unmeasured candidates of the last round
+        self._n_children_measured = 0
 
     # -- population ----------------------------------------------------------------------------------
     def _measured_seeds(self, num: int) -> "list[tuple[MeasureCandidate, float]]":
@@ -161,6 +162,9 @@ class EvolutiveSearch(SearchStrategy):
                 if child is None or child.candidate_hash in seen:
                     continue
                 seen.add(child.candidate_hash)
+                # a measured child stays as a stepping stone (its own children are two mutations
+                # from the parent); counted because it shows the neighbourhood running out
+                self._n_children_measured += child.candidate_hash in self.measured
                 root = self._origin.get(parent.candidate_hash, ("random", ""))[0]
                 self._origin.setdefault(child.candidate_hash, (root, how))
                 children.append(child)
@@ -195,6 +199,7 @@ class EvolutiveSearch(SearchStrategy):
         if not population:
             return None
         pool: dict[str, tuple[MeasureCandidate, float]] = {}
+        self._n_children_measured = 0
         # Step 2. evolution (skipped while the cost model is untrained)
         self._evolve(population, seed_secs, pool)
         # Step 3. epsilon-greedy selection of unmeasured candidates
@@ -239,10 +244,12 @@ class EvolutiveSearch(SearchStrategy):
             if how:
                 mutators[how] = mutators.get(how, 0) + 1
         entry = {"round": len(self.round_log) + 1, "seeds": n_seeds, "pool": n_pool, "origin": origin,
-                 "mutators": mutators, "explore": len(explore), "search_s": round(secs, 3)}
+                 "mutators": mutators, "explore": len(explore), "children_measured": self._n_children_measured,
+                 "search_s": round(secs, 3)}
         self.round_log.append(entry)
-        logger.info("evolutionary round %d: %d measured seeds, %d scored; picks %s, eps-random %d; mutators %s; "
-                    "search %.2f s", entry["round"], n_seeds, n_pool, origin, len(explore), mutators, secs)
+        logger.info("evolutionary round %d: %d measured seeds, %d scored (%d children already measured); picks %s, "
+                    "eps-random %d; mutators %s; search %.2f s", entry["round"], n_seeds, n_pool,
+                    self._n_children_measured, origin, len(explore), mutators, secs)
 
     def notify_runner_results(self, candidates, mean_secs) -> None:
         """Also logs how the model-guided picks ranked: Spearman of predicted score against the
