@@ -205,7 +205,18 @@ def _tune_layer(layer, trials: int, threads: int, rounds: int) -> list:
     gf = flops(layer) / 1e9
     ort = f"{gf / t[3]:.1f}" if sess is not None else "-"
     return [layer[0], f"{gf / t[0]:.1f}", f"{gf / t[1]:.1f}", f"{gf / t[2]:.1f}", ort,
-            f"{t[1] / t[0]:.2f}", f"{min(t[2:]) / t[0]:.2f}"]
+            f"{t[1] / t[0]:.2f}", f"{min(t[2:]) / t[0]:.2f}", _describe(best)]
+
+
+def _describe(sch) -> str:
+    """Which space member won: NhwcConv's tiles (OW split, channel split), else the generic rules."""
+    from ingot.tune.schedule_rule.conv_nhwc import MARK
+
+    trace = sch.trace
+    if not any(i.kind.name == "annotate" and len(i.inputs) >= 2 and i.inputs[1] == MARK for i in trace.insts):
+        return "not NhwcConv"
+    tiles = [tuple(trace.decisions[i]) for i in trace.insts if i.kind.name == "sample_perfect_tile"]
+    return "NhwcConv " + " ".join(str(list(t)) for t in tiles)
 
 
 def tune(layers, trials: int, threads: int, rounds: int) -> None:
@@ -216,7 +227,7 @@ def tune(layers, trials: int, threads: int, rounds: int) -> None:
     banner(f"NHWC conv tuning ({trials} trials, {threads} threads): tuned vs default vs PyTorch / ORT")
     rows = [_tune_layer(layer, trials, threads, rounds) for layer in layers]
     print(markdown_table(["layer", "tuned GFLOP/s", "default", "PyTorch", "ORT", "tuned/default",
-                          "tuned vs best ref"], rows))
+                          "tuned vs best ref", "best"], rows))
     print(f"load average after: {load_average()}")
 
 
