@@ -65,3 +65,20 @@ def markdown_table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> s
 def banner(title: str) -> None:
     print(f"## {title}")
     print(f"cores: {os.cpu_count()}, load average before: {load_average()}")
+
+
+def gemm_func(n: int = 1024):
+    """The plain fp32 GEMM ``C[i, j] = sum_k A[i, k] * B[k, j]`` (n x n x n) as a PrimFunc, the
+    workload the GEMM and tuning benchmarks share.
+
+    Example:
+        >>> len(gemm_func(64).params)
+        3
+    """
+    from ingot import te
+
+    A = te.placeholder((n, n), "float32", name="A")
+    B = te.placeholder((n, n), "float32", name="B")
+    k = te.reduce_axis((0, n), name="k")
+    C = te.compute((n, n), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
+    return te.create_prim_func([A, B, C])

@@ -44,7 +44,7 @@ from collections import defaultdict
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from benchmarks.common import load_average, markdown_table  # noqa: E402
+from benchmarks.common import gemm_func, load_average, markdown_table  # noqa: E402
 
 MODELS = ("resnet50", "mobilenet_v2", "bert", "vgg19", "gpt2")
 TARGET = "llvm -num-cores=2"
@@ -187,15 +187,6 @@ def model_compile_time(name: str, size: str, work_dir: str, clock=time.perf_coun
 
 # -- tuning candidates ---------------------------------------------------------------------------
 
-
-def gemm_func(n: int = 1024):
-    from ingot import te
-
-    A = te.placeholder((n, n), "float32", name="A")
-    B = te.placeholder((n, n), "float32", name="B")
-    k = te.reduce_axis((0, n), name="k")
-    C = te.compute((n, n), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
-    return te.create_prim_func([A, B, C])
 
 
 def conv_func():

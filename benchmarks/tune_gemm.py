@@ -37,7 +37,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import ingot  # noqa: E402
 from ingot import te  # noqa: E402
-from common import load_average, markdown_table, median_seconds  # noqa: E402
+from common import gemm_func, load_average, markdown_table, median_seconds  # noqa: E402
 
 TARGET = "llvm -num-cores=2"
 
@@ -51,13 +51,6 @@ def wait_quiet(max_load: float, enabled: bool) -> None:
         print(f"  load {load:.2f} >= {max_load}: waiting", flush=True)
         time.sleep(30)
 
-
-def gemm_func(n: int):
-    A = te.placeholder((n, n), "float32", name="A")
-    B = te.placeholder((n, n), "float32", name="B")
-    k = te.reduce_axis((0, n), name="k")
-    C = te.compute((n, n), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
-    return te.create_prim_func([A, B, C])
 
 
 def conv_func():

@@ -16,19 +16,14 @@ import argparse
 import os
 import shutil
 import tempfile
+import sys
 import time
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from common import gemm_func  # noqa: E402
 
-def gemm(n: int):
-    from ingot import te
-
-    A = te.placeholder((n, n), "float32", name="A")
-    B = te.placeholder((n, n), "float32", name="B")
-    k = te.reduce_axis((0, n), name="k")
-    C = te.compute((n, n), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
-    return te.create_prim_func([A, B, C])
 
 
 def run(strategy: str, n: int, trials: int, per_round: int, threads: int, seed: int, work_dir: str):
@@ -36,7 +31,7 @@ def run(strategy: str, n: int, trials: int, per_round: int, threads: int, seed: 
     from ingot import tune as ms
     from ingot.tune.database import SQLiteDatabase
 
-    mod = gemm(n)
+    mod = gemm_func(n)
     target = f"llvm -num-cores={threads}"
     t = time.time()
     ms.tune_tir(mod, target, work_dir, max_trials_global=trials, num_trials_per_iter=per_round, strategy=strategy,
