@@ -21,6 +21,26 @@ def load_average() -> str:
         return "?"
 
 
+def timed_calls(fn: Callable[[], object], min_seconds: float, max_calls: int = 1 << 20) -> "tuple[int, float]":
+    """Run ``fn`` in batches of 1, 2, 4, ... calls until a batch lasts ``min_seconds`` (or has
+    ``max_calls`` calls): (that batch's call count, its mean seconds per call).
+
+    Example:
+        >>> calls, per_call = timed_calls(lambda: None, 1e-4)
+        >>> calls >= 1 and per_call >= 0
+        True
+    """
+    number = 1
+    while True:
+        start = time.perf_counter()
+        for _ in range(number):
+            fn()
+        elapsed = time.perf_counter() - start
+        if elapsed >= min_seconds or number >= max_calls:
+            return number, elapsed / number
+        number *= 2
+
+
 def median_seconds(fn: Callable[[], object], repeat: int = 9, min_seconds: float = 0.05) -> float:
     """Median time of one call of ``fn``: each of ``repeat`` samples runs ``fn`` enough times to
     last at least ``min_seconds``, after one warm-up call.
@@ -29,15 +49,7 @@ def median_seconds(fn: Callable[[], object], repeat: int = 9, min_seconds: float
         >>> t = median_seconds(lambda: sum(range(100)), repeat=3, min_seconds=0.001)
     """
     fn()
-    number = 1
-    while True:
-        start = time.perf_counter()
-        for _ in range(number):
-            fn()
-        elapsed = time.perf_counter() - start
-        if elapsed >= min_seconds or number >= 1 << 20:
-            break
-        number *= 2
+    number, _ = timed_calls(fn, min_seconds)
     samples = []
     for _ in range(repeat):
         start = time.perf_counter()

@@ -243,18 +243,10 @@ def nhwc_check(layers) -> None:
 
 def _min_seconds(fn, min_seconds: float = 0.02) -> float:
     """One sample: the mean time of ``fn`` over enough calls to last ``min_seconds``."""
-    import time
+    from common import timed_calls
 
     fn()
-    number = 1
-    while True:
-        start = time.perf_counter()
-        for _ in range(number):
-            fn()
-        elapsed = time.perf_counter() - start
-        if elapsed >= min_seconds or number >= 1 << 16:
-            return elapsed / number
-        number *= 2
+    return timed_calls(fn, min_seconds, max_calls=1 << 16)[1]
 
 
 def nhwc_table(layers, threads: int, rounds: int, sample_seconds: float = 0.0005) -> None:
