@@ -35,7 +35,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import subprocess
 import sys
 
@@ -159,7 +158,7 @@ def check_transformer(threads: int = 2) -> None:
         print(f"dense {m}x{k}x{n} (pre-packed weight) matches numpy; per-call copies={copies}; "
               f"micro-kernel loop: {json.dumps(rep)}")
         assert "w_global" not in copies, "the pre-packed weight was packed again"
-        assert rep["stack_accesses"] == 0 and rep["fma_zmm"] >= MR * NVEC, rep
+        assert rep["stack"] == 0 and rep["zmm"] >= MR * NVEC, rep
 
 
 def transformer_table(threads: int) -> None:
@@ -207,29 +206,12 @@ def transformer_table(threads: int) -> None:
 
 
 def micro_kernel_report(sch: Schedule) -> dict:
-    """Assembly facts of the micro-kernel: the innermost loop (a label and the conditional jump
-    back to it) holding the most FMAs — its FMAs, how many use zmm registers, and its stack
-    accesses (spills/reloads; 0 means the accumulators stay in registers)."""
-    from ingot.codegen.build import module_assembly
+    """Assembly facts of the micro-kernel (`ingot.codegen.build.hot_loop_report`): the innermost
+    loop holding the most FMAs — its FMAs, how many use zmm registers, its stack accesses
+    (spills/reloads; 0 means the accumulators stay in registers), zmm stores, instructions."""
+    from ingot.codegen.build import hot_loop_report, module_assembly
 
-    lines = module_assembly(ingot.lower(sch.mod), "llvm -num-cores=2").splitlines()
-    labels = {ln[:-1]: n for n, ln in enumerate(lines) if re.match(r"^\.L\w+:$", ln)}
-    best = {"fma": 0}
-    for n, ln in enumerate(lines):
-        m = re.match(r"^\s+j\w+\s+(\.L\w+)$", ln)
-        if not m or m.group(1) not in labels or labels[m.group(1)] >= n:
-            continue
-        body = lines[labels[m.group(1)]:n + 1]
-        fma = sum(1 for b in body if re.match(r"\s+vfmadd\w+\s", b))
-        size = len(body)
-        if fma > best["fma"] or (fma == best["fma"] and fma and size < best["instructions"]):
-            best = {
-                "fma": fma,
-                "fma_zmm": sum(1 for b in body if re.match(r"\s+vfmadd\w+\s.*%zmm", b)),
-                "stack_accesses": sum(1 for b in body if re.search(r"\((%rsp|%rbp)", b)),
-                "instructions": size,
-            }
-    return best
+    return hot_loop_report(module_assembly(ingot.lower(sch.mod), "llvm -num-cores=2"))
 
 
 def numpy_gflops(n: int, threads: int, coretype: "str | None") -> float:
@@ -258,9 +240,9 @@ def check(n: int = 512) -> None:
     np.testing.assert_allclose(c, a @ b, rtol=1e-4)
     rep = micro_kernel_report(sch)
     print(f"{n}^3 matches numpy; micro-kernel loop: {json.dumps(rep)}")
-    assert rep["fma_zmm"] >= MR * NVEC, "expected the MR x NVEC FMAs on zmm registers"
+    assert rep["zmm"] >= MR * NVEC, "expected the MR x NVEC FMAs on zmm registers"
     assert rep["instructions"] < 160, "C reloaded/stored inside the k loop (restrict lost?)"
-    assert rep["stack_accesses"] == 0, "accumulators spilled to the stack in the micro-kernel loop"
+    assert rep["stack"] == 0, "accumulators spilled to the stack in the micro-kernel loop"
 
 
 # --sweep: points of blocked_gemm_rule's space (keyword arguments; {} = the default), timed

@@ -114,6 +114,38 @@ def module_assembly(mod: "IRModule | PrimFunc", target: "Target | str | None" = 
     return compile_to_assembly(code, _options_for_source(target, code))
 
 
+def hot_loop_report(assembly: str) -> dict:
+    """Facts of the micro-kernel in ``assembly`` (AT&T syntax, as `module_assembly` returns it):
+    among the loops (a label and a conditional jump back to it), the one with the most FMAs, the
+    shortest on a tie — its ``fma`` count, ``zmm`` (FMAs on zmm registers), ``stack`` (accesses
+    through %rsp/%rbp: spills and reloads; 0 means the accumulators stay in registers), ``stores``
+    (zmm stores to memory) and ``instructions``.
+
+    Example:
+        >>> asm = ".L3:; vfmadd231ps %zmm1, %zmm2, %zmm0; jne .L3".replace(";", chr(10))
+        >>> hot_loop_report(asm)["zmm"]
+        1
+    """
+    import re
+
+    lines = assembly.splitlines()
+    labels = {ln[:-1]: n for n, ln in enumerate(lines) if re.match(r"^\.L\w+:$", ln)}
+    best = {"fma": 0, "zmm": 0, "stack": 0, "stores": 0, "instructions": 0}
+    for n, ln in enumerate(lines):
+        m = re.match(r"^\s+j\w+\s+(\.L\w+)$", ln)
+        if not m or m.group(1) not in labels or labels[m.group(1)] >= n:
+            continue
+        body = lines[labels[m.group(1)]:n + 1]
+        fma = sum(1 for b in body if re.match(r"\s+vfmadd\w+\s", b))
+        if fma > best["fma"] or (fma == best["fma"] and fma and len(body) < best["instructions"]):
+            best = {"fma": fma,
+                    "zmm": sum(1 for b in body if re.match(r"\s+vfmadd\w+\s.*%zmm", b)),
+                    "stack": sum(1 for b in body if re.search(r"\((%rsp|%rbp)", b)),
+                    "stores": sum(1 for b in body if re.match(r"\s+vmov\w+\s+%zmm\d+, .*\(", b)),
+                    "instructions": len(body)}
+    return best
+
+
 def _options_for_source(target: Target, code: str) -> CompileOptions:
     options = compile_options_for(target)
     if "_Float16" in code:

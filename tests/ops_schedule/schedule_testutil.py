@@ -6,7 +6,6 @@ Example:
 """
 from __future__ import annotations
 
-import re
 
 import numpy as np
 
@@ -35,19 +34,6 @@ def run(sch: Schedule, args: list, out_shape: tuple) -> np.ndarray:
 
 def kernel_loop(sch: Schedule) -> dict:
     """FMAs, zmm FMAs, stack accesses and zmm stores of the innermost assembly loop with the most FMAs."""
-    from ingot.codegen.build import module_assembly
+    from ingot.codegen.build import hot_loop_report, module_assembly
 
-    lines = module_assembly(ingot.lower(sch.mod), TARGET).splitlines()
-    labels = {ln[:-1]: n for n, ln in enumerate(lines) if re.match(r"^\.L\w+:$", ln)}
-    best = {"fma": 0}
-    for n, ln in enumerate(lines):
-        m = re.match(r"^\s+j\w+\s+(\.L\w+)$", ln)
-        if not m or m.group(1) not in labels or labels[m.group(1)] >= n:
-            continue
-        body = lines[labels[m.group(1)]:n + 1]
-        fma = sum(1 for b in body if re.match(r"\s+vfmadd\w+\s", b))
-        if fma > best["fma"]:
-            best = {"fma": fma, "zmm": sum(1 for b in body if re.match(r"\s+vfmadd\w+\s.*%zmm", b)),
-                    "stack": sum(1 for b in body if re.search(r"\((%rsp|%rbp)", b)),
-                    "stores": sum(1 for b in body if re.match(r"\s+vmov\w+\s+%zmm\d+, .*\(", b))}
-    return best
+    return hot_loop_report(module_assembly(ingot.lower(sch.mod), TARGET))
