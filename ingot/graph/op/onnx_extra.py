@@ -21,6 +21,7 @@ from ..expr import Call, Expr
 from ..op_registry import OpPattern, _REGISTRY, make_call, op_error, register_op
 from ..struct_info import TensorStructInfo
 from ._common import known_shape, norm_axis, tensor_sinfo, topi
+from .sort import _np_topk
 
 
 def _register(name: str, **kwargs: Any) -> None:
@@ -43,17 +44,9 @@ def _infer_topk(args: Any, attrs: Any) -> TensorStructInfo:
     return TensorStructInfo(shape, "int64")
 
 
-def _np_topk(args: Any, attrs: Any) -> np.ndarray:
-    x = args[0]
-    axis = attrs["axis"] % x.ndim
-    # A stable sort keeps ties in index order (ONNX: the smaller index first). Descending order is
-    # the stable ascending sort of the flipped array, read backwards (no negation: unsigned dtypes).
-    if attrs["largest"]:
-        n = x.shape[axis]
-        order = n - 1 - np.flip(np.argsort(np.flip(x, axis), axis=axis, kind="stable"), axis)
-    else:
-        order = np.argsort(x, axis=axis, kind="stable")
-    return np.take(order, np.arange(attrs["k"]), axis=axis).astype("int64")
+def _np_topk_indices(args: Any, attrs: Any) -> np.ndarray:
+    # the core topk's reference (stable: ties keep the smaller index first, as ONNX wants)
+    return _np_topk(args, {**dict(attrs), "ret_type": "indices", "dtype": "int64"})
 
 
 _register(
@@ -63,7 +56,7 @@ _register(
     infer=_infer_topk,
     legalize=lambda inputs, attrs, out: topi("onnx_extra").topk_indices(inputs[0], attrs["k"], attrs["axis"],
                                                                         attrs["largest"]),
-    numpy=_np_topk,
+    numpy=_np_topk_indices,
 )
 
 
