@@ -11,7 +11,9 @@ Note: the prelude *is* the ABI between generated code and the runtime. It define
   ``ingot_check_dim``, ``ingot_check_dim_equal``, ``ingot_check_scalar``, ...) that format
   messages with ``snprintf`` into the caller's buffer (thread-safe, no globals),
 * exported helpers every module carries: ``ingot_time_function`` (TVM ``time_evaluator``
-  semantics, CLOCK_MONOTONIC), ``ingot_set_num_threads``, ``ingot_get_num_threads``,
+  semantics, CLOCK_MONOTONIC), ``ingot_time_function_flushed`` (the same with a cache flush of
+  every argument but the first before each call, TVM's ``cache_flush_cpu_non_first_arg``; since
+  ABI version 2), ``ingot_set_num_threads``, ``ingot_get_num_threads``,
   ``ingot_abi_version``. They are weak symbols so that several Ingot translation units can be
   linked into one library.
 
@@ -40,6 +42,8 @@ import re
 
 from ingot.runtime import abi
 from ingot.runtime.metadata import validate_metadata
+
+from ._prelude_timer import TIMER_C
 
 __all__ = [
     "C_PRELUDE",
@@ -490,68 +494,7 @@ INGOT_INLINE void ingot_free_workspace(void* p) { free(p); }
 /* ------------------------------------------------- exported module helpers */
 INGOT_WEAK_EXPORT const int32_t ingot_abi_version = INGOT_ABI_VERSION;
 
-INGOT_INLINE double ingot_now_seconds(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-/* TVM time_evaluator semantics: one warm-up call; then `repeat` repeats, each running `number`
- * calls; if min_repeat_ms > 0, `number` grows (and stays grown) until one repeat lasts at least
- * min_repeat_ms. out_seconds_per_repeat[r] = mean seconds per call of repeat r. */
-INGOT_WEAK_EXPORT int32_t ingot_time_function(void* fn, IngotValue* args, int32_t* codes,
-                                              int32_t n, int32_t number, int32_t repeat,
-                                              int32_t min_repeat_ms,
-                                              double* out_seconds_per_repeat, char* err,
-                                              int32_t err_len) {
-  union {
-    void* p;
-    IngotPackedFunc f;
-  } u;
-  int32_t r, rc;
-  int64_t num = number;
-  u.p = fn;
-  if (u.p == NULL || out_seconds_per_repeat == NULL) {
-    return ingot_set_error(err, err_len, INGOT_ERR_ARGUMENT,
-                           "ingot_time_function: function and output pointers must be non-NULL");
-  }
-  if (number < 1 || repeat < 1 || min_repeat_ms < 0) {
-    return ingot_set_error(err, err_len, INGOT_ERR_ARGUMENT,
-                           "ingot_time_function: expects number >= 1, repeat >= 1 and "
-                           "min_repeat_ms >= 0, got number=%d repeat=%d min_repeat_ms=%d",
-                           (int)number, (int)repeat, (int)min_repeat_ms);
-  }
-  rc = u.f(args, codes, n, err, err_len); /* warm-up */
-  if (rc != 0) return rc;
-  for (r = 0; r < repeat; ++r) {
-    double duration_ms = 0.0;
-    int zero_times = 0;
-    do {
-      double t0, t1;
-      int64_t j;
-      if (duration_ms > 0.0) {
-        double grow = (double)min_repeat_ms / (duration_ms / (double)num) + 1.0;
-        double golden = (double)num * 1.618;
-        double next = grow > golden ? grow : golden;
-        num = next > 1e9 ? (int64_t)1000000000 : (int64_t)next;
-      }
-      t0 = ingot_now_seconds();
-      for (j = 0; j < num; ++j) {
-        rc = u.f(args, codes, n, err, err_len);
-        if (rc != 0) return rc;
-      }
-      t1 = ingot_now_seconds();
-      duration_ms = (t1 - t0) * 1e3;
-      if (duration_ms <= 0.0) {
-        duration_ms = 0.0;
-        zero_times++;
-      }
-    } while (duration_ms < (double)min_repeat_ms && zero_times < 10);
-    out_seconds_per_repeat[r] = duration_ms / 1e3 / (double)num;
-  }
-  return INGOT_OK;
-}
-
+@TIMER_C@
 /* Threads used by parallel loops (n <= 0: all processors); returns the count in effect. */
 INGOT_WEAK_EXPORT int32_t ingot_set_num_threads(int32_t n) {
 #ifdef _OPENMP
@@ -589,7 +532,7 @@ def _render_prelude() -> str:
         "ERR_RUNTIME": abi.ERR_RUNTIME,
         "ERR_ARGUMENT": abi.ERR_ARGUMENT,
     }
-    text = _PRELUDE_TEMPLATE
+    text = _PRELUDE_TEMPLATE.replace("@TIMER_C@", TIMER_C)
     for key, value in values.items():
         text = text.replace(f"@{key}@", str(value))
     assert re.search(r"@[A-Z_]+@", text) is None, "unfilled prelude placeholder"

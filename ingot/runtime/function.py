@@ -380,15 +380,20 @@ class Function:
         """
         return StaticCaller.create(self, bound)
 
-    def time(self, args: tuple, number: int, repeat: int, min_repeat_ms: int) -> list[float]:
-        """Seconds per call for each repeat, measured in C (``ingot_time_function``).
+    def time(self, args: tuple, number: int, repeat: int, min_repeat_ms: int, *,
+             cache_flush: bool = False) -> list[float]:
+        """Seconds per call for each repeat, measured in C (``ingot_time_function``; with
+        ``cache_flush=True`` ``ingot_time_function_flushed``: every argument but the first is
+        flushed from the caches before each call, see `Module.time_evaluator`).
 
         Example::
 
             >>> mod["main"].time((a, b, c), number=10, repeat=3, min_repeat_ms=0)  # doctest: +SKIP
             [1.2e-06, 1.1e-06, 1.1e-06]
+            >>> mod["main"].time((a, b, c), 1, 3, 0, cache_flush=True)             # doctest: +SKIP
+            [3.4e-06, 3.1e-06, 3.2e-06]
         """
-        timer = self.module._time_function_ptr()
+        timer = self.module._time_function_ptr(bool(cache_flush))
         bufs = self._acquire(len(args))
         try:
             if self._nparams >= 0:

@@ -4,7 +4,8 @@ Note: a module built by Ingot is one self-contained shared library. Besides its 
 exports ``ingot_module_metadata`` (JSON: the functions, their C symbols and parameters; see
 :func:`ingot.codegen.prelude.validate_metadata`), optionally ``ingot_module_source`` (the C
 source, for ``get_source()`` after loading from disk), and the prelude helpers
-``ingot_time_function`` and ``ingot_set_num_threads``. ``export_library`` therefore only
+``ingot_time_function``, ``ingot_time_function_flushed`` (cold-cache timing, ABI version 2)
+and ``ingot_set_num_threads``. ``export_library`` therefore only
 copies the file, and ``load_module`` in a fresh process gets everything back. The library is
 opened with ``RTLD_LOCAL`` so the same helper symbols in many modules never clash.
 
@@ -29,6 +30,8 @@ import statistics
 import tempfile
 from collections import namedtuple
 from typing import Any
+
+import numpy as np
 
 from . import abi
 from .device import Device
@@ -121,7 +124,7 @@ class Module:
         self.lib_path = path
         self._source = source
         self._functions: dict[str, Function] = {}
-        self._timer = None
+        self._timers: dict = {}
         text = _read_c_string(self._lib, abi.SYM_METADATA)
         if text is None:
             self.metadata = None
@@ -270,33 +273,60 @@ class Module:
         return dst
 
     # ------------------------------------------------------------ timing & threads
-    def _time_function_ptr(self):
-        if self._timer is None:
+    def _time_function_ptr(self, cache_flush: bool = False):
+        """The C timer: ``ingot_time_function``, or ``ingot_time_function_flushed`` (ABI 2)."""
+        symbol = abi.SYM_TIME_FUNCTION_FLUSHED if cache_flush else abi.SYM_TIME_FUNCTION
+        timer = self._timers.get(symbol)
+        if timer is None:
             try:
-                timer = getattr(self._lib, abi.SYM_TIME_FUNCTION)
+                timer = getattr(self._lib, symbol)
             except AttributeError:
+                if cache_flush and hasattr(self._lib, abi.SYM_TIME_FUNCTION):
+                    raise IngotRuntimeError(
+                        f"module {self.lib_path!r} does not export {symbol}: it was built by an older "
+                        f"Ingot (C prelude ABI version {self._abi_version()}, the cold-cache timer needs "
+                        f"{abi.ABI_VERSION}); rebuild it with this Ingot, or time it with cache_flush=False"
+                    ) from None
                 raise IngotRuntimeError(
-                    f"module {self.lib_path!r} does not export {abi.SYM_TIME_FUNCTION}; it was "
+                    f"module {self.lib_path!r} does not export {symbol}; it was "
                     "not built with the Ingot C prelude"
                 ) from None
             timer.restype = ctypes.c_int32
             timer.argtypes = None
-            self._timer = timer
-        return self._timer
+            self._timers[symbol] = timer
+        return timer
+
+    def _abi_version(self) -> "int | None":
+        try:
+            return int(ctypes.c_int32.in_dll(self._lib, abi.SYM_ABI_VERSION).value)
+        except ValueError:
+            return None
 
     def time_evaluator(self, func_name: str, dev: Device, number: int = 10, repeat: int = 1,
-                       min_repeat_ms: int = 0):
+                       min_repeat_ms: int = 0, *, cache_flush: bool = False):
         """A callable that times ``func_name`` (TVM semantics); returns a ProfileResult (seconds).
 
         One warm-up call; then ``repeat`` measurements of ``number`` back-to-back calls each,
         timed in C with ``CLOCK_MONOTONIC``. With ``min_repeat_ms > 0``, ``number`` grows until
         one repeat lasts at least that long.
 
+        ``cache_flush=True`` times with cold caches (TVM's ``enable_cpu_cache_flush``, i.e.
+        ``f_preproc=cache_flush_cpu_non_first_arg``): before every call, outside the timed region,
+        the cache lines of every tensor argument except the first are flushed (clflush, from all
+        cores' caches). Unlike TVM, which flushes once per repeat, each of the ``number`` calls is
+        flushed and timed alone, so ``number=1, repeat=N`` and ``number=N`` differ only in how the
+        results are grouped; ``min_repeat_ms`` then counts timed calls only. Use it for kernels of
+        a model, whose weights come from L3/DRAM on every model run.
+
         Example::
 
             >>> ev = mod.time_evaluator("main", ingot.cpu(0), number=100, repeat=3)   # doctest: +SKIP
             >>> ev(a, b, c).mean                                                       # doctest: +SKIP
             2.1e-06
+            >>> cold = mod.time_evaluator("main", ingot.cpu(0), number=1, repeat=20,
+            ...                           cache_flush=True)                            # doctest: +SKIP
+            >>> cold(a, b, c).min > ev(a, b, c).min                                    # doctest: +SKIP
+            True
         """
         fn = self.get_function(func_name)
         if not isinstance(dev, Device) or not dev.is_cpu():
@@ -306,12 +336,16 @@ class Module:
         min_repeat_ms = check_int(min_repeat_ms, "min_repeat_ms")
         if number < 1 or repeat < 1:
             raise IngotRuntimeError(f"time_evaluator: number and repeat must be >= 1, got {number}, {repeat}")
-        self._time_function_ptr()
+        if not isinstance(cache_flush, (bool, np.bool_)):
+            raise IngotRuntimeError(f"time_evaluator: cache_flush must be True or False, got {cache_flush!r}")
+        cache_flush = bool(cache_flush)
+        self._time_function_ptr(cache_flush)  # fail here, not at the first call, on an old library
 
         def evaluator(*args) -> ProfileResult:
-            return ProfileResult.from_results(fn.time(args, number, repeat, min_repeat_ms))
+            return ProfileResult.from_results(fn.time(args, number, repeat, min_repeat_ms, cache_flush=cache_flush))
 
-        evaluator.__doc__ = f"Time {func_name}(*args); returns ProfileResult (seconds)."
+        evaluator.__doc__ = (f"Time {func_name}(*args){' with cold caches' if cache_flush else ''}; "
+                             "returns ProfileResult (seconds).")
         return evaluator
 
     def set_num_threads(self, n: int) -> int:

@@ -33,8 +33,8 @@ from .types import CHelpers
 
 __all__ = ["CSource", "CodegenError", "CPrinter", "generate_c", "function_name"]
 
-_PRELUDE_SYMBOLS = (abi.SYM_METADATA, abi.SYM_SOURCE, abi.SYM_TIME_FUNCTION, abi.SYM_SET_NUM_THREADS,
-                    abi.SYM_GET_NUM_THREADS, abi.SYM_ABI_VERSION)
+_PRELUDE_SYMBOLS = (abi.SYM_METADATA, abi.SYM_SOURCE, abi.SYM_TIME_FUNCTION, abi.SYM_TIME_FUNCTION_FLUSHED,
+                    abi.SYM_SET_NUM_THREADS, abi.SYM_GET_NUM_THREADS, abi.SYM_ABI_VERSION)
 
 
 @dataclasses.dataclass(frozen=True)

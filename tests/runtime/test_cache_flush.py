@@ -1,0 +1,120 @@
+"""Cold-cache timing: ``ingot_time_function_flushed`` / ``time_evaluator(..., cache_flush=True)``.
+
+Tests never assert times: they check that flushed timing runs the function the expected number of
+times, leaves every argument's data intact, and fails with clear messages.
+"""
+
+import numpy as np
+import pytest
+
+import ingot.runtime as rt
+from ingot.codegen.prelude import C_PRELUDE, emit_metadata_c
+from ingot.codegen.toolchain import compile_shared_library
+from ingot.runtime.errors import ArgumentError, KernelError
+
+from conftest import STRICT
+
+# count(X: float32[n], Calls: int64[1], Out: float32[n]): Out = 2 X, Calls[0] += 1 per call.
+_KERNELS = r"""
+INGOT_EXPORT int32_t ingot_count(IngotValue* args, int32_t* type_codes, int32_t num_args,
+                                 char* err, int32_t err_len) {
+  int64_t n;
+  INGOT_CHECK(ingot_check_num_args("count", num_args, 3, err, err_len));
+  INGOT_CHECK(ingot_check_tensor("count", "X", args[0], type_codes[0], 1, kDLFloat, 32, 1, err, err_len));
+  n = INGOT_TENSOR(args, 0)->shape[0];
+  INGOT_CHECK(ingot_check_tensor("count", "Calls", args[1], type_codes[1], 1, kDLInt, 64, 1, err, err_len));
+  INGOT_CHECK(ingot_check_tensor("count", "Out", args[2], type_codes[2], 1, kDLFloat, 32, 1, err, err_len));
+  INGOT_CHECK(ingot_check_dim_equal("count", "Out", 0, INGOT_TENSOR(args, 2)->shape[0], "n", n, err, err_len));
+  {
+    const float* X = (const float*)ingot_tensor_data(INGOT_TENSOR(args, 0));
+    int64_t* calls = (int64_t*)ingot_tensor_data(INGOT_TENSOR(args, 1));
+    float* Out = (float*)ingot_tensor_data(INGOT_TENSOR(args, 2));
+    #pragma omp parallel for
+    for (int64_t i = 0; i < n; ++i) Out[i] = 2.0f * X[i];
+    calls[0] += 1;
+  }
+  return INGOT_OK;
+}
+INGOT_EXPORT int32_t ingot_fail(IngotValue* args, int32_t* type_codes, int32_t num_args,
+                                char* err, int32_t err_len) {
+  (void)args; (void)type_codes; (void)num_args;
+  return ingot_set_error(err, err_len, INGOT_ERR_RUNTIME, "fail: always fails");
+}
+"""
+_METADATA = {
+    "version": 1, "target": "c",
+    "functions": {
+        "count": {"symbol": "ingot_count", "params": [
+            {"name": "X", "kind": "tensor", "dtype": "float32", "shape": ["n"]},
+            {"name": "Calls", "kind": "tensor", "dtype": "int64", "shape": [1]},
+            {"name": "Out", "kind": "tensor", "dtype": "float32", "shape": ["n"]}]},
+        "fail": {"symbol": "ingot_fail", "params": [
+            {"name": "X", "kind": "tensor", "dtype": "float32", "shape": [2]}]},
+    },
+}
+
+
+@pytest.fixture(scope="module")
+def mod(tmp_path_factory):
+    src = C_PRELUDE + _KERNELS + emit_metadata_c(_METADATA)
+    return rt.Module(compile_shared_library(src, STRICT, cache_dir=tmp_path_factory.mktemp("flush-cache")))
+
+
+def _args(n=1 << 16):
+    x = np.random.default_rng(0).uniform(-1, 1, n).astype("float32")
+    return x, np.zeros(1, "int64"), np.empty(n, "float32")
+
+
+@pytest.mark.parametrize("number,repeat,min_ms", [(1, 5, 0), (3, 4, 0)])
+def test_flushed_timing_calls_and_data(mod, number, repeat, min_ms):
+    x, calls, out = _args()
+    x0 = x.copy()
+    res = mod.time_evaluator("count", rt.cpu(0), number=number, repeat=repeat, min_repeat_ms=min_ms,
+                             cache_flush=True)(x, calls, out)
+    assert len(res.results) == repeat and all(r > 0 for r in res.results)
+    assert calls[0] == 1 + number * repeat  # one warm-up call, then every timed call exactly once
+    np.testing.assert_array_equal(x, x0)  # clflush writes back: no data is lost
+    np.testing.assert_array_equal(out, 2 * x0)
+
+
+def test_flushed_timing_min_repeat_ms_counts_timed_calls(mod):
+    x, calls, out = _args(1 << 10)
+    res = mod.time_evaluator("count", rt.cpu(0), number=1, repeat=2, min_repeat_ms=2, cache_flush=True)(x, calls, out)
+    # each repeat runs calls until its *timed* calls add up to 2 ms: many more than number=1
+    assert calls[0] > 1 + 2 and len(res.results) == 2 and res.min > 0
+    np.testing.assert_array_equal(out, 2 * x)
+
+
+def test_function_time_keyword(mod):
+    x, calls, out = _args(256)
+    secs = mod["count"].time((x, calls, out), 2, 3, 0, cache_flush=True)
+    assert len(secs) == 3 and calls[0] == 7
+    warm = mod["count"].time((x, calls, out), 2, 3, 0)
+    assert len(warm) == 3 and calls[0] == 14
+
+
+def test_flushed_timing_errors(mod):
+    x, calls, out = _args(8)
+    with pytest.raises(ArgumentError, match="count: expects 3 arguments"):
+        mod.time_evaluator("count", rt.cpu(0), cache_flush=True)(x, calls)
+    with pytest.raises(ArgumentError, match="Calls"):
+        mod.time_evaluator("count", rt.cpu(0), cache_flush=True)(x, np.zeros(1, "float32"), out)
+    with pytest.raises(KernelError, match="fail: always fails"):
+        mod.time_evaluator("fail", rt.cpu(0), cache_flush=True)(np.zeros(2, "float32"))
+    with pytest.raises(rt.IngotRuntimeError, match="number and repeat"):
+        mod.time_evaluator("count", rt.cpu(0), repeat=0, cache_flush=True)
+    with pytest.raises(rt.IngotRuntimeError, match="cache_flush must be True or False"):
+        mod.time_evaluator("count", rt.cpu(0), cache_flush="yes")
+
+
+def test_library_without_flushed_timer_fails_loudly(tmp_path):
+    # A library built before ABI version 2: it has the warm timer but not the flushed one.
+    src = r"""
+    #include <stdint.h>
+    const int32_t ingot_abi_version = 1;
+    int32_t ingot_time_function(void) { return 0; }
+    int32_t twice(void) { return 0; }
+    """
+    old = rt.Module(compile_shared_library(src, cache_dir=tmp_path))
+    with pytest.raises(rt.IngotRuntimeError, match=r"ABI version 1.*needs 2.*rebuild"):
+        old.time_evaluator("twice", rt.cpu(0), cache_flush=True)
