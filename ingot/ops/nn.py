@@ -20,29 +20,9 @@ from ingot import tir
 from ingot.ir import as_const_int, convert
 
 from ._util import compute, const_like, normalize_axis, prod
+from ._window import cast_pair, conv_window, out_extent, pair
 
 
-def _pair(value: Any, name: str) -> tuple:
-    if isinstance(value, (list, tuple)):
-        if len(value) == 1:
-            return (value[0], value[0])
-        if len(value) != 2:
-            raise ValueError(f"{name} must be an int or a pair, got {value}")
-        return tuple(value)
-    return (value, value)
-
-
-def _padding4(padding: Any) -> tuple:
-    """(top, left, bottom, right) from an int, a (h, w) pair or a 4-tuple (TVM's convention)."""
-    if isinstance(padding, (list, tuple)):
-        if len(padding) == 4:
-            return tuple(padding)
-        if len(padding) == 2:
-            return (padding[0], padding[1], padding[0], padding[1])
-        if len(padding) == 1:
-            return (padding[0],) * 4
-        raise ValueError(f"padding must be an int, (h, w) or (top, left, bottom, right), got {padding}")
-    return (padding,) * 4
 
 
 def dense(x: Any, weight: Any, bias: Any = None, out_dtype: "str | None" = None) -> Any:
@@ -61,8 +41,7 @@ def dense(x: Any, weight: Any, bias: Any = None, out_dtype: "str | None" = None)
 
     def body(idx: tuple) -> Any:
         lhs, rhs = x[idx[:-1] + (k,)], weight[idx[-1], k]
-        if str(lhs.dtype) != out_dtype:
-            lhs, rhs = lhs.astype(out_dtype), rhs.astype(out_dtype)
+        lhs, rhs = cast_pair(lhs, rhs, out_dtype)
         return te.sum(lhs * rhs, axis=k)
 
     out = compute(out_shape, body, "T_dense", tag="dense")
@@ -97,8 +76,21 @@ def pad(x: Any, pad_before: Sequence[Any], pad_after: Sequence[Any], pad_value: 
     return compute(out_shape, body, name, tag="injective,pad")
 
 
-def _out_size(size: Any, pad_total: Any, kernel: Any, stride: Any, dilation: Any) -> Any:
-    return (convert(size) + pad_total - ((convert(kernel) - 1) * dilation + 1)) // stride + 1
+def pad_hw(data: Any, padding: tuple, h_axis: int, w_axis: int) -> Any:
+    """``data`` padded with zeros by ``padding`` (top, left, bottom, right) on its H and W axes, or
+    ``data`` itself when every side is a constant 0 (no copy stage to inline later).
+
+    Example:
+        >>> from ingot import te
+        >>> [int(d) for d in pad_hw(te.placeholder((1, 4, 4, 2), name="x"), (1, 1, 0, 0), 1, 2).shape]
+        [1, 5, 5, 2]
+    """
+    if all(as_const_int(convert(p)) == 0 for p in padding):
+        return data
+    pt, pl, pb, pr = padding
+    before, after = [0] * len(data.shape), [0] * len(data.shape)
+    before[h_axis], before[w_axis], after[h_axis], after[w_axis] = pt, pl, pb, pr
+    return pad(data, before, after, name="pad_temp")
 
 
 def conv2d_nchw(
@@ -114,16 +106,13 @@ def conv2d_nchw(
     """
     from ingot import te
 
-    out_dtype = out_dtype or str(data.dtype)
-    sh, sw = _pair(strides, "strides")
-    dh, dw = _pair(dilation, "dilation")
-    pt, pl, pb, pr = _padding4(padding)
+    win = conv_window("conv2d_nchw", data, strides, padding, dilation, out_dtype)
+    (sh, sw), (dh, dw), (pt, pl, pb, pr), out_dtype = win
     N, C, H, W = data.shape
     O, CG, KH, KW = kernel.shape
-    OH = _out_size(H, pt + pb, KH, sh, dh)
-    OW = _out_size(W, pl + pr, KW, sw, dw)
-    padded = data if all(as_const_int(convert(p)) == 0 for p in (pt, pl, pb, pr)) else \
-        pad(data, (0, 0, pt, pl), (0, 0, pb, pr), name="pad_temp")
+    OH = out_extent(H, pt + pb, KH, sh, dh)
+    OW = out_extent(W, pl + pr, KW, sw, dw)
+    padded = pad_hw(data, win.padding, 2, 3)
     rc = te.reduce_axis((0, CG), name="rc")
     ry = te.reduce_axis((0, KH), name="ry")
     rx = te.reduce_axis((0, KW), name="rx")
@@ -134,8 +123,7 @@ def conv2d_nchw(
         c = rc if groups == 1 else (o // out_per_group) * CG + rc
         lhs = padded[n, c, y * sh + ry * dh, x * sw + rx * dw]
         rhs = kernel[o, rc, ry, rx]
-        if str(lhs.dtype) != out_dtype:
-            lhs, rhs = lhs.astype(out_dtype), rhs.astype(out_dtype)
+        lhs, rhs = cast_pair(lhs, rhs, out_dtype)
         return te.sum(lhs * rhs, axis=[rc, ry, rx])
 
     return compute((N, O, OH, OW), body, "conv2d_nchw", tag="conv2d_nchw")
@@ -159,14 +147,11 @@ def conv2d_nhwc(
         # depthwise (one input channel per group, O == C): no extent-1 reduce axis, the channel
         # indexes both operands as their contiguous last axis (vectorized over channels)
         return depthwise_conv2d_nhwc(data, kernel, strides, padding, dilation, out_dtype)
-    out_dtype = out_dtype or str(data.dtype)
-    sh, sw = _pair(strides, "strides")
-    dh, dw = _pair(dilation, "dilation")
-    pt, pl, pb, pr = _padding4(padding)
-    OH = _out_size(H, pt + pb, KH, sh, dh)
-    OW = _out_size(W, pl + pr, KW, sw, dw)
-    padded = data if all(as_const_int(convert(p)) == 0 for p in (pt, pl, pb, pr)) else \
-        pad(data, (0, pt, pl, 0), (0, pb, pr, 0), name="pad_temp")
+    win = conv_window("conv2d_nhwc", data, strides, padding, dilation, out_dtype)
+    (sh, sw), (dh, dw), (pt, pl, pb, pr), out_dtype = win
+    OH = out_extent(H, pt + pb, KH, sh, dh)
+    OW = out_extent(W, pl + pr, KW, sw, dw)
+    padded = pad_hw(data, win.padding, 1, 2)
     rc = te.reduce_axis((0, CG), name="rc")
     ry = te.reduce_axis((0, KH), name="ry")
     rx = te.reduce_axis((0, KW), name="rx")
@@ -177,8 +162,7 @@ def conv2d_nhwc(
         c = rc if groups == 1 else (o // out_per_group) * CG + rc
         lhs = padded[n, y * sh + ry * dh, x * sw + rx * dw, c]
         rhs = kernel[ry, rx, rc, o]
-        if str(lhs.dtype) != out_dtype:
-            lhs, rhs = lhs.astype(out_dtype), rhs.astype(out_dtype)
+        lhs, rhs = cast_pair(lhs, rhs, out_dtype)
         return te.sum(lhs * rhs, axis=[rc, ry, rx])
 
     return compute((N, OH, OW, O), body, "conv2d_nhwc", tag="conv2d_nhwc")
@@ -204,19 +188,16 @@ def depthwise_conv2d_nhwc(data: Any, kernel: Any, strides: Any = 1, padding: Any
     """
     from ingot import te
 
-    out_dtype = out_dtype or str(data.dtype)
-    sh, sw = _pair(strides, "strides")
-    dh, dw = _pair(dilation, "dilation")
-    pt, pl, pb, pr = _padding4(padding)
+    win = conv_window("depthwise_conv2d_nhwc", data, strides, padding, dilation, out_dtype)
+    (sh, sw), (dh, dw), (pt, pl, pb, pr), out_dtype = win
     N, H, W, C = data.shape
     KH, KW, one, CK = kernel.shape
     if as_const_int(convert(one)) != 1 or (as_const_int(convert(C)) is not None and not _same_int(C, CK)):
         raise ValueError(f"depthwise_conv2d_nhwc: kernel shape {tuple(kernel.shape)} is not (KH, KW, 1, C) for "
                          f"data with C = {C} channels")
-    OH = _out_size(H, pt + pb, KH, sh, dh)
-    OW = _out_size(W, pl + pr, KW, sw, dw)
-    padded = data if all(as_const_int(convert(p)) == 0 for p in (pt, pl, pb, pr)) else \
-        pad(data, (0, pt, pl, 0), (0, pb, pr, 0), name="pad_temp")
+    OH = out_extent(H, pt + pb, KH, sh, dh)
+    OW = out_extent(W, pl + pr, KW, sw, dw)
+    padded = pad_hw(data, win.padding, 1, 2)
     ry = te.reduce_axis((0, KH), name="ry")
     rx = te.reduce_axis((0, KW), name="rx")
 
@@ -224,8 +205,7 @@ def depthwise_conv2d_nhwc(data: Any, kernel: Any, strides: Any = 1, padding: Any
         n, y, x, c = idx
         lhs = padded[n, y * sh + ry * dh, x * sw + rx * dw, c]
         rhs = kernel[ry, rx, 0, c]
-        if str(lhs.dtype) != out_dtype:
-            lhs, rhs = lhs.astype(out_dtype), rhs.astype(out_dtype)
+        lhs, rhs = cast_pair(lhs, rhs, out_dtype)
         return te.sum(lhs * rhs, axis=[ry, rx])
 
     return compute((N, OH, OW, C), body, "depthwise_conv2d_nhwc", tag="depthwise_conv2d_nhwc")
@@ -245,10 +225,8 @@ def pool2d(
 
     if pool_type not in ("max", "avg"):
         raise ValueError(f"pool_type must be 'max' or 'avg', got {pool_type!r}")
-    kh, kw = _pair(pool_size, "pool_size")
-    sh, sw = _pair(strides, "strides")
-    dh, dw = _pair(dilation, "dilation")
-    pt, pl, pb, pr = _padding4(padding)
+    kh, kw = pair("pool2d", "pool_size", pool_size)
+    (sh, sw), (dh, dw), (pt, pl, pb, pr), _ = conv_window("pool2d", None, strides, padding, dilation)
     h_axis, w_axis = layout.index("H"), layout.index("W")
     H, W = data.shape[h_axis], data.shape[w_axis]
     eh = ew = 0  # extra end padding of ceil mode (windows that start inside but run past the end)
@@ -256,8 +234,8 @@ def pool2d(
         OH, eh = pool_out_size_ceil(H, pt, pb, kh, sh, dh)
         OW, ew = pool_out_size_ceil(W, pl, pr, kw, sw, dw)
     else:
-        OH = _out_size(H, pt + pb, kh, sh, dh)
-        OW = _out_size(W, pl + pr, kw, sw, dw)
+        OH = out_extent(H, pt + pb, kh, sh, dh)
+        OW = out_extent(W, pl + pr, kw, sw, dw)
     before = [0] * 4
     after = [0] * 4
     before[h_axis], before[w_axis], after[h_axis], after[w_axis] = pt, pl, pb + eh, pr + ew
@@ -338,11 +316,9 @@ def conv2d_transpose_nchw(
     """
     from ingot import te
 
-    out_dtype = out_dtype or str(data.dtype)
-    sh, sw = _pair(strides, "strides")
-    dh, dw = _pair(dilation, "dilation")
-    oph, opw = _pair(output_padding, "output_padding")
-    pt, pl, pb, pr = _padding4(padding)
+    win = conv_window("conv2d_transpose_nchw", data, strides, padding, dilation, out_dtype)
+    (sh, sw), (dh, dw), (pt, pl, pb, pr), out_dtype = win
+    oph, opw = pair("conv2d_transpose_nchw", "output_padding", output_padding, minimum=0)
     N, C, H, W = data.shape
     CI, OG, KH, KW = kernel.shape
     kh, kw = as_const_int(convert(KH)), as_const_int(convert(KW))
@@ -379,8 +355,7 @@ def conv2d_transpose_nchw(
         c = rc if groups == 1 else (o // OG) * cpg + rc
         lhs = padded[n, c, y + ry * dh, x + rx * dw]
         rhs = kernel[c, o if groups == 1 else o % OG, kh - 1 - ry, kw - 1 - rx]
-        if str(lhs.dtype) != out_dtype:
-            lhs, rhs = lhs.astype(out_dtype), rhs.astype(out_dtype)
+        lhs, rhs = cast_pair(lhs, rhs, out_dtype)
         return te.sum(lhs * rhs, axis=[rc, ry, rx])
 
     return compute((N, out_channels, OH, OW), body, "conv2d_transpose_nchw", tag="conv2d_transpose_nchw")

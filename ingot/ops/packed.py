@@ -38,7 +38,8 @@ from ingot import tir
 from ingot.ir import as_const_int, convert
 
 from ._util import compute, const_like
-from .nn import _out_size, _padding4, _pair, pad
+from ._window import cast_pair, conv_window, out_extent
+from .nn import pad_hw
 
 __all__ = [
     "pack_dense_weight", "unpack_dense_weight", "pack_conv2d_weight", "unpack_conv2d_weight",
@@ -165,12 +166,6 @@ def _times(dim: Any, p: Any) -> Any:
     return d * q if d is not None and q is not None else convert(dim) * p
 
 
-def _cast_pair(lhs: Any, rhs: Any, out_dtype: str) -> tuple:
-    if str(lhs.dtype) != out_dtype:
-        return lhs.astype(out_dtype), rhs.astype(out_dtype)
-    return lhs, rhs
-
-
 def dense_packed_weight(x: Any, w_packed: Any, bias: Any = None, out_dtype: "str | None" = None) -> Any:
     """``x @ w.T (+ bias)`` reading ``w`` packed as ``[N / P, K, P]`` (`pack_dense_weight`).
 
@@ -189,7 +184,7 @@ def dense_packed_weight(x: Any, w_packed: Any, bias: Any = None, out_dtype: "str
 
     def body(idx: tuple) -> Any:
         j = idx[-1]
-        lhs, rhs = _cast_pair(x[idx[:-1] + (k,)], w_packed[j // P, k, j % P], out_dtype)
+        lhs, rhs = cast_pair(x[idx[:-1] + (k,)], w_packed[j // P, k, j % P], out_dtype)
         return te.sum(lhs * rhs, axis=k)
 
     out = compute(out_shape, body, "T_dense", tag="dense,packed_weight")
@@ -211,22 +206,19 @@ def conv2d_nchw_packed_weight(data: Any, w_packed: Any, strides: Any = 1, paddin
     """
     from ingot import te
 
-    out_dtype = out_dtype or str(data.dtype)
-    sh, sw = _pair(strides, "strides")
-    dh, dw = _pair(dilation, "dilation")
-    pt, pl, pb, pr = _padding4(padding)
+    win = conv_window("conv2d_nchw_packed_weight", data, strides, padding, dilation, out_dtype)
+    (sh, sw), (dh, dw), (pt, pl, pb, pr), out_dtype = win
     N, C, H, W = data.shape
     OO, CW, KH, KW, P = w_packed.shape
-    OH, OW = _out_size(H, pt + pb, KH, sh, dh), _out_size(W, pl + pr, KW, sw, dw)
-    padded = data if all(as_const_int(convert(p)) == 0 for p in (pt, pl, pb, pr)) else \
-        pad(data, (0, 0, pt, pl), (0, 0, pb, pr), name="pad_temp")
+    OH, OW = out_extent(H, pt + pb, KH, sh, dh), out_extent(W, pl + pr, KW, sw, dw)
+    padded = pad_hw(data, win.padding, 2, 3)
     rc = te.reduce_axis((0, CW), name="rc")
     ry = te.reduce_axis((0, KH), name="ry")
     rx = te.reduce_axis((0, KW), name="rx")
 
     def body(idx: tuple) -> Any:
         n, o, y, x = idx
-        lhs, rhs = _cast_pair(padded[n, rc, y * sh + ry * dh, x * sw + rx * dw], w_packed[o // P, rc, ry, rx, o % P],
+        lhs, rhs = cast_pair(padded[n, rc, y * sh + ry * dh, x * sw + rx * dw], w_packed[o // P, rc, ry, rx, o % P],
                               out_dtype)
         return te.sum(lhs * rhs, axis=[rc, ry, rx])
 
@@ -249,16 +241,14 @@ def depthwise_conv2d_nchw_packed_weight(data: Any, w_packed: Any, strides: Any =
     """
     from ingot import te
 
-    out_dtype = out_dtype or str(data.dtype)
-    sh, sw = _pair(strides, "strides")
-    dh, dw = _pair(dilation, "dilation")
-    pt, pl, pb, pr = _padding4(padding)
+    win = conv_window("depthwise_conv2d_nchw_packed_weight", data, strides, padding, dilation, out_dtype)
+    (sh, sw), (dh, dw), (pt, pl, pb, pr), out_dtype = win
     N, C, H, W = data.shape
     CB, KH, KW, P = w_packed.shape
     if as_const_int(convert(C)) is not None and as_const_int(convert(C)) != _times(CB, P):
         raise ValueError(f"depthwise_conv2d_nchw_packed_weight: data has {C} channels but the packed weight "
                          f"{tuple(w_packed.shape)} holds {_times(CB, P)}")
-    OH, OW = _out_size(H, pt + pb, KH, sh, dh), _out_size(W, pl + pr, KW, sw, dw)
+    OH, OW = out_extent(H, pt + pb, KH, sh, dh), out_extent(W, pl + pr, KW, sw, dw)
     HP, WP = convert(H) + (pt + pb), convert(W) + (pl + pr)
 
     def pack_body(idx: tuple) -> Any:
@@ -276,7 +266,7 @@ def depthwise_conv2d_nchw_packed_weight(data: Any, w_packed: Any, strides: Any =
 
     def body(idx: tuple) -> Any:
         n, o, y, x = idx
-        lhs, rhs = _cast_pair(packed[n, o // P, y * sh + ry * dh, x * sw + rx * dw, o % P],
+        lhs, rhs = cast_pair(packed[n, o // P, y * sh + ry * dh, x * sw + rx * dw, o % P],
                               w_packed[o // P, ry, rx, o % P], out_dtype)
         return te.sum(lhs * rhs, axis=[ry, rx])
 
@@ -298,26 +288,23 @@ def conv2d_nhwc_packed_weight(data: Any, w_packed: Any, strides: Any = 1, paddin
     """
     from ingot import te
 
-    out_dtype = out_dtype or str(data.dtype)
-    sh, sw = _pair(strides, "strides")
-    dh, dw = _pair(dilation, "dilation")
-    pt, pl, pb, pr = _padding4(padding)
+    win = conv_window("conv2d_nhwc_packed_weight", data, strides, padding, dilation, out_dtype)
+    (sh, sw), (dh, dw), (pt, pl, pb, pr), out_dtype = win
     N, H, W, C = data.shape
     OO, KH, KW, CW, P = w_packed.shape
     if as_const_int(convert(C)) is not None and as_const_int(convert(CW)) is not None \
             and as_const_int(convert(C)) != as_const_int(convert(CW)):
         raise ValueError(f"conv2d_nhwc_packed_weight: data has {C} channels but the packed weight "
                          f"{tuple(w_packed.shape)} reduces over {CW}")
-    OH, OW = _out_size(H, pt + pb, KH, sh, dh), _out_size(W, pl + pr, KW, sw, dw)
-    padded = data if all(as_const_int(convert(p)) == 0 for p in (pt, pl, pb, pr)) else \
-        pad(data, (0, pt, pl, 0), (0, pb, pr, 0), name="pad_temp")
+    OH, OW = out_extent(H, pt + pb, KH, sh, dh), out_extent(W, pl + pr, KW, sw, dw)
+    padded = pad_hw(data, win.padding, 1, 2)
     ry = te.reduce_axis((0, KH), name="ry")
     rx = te.reduce_axis((0, KW), name="rx")
     rc = te.reduce_axis((0, CW), name="rc")
 
     def body(idx: tuple) -> Any:
         n, y, x, o = idx
-        lhs, rhs = _cast_pair(padded[n, y * sh + ry * dh, x * sw + rx * dw, rc], w_packed[o // P, ry, rx, rc, o % P],
+        lhs, rhs = cast_pair(padded[n, y * sh + ry * dh, x * sw + rx * dw, rc], w_packed[o // P, ry, rx, rc, o % P],
                               out_dtype)
         return te.sum(lhs * rhs, axis=[ry, rx, rc])
 

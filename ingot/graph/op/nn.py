@@ -13,6 +13,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ingot.ops._window import conv_window, out_extent, pair
+
 from ..expr import Call, Expr
 from ..op_registry import OpPattern, make_call, op_error, register_op
 from ..struct_info import TensorStructInfo, dims_equal, normalize_dim
@@ -20,36 +22,20 @@ from . import _ref
 from ._common import known_shape, norm_axis, tensor_sinfo, topi
 
 
-def _pair(name: str, key: str, value: Any) -> tuple:
-    if isinstance(value, int):
-        return (value, value)
-    value = tuple(value)
-    if len(value) == 1:
-        return value * 2
-    if len(value) != 2:
-        raise op_error(name, f"{key} must be an int or a pair, got {value}")
-    return value
+def _pair(name: str, key: str, value: Any, minimum: int = 1) -> tuple:
+    return pair(name, key, value, minimum, error=op_error)
 
 
-def _pad4(name: str, value: Any) -> tuple:
-    if isinstance(value, int):
-        return (value,) * 4
-    value = tuple(value)
-    if len(value) == 1:
-        return value * 4
-    if len(value) == 2:
-        return (value[0], value[1], value[0], value[1])
-    if len(value) == 4:
-        return value
-    raise op_error(name, f"padding must be an int, (h, w) or (top, left, bottom, right), got {value}")
+def _window_attrs(name: str, attrs: Any) -> dict:
+    """strides, dilation and padding of a window operator's attributes, normalized and checked."""
+    win = conv_window(name, None, attrs["strides"], attrs["padding"], attrs["dilation"], error=op_error)
+    return {"strides": win.strides, "dilation": win.dilation, "padding": win.padding}
 
 
 def _window_out(size: Any, lo: int, hi: int, k: Any, s: int, d: int) -> Any:
     if isinstance(size, int) and isinstance(k, int):
         return (size + lo + hi - ((k - 1) * d + 1)) // s + 1
-    from ingot.ir import convert
-
-    return normalize_dim((convert(size) + (lo + hi) - ((convert(k) - 1) * d + 1)) // s + 1)
+    return normalize_dim(out_extent(size, lo + hi, k, s, d))
 
 
 # -- conv2d --------------------------------------------------------------------------------------
@@ -57,9 +43,7 @@ def _window_out(size: Any, lo: int, hi: int, k: Any, s: int, d: int) -> Any:
 
 def _norm_conv_attrs(attrs: Any, args: Any) -> dict:
     out = dict(attrs)
-    out["strides"] = _pair("conv2d", "strides", attrs["strides"])
-    out["dilation"] = _pair("conv2d", "dilation", attrs["dilation"])
-    out["padding"] = _pad4("conv2d", attrs["padding"])
+    out.update(_window_attrs("conv2d", attrs))
     out["groups"] = int(attrs["groups"])
     if attrs["data_layout"] not in ("NCHW", "NHWC"):
         raise op_error("conv2d", f"data_layout must be 'NCHW' or 'NHWC', got {attrs['data_layout']!r}")
@@ -138,9 +122,8 @@ def _norm_pool_attrs(attrs: Any, args: Any) -> dict:
     out = dict(attrs)
     out["ceil_mode"] = bool(attrs["ceil_mode"])
     out["pool_size"] = _pair("pool2d", "pool_size", attrs["pool_size"])
-    out["strides"] = _pair("pool2d", "strides", attrs["strides"] if attrs["strides"] is not None else out["pool_size"])
-    out["dilation"] = _pair("pool2d", "dilation", attrs["dilation"])
-    out["padding"] = _pad4("pool2d", attrs["padding"])
+    out.update(_window_attrs("pool2d", {**attrs, "strides": attrs["strides"] if attrs["strides"] is not None
+                                        else out["pool_size"]}))
     if attrs["layout"] not in ("NCHW", "NHWC"):
         raise op_error("pool2d", f"layout must be 'NCHW' or 'NHWC', got {attrs['layout']!r}")
     return out
@@ -238,10 +221,8 @@ def avg_pool2d(x: Expr, pool_size: Any = (1, 1), strides: Any = None, padding: A
 
 def _norm_conv_transpose_attrs(attrs: Any, args: Any) -> dict:
     out = dict(attrs)
-    out["strides"] = _pair("conv2d_transpose", "strides", attrs["strides"])
-    out["dilation"] = _pair("conv2d_transpose", "dilation", attrs["dilation"])
-    out["output_padding"] = _pair("conv2d_transpose", "output_padding", attrs["output_padding"])
-    out["padding"] = _pad4("conv2d_transpose", attrs["padding"])
+    out.update(_window_attrs("conv2d_transpose", attrs))
+    out["output_padding"] = _pair("conv2d_transpose", "output_padding", attrs["output_padding"], minimum=0)
     out["groups"] = int(attrs["groups"])
     if attrs["data_layout"] != "NCHW" or attrs["kernel_layout"] not in (None, "IOHW"):
         raise op_error("conv2d_transpose", f"only data_layout 'NCHW' with kernel_layout 'IOHW' is supported, got "

@@ -32,7 +32,7 @@ from ..op_registry import OpPattern, make_call, op_error, register_op
 from ..struct_info import TensorStructInfo, dims_equal
 from . import _ref
 from ._common import known_shape, tensor_sinfo, topi
-from .nn import _pad4, _pair, _window_out
+from .nn import _window_attrs, _window_out
 
 __all__ = ["dense_packed_weight", "conv2d_packed_weight", "depthwise_conv2d_packed_weight",
            "conv2d_nhwc_packed_weight"]
@@ -108,9 +108,7 @@ _CONV_ATTRS = {"strides": 1, "padding": 0, "dilation": 1, "out_dtype": None}
 def _norm_conv(name: str) -> Any:
     def norm(attrs: Any, args: Any) -> dict:
         out = dict(attrs)
-        out["strides"] = _pair(name, "strides", attrs["strides"])
-        out["dilation"] = _pair(name, "dilation", attrs["dilation"])
-        out["padding"] = _pad4(name, attrs["padding"])
+        out.update(_window_attrs(name, attrs))
         return out
 
     return norm
