@@ -225,3 +225,58 @@ def test_copy_inside_an_attempt_is_independent():
             sch.compute_inline(h.d)
     assert sch.get(h.bi).kind == "serial"
     assert other.get(h.bi).kind == "parallel"
+
+
+LOOKUPS = {"get_block", "get_loops", "get_child_blocks", "get_producers", "get_consumers"}
+
+
+def test_lookups_take_the_cheap_path_and_nothing_else_does(monkeypatch):
+    # Only the lookups are marked; samplers draw from the random state and keep the savepoint.
+    marked = {name for name, value in vars(Schedule).items() if getattr(value, "lookup_only", False)}
+    assert marked == LOOKUPS
+    sch = Schedule(_workload(), seed=0)
+    h = _H(sch)
+
+    def no_savepoint():
+        raise AssertionError("a lookup opened a savepoint")
+
+    monkeypatch.setattr(sch, "_savepoint", no_savepoint)
+    sch.get_block("C"), sch.get_loops(h.c), sch.get_child_blocks(h.i)
+    sch.get_producers(h.c), sch.get_consumers(h.c)
+    with pytest.raises(AssertionError, match="opened a savepoint"):
+        sch.sample_categorical([1, 2], [0.5, 0.5])
+    with pytest.raises(AssertionError, match="opened a savepoint"):
+        sch.parallel(h.bi)
+
+
+@pytest.mark.parametrize("in_attempt", [False, True])
+def test_a_lookup_failing_after_it_added_handles_drops_them(monkeypatch, in_attempt):
+    # The cheap path's undo: a fault after get_loops made its handles and recorded (here: in the
+    # debug verification that follows the record) drops the handles and the instruction.
+    sch = Schedule(_workload(), seed=0)
+    h = _H(sch)
+    before = _snapshot(sch, h.live())
+
+    def broken_verify():
+        raise RuntimeError("injected")
+
+    monkeypatch.setattr(sch, "_verify", broken_verify)
+    sch.debug_mask = "all"
+    with pytest.raises(RuntimeError, match="injected"):
+        if in_attempt:
+            with sch.attempt():
+                sch.get_loops(h.c)
+        else:
+            sch.get_loops(h.c)
+    monkeypatch.undo()
+    sch.debug_mask = 0
+    _assert_unchanged(before, sch, h.live())
+    # Inside an attempt that commits, a failed lookup leaves the other steps and the journal intact.
+    with sch.attempt():
+        sch.parallel(h.bi)
+        with pytest.raises(ScheduleError, match="nope"):
+            sch.get_block("nope")
+        loops = sch.get_loops(h.d)
+    assert sch.get(h.bi).kind == "parallel" and len(loops) == 2
+    assert str(sch.trace).count("sch.get_block") == str(before["trace"]).count("sch.get_block")
+    _finish_and_check(sch, h)
