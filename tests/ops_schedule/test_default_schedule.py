@@ -127,8 +127,39 @@ def test_elementwise_with_broadcasting():
     out = ops.relu(ops.add(ops.multiply(a, b), 1.0))
     aa, ba = _rand(5, 7, 33), _rand(7, 1)
     f, log = _check([a, b, out], [aa, ba], np.maximum(aa * ba + 1.0, 0))
-    assert all(rule == "elementwise_rule" for _, rule, _ in log)
+    assert [rule for _, rule, _ in log] == ["inline_injective", "inline_injective", "elementwise_rule"]
     assert "T.parallel" in f.script() and "T.vectorized" in f.script()
+
+
+def test_injective_chain_is_inlined_into_one_pass():
+    # BERT's bias + exact GELU + head split: 7 stages, one parallel vectorized loop nest after.
+    x, b = te.placeholder((8, 64), name="x"), te.placeholder((64,), name="b")
+    y = ops.add(x, b)
+    e = te.compute((8, 64), lambda i, j: tir.erf(y[i, j] / 1.4142135), name="E")
+    g = ops.multiply(ops.multiply(y, ops.add(e, 1.0)), 0.5)
+    out = ops.transpose(ops.reshape(g, (8, 4, 16)), (1, 0, 2))
+    xa, ba = _rand(8, 64), _rand(64)
+    ya = (xa + ba).astype("float64")
+    from math import erf
+    ref = (0.5 * ya * (1 + np.vectorize(erf)(ya / np.sqrt(2)))).reshape(8, 4, 16).transpose(1, 0, 2)
+    f, log = _check([x, b, out], [xa, ba], ref, rtol=1e-5, atol=1e-5)
+    assert [r for _, r, _ in log].count("inline_injective") == 6
+    assert f.script().count("T.block(") == 1 and "T.vectorized" in f.script()
+
+
+def test_chains_after_a_gemm_or_reduction_are_left_to_their_rule():
+    # The matmul's epilogue and softmax's stages keep their own rules (not inlined up front).
+    A, B = te.placeholder((64, 48), name="A"), te.placeholder((48, 96), name="B")
+    out = ops.relu(ops.add(ops.matmul(A, B), 1.0))
+    a, b = _rand(64, 48), _rand(48, 96)
+    _, log = _check([A, B, out], [a, b], np.maximum(a @ b + 1.0, 0), expect={"T_matmul": "gemm_rule"})
+    assert all(rule != "inline_injective" for _, rule, _ in log)
+    x = te.placeholder((6, 40), name="x")
+    xa = _rand(6, 40)
+    e = np.exp(0.5 * xa - (0.5 * xa).max(1, keepdims=True))
+    _, log = _check([x, ops.nn.softmax(ops.multiply(x, 0.5))], [xa], e / e.sum(1, keepdims=True),
+                    rtol=1e-5, atol=1e-6)
+    assert [name for name, rule, _ in log if rule == "inline_injective"] == []
 
 
 def test_symbolic_batch_still_works():

@@ -38,7 +38,7 @@ from .conv_nhwc import conv_nhwc_rule, nhwc_window_rule
 from .reduction import gemv_rule, row_reduction_rule
 from .rules import elementwise_rule, gemm_rule, parallel_vectorize, reduction_rule
 
-__all__ = ["default_schedule", "schedule_blocks", "RULES"]
+__all__ = ["default_schedule", "schedule_blocks", "inline_injective", "RULES"]
 
 # kind -> rules to try in order (the last ones are the safe fallbacks).
 RULES: dict[str, list[Callable]] = {
@@ -74,6 +74,7 @@ def schedule_blocks(sch: Schedule, target: Target, *, log: Optional[list] = None
     Example:
         >>> # sch = schedule_blocks(Schedule(func), Target("llvm -num-cores=2"))
     """
+    inline_injective(sch, log=log)
     func = sch.mod[sch.func_working_on or "main"]
     cores = max(1, int(target.num_cores or 1))
     for name in _top_level_blocks(func):
@@ -104,6 +105,56 @@ def schedule_blocks(sch: Schedule, target: Target, *, log: Optional[list] = None
             if log is not None:
                 log.append((name, None, errors))
     return sch
+
+
+def _spatial(sch: Schedule, block_rv: Any) -> bool:
+    return all(iv.kind == "S" for iv in sch.get(block_rv).iter_vars)
+
+
+def inline_injective(sch: Schedule, *, log: Optional[list] = None) -> list[str]:
+    """compute_inline every intermediate elementwise/injective block (reshape, transpose, slice,
+    bias add, the pieces of GELU...) whose producers and consumers are all spatial blocks, so a
+    fused chain runs as one pass over memory instead of one parallel loop and one workspace
+    buffer per stage; returns the names of the inlined blocks.
+
+    Note: a chain that starts at a GEMM, conv or reduction output is left alone — those rules
+    place their epilogue themselves (per register tile, or one inlined pass) and a conv's
+    padding stage feeds a reduction, so it is not a candidate either. Inlining recomputes a
+    block once per consumer read (an injective copy costs a load; GELU's bias add, read twice,
+    costs one more add), the trade TVM's injective fusion makes too.
+
+    Example:
+        >>> # C = relu(A * 2) as two blocks -> one block "C" reading A
+        >>> from ingot import te
+        >>> from ingot.tir.schedule import Schedule
+        >>> A = te.placeholder((8, 16), name="A")
+        >>> B = te.compute((8, 16), lambda i, j: A[i, j] * 2.0, name="B")
+        >>> C = te.compute((8, 16), lambda i, j: te.max(B[i, j], 0.0), name="C")
+        >>> inline_injective(Schedule(te.create_prim_func([A, C])))
+        ['B']
+    """
+    inlined = []
+    func = sch.mod[sch.func_working_on or "main"]
+    for name in _top_level_blocks(func):  # program order: a chain collapses front to back
+        try:
+            block = sch.get_block(name)
+        except ScheduleError:
+            continue
+        consumers = sch.get_consumers(block)
+        if not consumers or not _spatial(sch, block):
+            continue
+        if not all(_spatial(sch, b) for b in list(sch.get_producers(block)) + list(consumers)):
+            continue
+        try:
+            sch.compute_inline(block)  # checks every precondition (not an output, one store...)
+        except (ScheduleError, NotImplementedError, ValueError, TypeError) as e:
+            if log is not None:
+                log.append((name, None, [f"inline_injective: {e}".splitlines()[0]]))
+            continue
+        inlined.append(name)
+        if log is not None:
+            log.append((name, "inline_injective", None))
+    return inlined
 
 
 def _baseline(sch: Schedule, name: str, info: Any, lanes: int, cores: int) -> None:
