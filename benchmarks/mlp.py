@@ -4,6 +4,9 @@ numpy and PyTorch (2 threads each), medians, printed as a Markdown table.
 Run: ``python benchmarks/mlp.py`` (a quiet machine: it prints the load average first).
 ONNX Runtime runs this MLP in about 6 µs on the project machine (DESIGN.md).
 
+The graph itself (`mlp_module`, `mlp_params`, `mlp_reference`) is shared with the graph tests
+(tests/graph/test_executor_aot.py, test_graph_build.py): importing this module has no side effect.
+
 Example:
     $ python benchmarks/mlp.py
 """
@@ -13,7 +16,8 @@ import os
 import sys
 import warnings
 
-os.environ.setdefault("OMP_NUM_THREADS", "2")
+if __name__ == "__main__":  # before numpy loads its BLAS; not when the tests import the graph
+    os.environ.setdefault("OMP_NUM_THREADS", "2")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import numpy as np  # noqa: E402
@@ -21,15 +25,31 @@ import numpy as np  # noqa: E402
 from benchmarks.common import banner, load_average, markdown_table, median_seconds  # noqa: E402
 
 
-def build_mlp(target: str):
-    """The bound MLP module, its parameters, and the compiled executable."""
+MLP_SHAPES = (("w0", (128, 784)), ("b0", (128,)), ("w1", (10, 128)), ("b1", (10,)))
+
+
+def mlp_params(seed: int = 0, scale: float = 0.05) -> dict:
+    """Random float32 weights of the MLP (normal, times ``scale``), by parameter name.
+
+    Example:
+        >>> mlp_params()["w0"].shape
+        (128, 784)
+    """
+    rng = np.random.default_rng(seed)
+    return {k: (rng.standard_normal(s) * scale).astype("float32") for k, s in MLP_SHAPES}
+
+
+def mlp_module(batch=1, params: "dict | None" = None):
+    """The graph ``main(x, w0, b0, w1, b1)``: x ``(batch, 784)`` → linear → relu → linear → ``(batch, 10)``;
+    ``batch`` an int or a symbolic dim; with ``params`` the weights are bound as constants.
+
+    Example:
+        >>> mod = mlp_module(1, mlp_params())   # main(x) with the weights bound
+    """
     from ingot import graph as G
 
-    rng = np.random.default_rng(0)
-    shapes = [("w0", (128, 784)), ("b0", (128,)), ("w1", (10, 128)), ("b1", (10,))]
-    params = {k: (rng.standard_normal(s) * 0.05).astype("float32") for k, s in shapes}
-    x = G.Var("x", G.TensorStructInfo((1, 784), "float32"))
-    ws = [G.Var(k, G.TensorStructInfo(s, "float32")) for k, s in shapes]
+    x = G.Var("x", G.TensorStructInfo((batch, 784), "float32"))
+    ws = [G.Var(k, G.TensorStructInfo(s, "float32")) for k, s in MLP_SHAPES]
     bb = G.BlockBuilder()
     with bb.function("main", [x, *ws]):
         with bb.dataflow():
@@ -37,8 +57,30 @@ def build_mlp(target: str):
             lv1 = bb.emit(G.op.relu(lv0))
             out = bb.emit_output(G.op.linear(lv1, ws[2], ws[3]))
         bb.emit_func_output(out)
-    mod = G.transform.BindParams("main", params)(bb.get())
-    return params, G.build(mod, target)
+    mod = bb.get()
+    return mod if params is None else G.transform.BindParams("main", params)(mod)
+
+
+def mlp_reference(x: np.ndarray, params: dict) -> np.ndarray:
+    """The MLP in numpy (the tests' reference).
+
+    Example:
+        >>> mlp_reference(np.zeros((2, 784), "float32"), mlp_params()).shape
+        (2, 10)
+    """
+    return np.maximum(x @ params["w0"].T + params["b0"], 0) @ params["w1"].T + params["b1"]
+
+
+def build_mlp(target: str):
+    """The MLP's parameters and the compiled executable (batch 1, weights bound).
+
+    Example:
+        >>> params, ex = build_mlp("llvm -num-cores=2")   # doctest: +SKIP
+    """
+    from ingot import graph as G
+
+    params = mlp_params()
+    return params, G.build(mlp_module(1, params), target)
 
 
 def build_one_op(target: str):

@@ -19,6 +19,10 @@ from ingot.graph.transform import (  # noqa: E402
 )
 from ingot.ir import structural_equal, transform  # noqa: E402
 
+# The blocks of the shared model zoo (same structure as the real networks); the tiny nets below
+# compose a few of them to keep each layout case small.
+from benchmarks.architectures import Bottleneck, InvertedResidual, randomize_bn  # noqa: E402
+
 rng = np.random.default_rng(11)
 
 
@@ -27,14 +31,7 @@ rng = np.random.default_rng(11)
 
 def _randomize_bn(module):
     """Non-trivial batch-norm statistics (so folding them into the weights is exercised)."""
-    g = torch.Generator().manual_seed(0)
-    for m in module.modules():
-        if isinstance(m, nn.BatchNorm2d):
-            m.running_mean.copy_(torch.randn(m.num_features, generator=g) * 0.1)
-            m.running_var.copy_(torch.rand(m.num_features, generator=g) + 0.5)
-            m.weight.data.copy_(torch.rand(m.num_features, generator=g) + 0.5)
-            m.bias.data.copy_(torch.randn(m.num_features, generator=g) * 0.1)
-    return module.eval()
+    return randomize_bn(module, seed=0).eval()
 
 
 def _layout_graph(model):
@@ -87,17 +84,6 @@ def bn_conv(cin, cout, k, stride=1, groups=1):
 # -- networks ------------------------------------------------------------------------------------
 
 
-class Bottleneck(nn.Module):
-    def __init__(self, cin, width, stride):
-        super().__init__()
-        self.body = nn.Sequential(*bn_conv(cin, width, 1), nn.ReLU(), *bn_conv(width, width, 3, stride), nn.ReLU(),
-                                  *bn_conv(width, 4 * width, 1))
-        self.down = nn.Sequential(*bn_conv(cin, 4 * width, 1, stride)) if stride != 1 or cin != 4 * width else None
-
-    def forward(self, x):
-        return torch.relu(self.body(x) + (x if self.down is None else self.down(x)))
-
-
 class TinyResNet(nn.Module):
     def __init__(self):
         super().__init__()
@@ -107,18 +93,6 @@ class TinyResNet(nn.Module):
 
     def forward(self, x):
         return self.fc(torch.flatten(F.adaptive_avg_pool2d(self.blocks(self.stem(x)), 1), 1))
-
-
-class InvertedResidual(nn.Module):
-    def __init__(self, cin, cout, stride, expand):
-        super().__init__()
-        hidden = cin * expand
-        self.body = nn.Sequential(*bn_conv(cin, hidden, 1), nn.ReLU6(), *bn_conv(hidden, hidden, 3, stride, hidden),
-                                  nn.ReLU6(), *bn_conv(hidden, cout, 1))
-        self.residual = stride == 1 and cin == cout
-
-    def forward(self, x):
-        return x + self.body(x) if self.residual else self.body(x)
 
 
 class TinyMobileNetV2(nn.Module):

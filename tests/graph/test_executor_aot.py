@@ -15,6 +15,9 @@ from ingot import graph as G  # noqa: E402
 from ingot.graph.plan import place_buffers  # noqa: E402
 from ingot.ir import Var as PVar  # noqa: E402
 
+# The benchmark's 784-128-10 MLP graph (benchmarks/mlp.py), one definition for both.
+from benchmarks.mlp import mlp_module as shared_mlp_module, mlp_params, mlp_reference  # noqa: E402
+
 rng = np.random.default_rng(1)
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 
@@ -23,26 +26,15 @@ def T(shape, dtype="float32"):
     return G.TensorStructInfo(shape, dtype)
 
 
-_SHAPES = [("w0", (128, 784)), ("b0", (128,)), ("w1", (10, 128)), ("b1", (10,))]
-PARAMS = {k: (rng.standard_normal(s) * 0.1).astype("float32") for k, s in _SHAPES}
+PARAMS = mlp_params(seed=1, scale=0.1)
 
 
 def mlp_module(n=1, bind=True):
-    x = G.Var("x", T((n, 784)))
-    ws = [G.Var(k, T(s)) for k, s in _SHAPES]
-    bb = G.BlockBuilder()
-    with bb.function("main", [x, *ws]):
-        with bb.dataflow():
-            lv0 = bb.emit(G.op.linear(x, ws[0], ws[1]))
-            lv1 = bb.emit(G.op.relu(lv0))
-            out = bb.emit_output(G.op.linear(lv1, ws[2], ws[3]))
-        bb.emit_func_output(out)
-    mod = bb.get()
-    return G.transform.BindParams("main", PARAMS)(mod) if bind else mod
+    return shared_mlp_module(n, PARAMS if bind else None)
 
 
 def mlp_ref(data):
-    return np.maximum(data @ PARAMS["w0"].T + PARAMS["b0"], 0) @ PARAMS["w1"].T + PARAMS["b1"]
+    return mlp_reference(data, PARAMS)
 
 
 @pytest.fixture(scope="module")

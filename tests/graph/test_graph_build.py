@@ -10,6 +10,8 @@ from ingot import graph as G  # noqa: E402
 from ingot.graph.op import _ref  # noqa: E402
 from ingot.ir import Var as PVar  # noqa: E402
 
+from benchmarks.mlp import mlp_module, mlp_params, mlp_reference  # noqa: E402  (the benchmark's MLP graph)
+
 rng = np.random.default_rng(0)
 
 
@@ -71,30 +73,15 @@ def test_many_ops_vs_numpy_in_one_module():
         np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-5, err_msg=str(call.op))
 
 
-def _mlp(n):
-    x = G.Var("x", T((n, 784)))
-    ws = [G.Var(k, T(s)) for k, s in [("w0", (128, 784)), ("b0", (128,)), ("w1", (10, 128)), ("b1", (10,))]]
-    bb = G.BlockBuilder()
-    with bb.function("main", [x, *ws]):
-        with bb.dataflow():
-            lv0 = bb.emit(G.op.linear(x, ws[0], ws[1]))
-            lv1 = bb.emit(G.op.relu(lv0))
-            out = bb.emit_output(G.op.linear(lv1, ws[2], ws[3]))
-        bb.emit_func_output(out)
-    return bb.get()
-
-
 def test_mlp_symbolic_batch_end_to_end():
-    params = {k: (rng.standard_normal(s) * 0.1).astype("float32")
-              for k, s in [("w0", (128, 784)), ("b0", (128,)), ("w1", (10, 128)), ("b1", (10,))]}
-    mod = G.transform.BindParams("main", params)(_mlp(PVar("n", "int64")))
+    params = mlp_params(seed=2, scale=0.1)
+    mod = mlp_module(PVar("n", "int64"), params)
     ex = G.build(mod, "llvm")
     assert "fused_linear_relu" in ex.mod.functions
     vm = G.Executor(ex, ingot.cpu())
     for batch in (1, 5):
         data = rng.standard_normal((batch, 784)).astype("float32")
-        ref = np.maximum(data @ params["w0"].T + params["b0"], 0) @ params["w1"].T + params["b1"]
-        np.testing.assert_allclose(vm["main"](data).numpy(), ref, rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(vm["main"](data).numpy(), mlp_reference(data, params), rtol=1e-4, atol=1e-4)
     with pytest.raises(Exception, match="x"):
         vm["main"](np.zeros((2, 10), "float32"))
 

@@ -2,7 +2,7 @@
 ONNX and checked against ONNX Runtime.
 
 Note: the architecture definitions live in ``benchmarks/architectures.py`` (one module for the benchmark at
-real sizes and these tests at small sizes); this module puts the repository root on ``sys.path`` to import it.
+real sizes and these tests at small sizes); ``tests/conftest.py`` puts the repository root on ``sys.path``.
 
 Example:
     >>> expected, got = export_and_run("squeezenet1_1", tmp_path, opset=17)   # doctest: +SKIP
@@ -10,15 +10,10 @@ Example:
 from __future__ import annotations
 
 import os
-import sys
 
 import numpy as np
 
-_ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-if _ROOT not in sys.path:
-    sys.path.insert(0, _ROOT)
-
-from benchmarks import architectures  # noqa: E402
+from benchmarks import architectures
 
 NAMES = architectures.NAMES
 
