@@ -1,13 +1,16 @@
-"""Kernel times inside a model vs the tuner's isolated times (issue: tune whole models).
+"""Kernel times inside a model vs isolated, warm-cache and cold-cache (issue #7: tune whole models).
 
-The tuner times each task's kernel alone, calling it repeatedly (its operands stay in cache); inside
-the model each kernel reads what the previous one wrote and its weights from further away. This
-script compiles the model untuned, times every kernel inside the model with `ingot.profile`
-(median over runs) and puts the tuner's default-schedule time of the same kernel beside it
-(``default_us`` per task in the work dir's ``tasks.json``, written by `ingot.tune`), times calls.
+The tuner times each task's kernel alone. Called repeatedly (warm), its weights and output stay in
+cache; inside the model each kernel reads what the previous one wrote and its weights from L3 or
+DRAM. Cold-cache timing (`time_evaluator(..., cache_flush=True)`, TVM's ``enable_cpu_cache_flush``:
+every argument but the first flushed before each call) should match the model. This script
+compiles the model untuned, times every kernel inside the model with `ingot.profile` (median over
+runs), and times each task's default-schedule kernel alone, warm (the tuner's old measurement:
+`MODEL_RUNNER_CONFIG` with ``cache_flush=False``) and cold (its new one), interleaved round by round,
+the fastest of all rounds kept. With a work dir, the tuner's own ``default_us`` (from
+``tasks.json``, measured the way that work dir was) is shown too.
 
-    python benchmarks/tune_models.py --models resnet50 --budgets 10m --out /tmp/tm
-    python benchmarks/in_model_kernels.py /tmp/tm/resnet50.onnx /tmp/tm/tune_resnet50
+    python benchmarks/in_model_kernels.py /tmp/tm/resnet50_full.onnx [--work-dir /tmp/tm/tune_resnet50]
 """
 from __future__ import annotations
 
@@ -24,42 +27,100 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from common import load_average, markdown_table  # noqa: E402
 
 
-def isolated_us(work_dir: str) -> dict:
+def tuner_us(work_dir: str) -> dict:
     """{kernel name: the tuner's default-schedule time (µs)} from ``work_dir/tasks.json``."""
     with open(os.path.join(work_dir, "tasks.json")) as f:
         tasks = json.load(f)["tasks"]
     return {k: t["default_us"] for t in tasks if t.get("default_us") for k in t["kernels"]}
 
 
+def isolated_us(tasks: list, target, rounds: int) -> "tuple[dict, dict, dict]":
+    """Per task name: warm and cold seconds of its default kernel (fastest over ``rounds`` rounds
+    of the tuner's two measurements, interleaved) and the cold time of the first round only."""
+    import ingot
+    from ingot.ops.schedule import schedule_blocks
+    from ingot.tir.schedule import Schedule
+    from ingot.tune.builder.local import build_candidate
+    from ingot.tune.database import ArgInfo
+    from ingot.tune.model import MODEL_RUNNER_CONFIG
+    from ingot.tune.runner import RunnerConfig
+    from ingot.runtime.module import Module
+
+    warm_cfg = RunnerConfig(**{**MODEL_RUNNER_CONFIG, "cache_flush": False}).timing()
+    cold_cfg = RunnerConfig(**{**MODEL_RUNNER_CONFIG, "cache_flush": True}).timing()
+    rng = np.random.default_rng(0)
+    kernels = []
+    for t in tasks:
+        lib = Module(build_candidate(schedule_blocks(Schedule(t.mod), target).mod, str(target)))
+        lib.set_num_threads(target.num_cores or 0)
+        args = [rng.uniform(-1, 1, a.shape).astype(a.dtype) for a in ArgInfo.from_prim_func(t.mod["main"])]
+        kernels.append((t.name, lib, args))
+    warm, cold, cold_first = {}, {}, {}
+    for r in range(rounds):
+        for name, lib, args in kernels:
+            w = lib.time_evaluator("main", ingot.cpu(0), **warm_cfg)(*args).min
+            c = lib.time_evaluator("main", ingot.cpu(0), **cold_cfg)(*args).min
+            warm[name], cold[name] = min(warm.get(name, w), w), min(cold.get(name, c), c)
+            if r == 0:
+                cold_first[name] = c
+    return warm, cold, cold_first
+
+
 def main(argv: "list | None" = None) -> None:
     import ingot
     from ingot.driver import model as M
+    from ingot.target import as_target
+    from ingot.tune.tasks.extract import extract_tasks
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("onnx", help="the model (input 'data', 1x3x224x224 unless --shape)")
-    p.add_argument("work_dir", help="an ingot.tune work dir of the same model and target")
+    p.add_argument("--work-dir", default=None, help="an ingot.tune work dir of the same model and target")
     p.add_argument("--shape", default="1,3,224,224")
     p.add_argument("--target", default="llvm -num-cores=2")
-    p.add_argument("--repeat", type=int, default=20)
+    p.add_argument("--repeat", type=int, default=20, help="model runs of the in-model profile")
+    p.add_argument("--rounds", type=int, default=5, help="interleaved rounds of the isolated timings")
     p.add_argument("--rows", type=int, default=12)
     args = p.parse_args(argv)
-    print(f"load average before: {load_average()}")
+    before = load_average()
     shape = [int(d) for d in args.shape.split(",")]
-    package = M.compile(ingot.load(args.onnx, shape_dict={"data": shape}), args.target)
+    target = as_target(args.target)
+    model = ingot.load(args.onnx, shape_dict={"data": shape})
+    package = M.compile(model, args.target)
+    tasks = extract_tasks(model, target)
     x = np.random.rand(*shape).astype("float32")
     prof = M.profile(package, {"data": x}, repeat=args.repeat)
-    iso = isolated_us(args.work_dir)
-    rows, in_model_total, isolated_total = [], 0.0, 0.0
+    warm, cold, cold_first = isolated_us(tasks, target, args.rounds)
+    task_of = {k: t.name for t in tasks for k in t.kernels}
+    tuner = tuner_us(args.work_dir) if args.work_dir else {}
+    rows, tot = [], dict(inside=0.0, warm=0.0, cold=0.0, first=0.0, tuner=0.0)
     for k in sorted(prof.kernels, key=lambda k: -k.ms):
-        if k.name not in iso:
+        name = task_of.get(k.name)
+        if name is None:
             continue
-        inside, alone = k.ms * 1e3, iso[k.name] * k.calls
-        in_model_total, isolated_total = in_model_total + inside, isolated_total + alone
-        rows.append([k.name, k.calls, f"{inside:.0f}", f"{alone:.0f}", f"{inside / alone:.2f}"])
-    rows = rows[: args.rows] + [["all kernels with a task", "", f"{in_model_total:.0f}", f"{isolated_total:.0f}",
-                                 f"{in_model_total / max(isolated_total, 1e-9):.2f}"]]
-    print(markdown_table(["kernel", "calls", "inside the model (µs)", "isolated, tuner (µs)", "ratio"], rows))
-    print(f"model run (median): {prof.total_ms:.2f} ms of kernels; load average after: {load_average()}")
+        inside, w, c = k.ms * 1e3, warm[name] * 1e6 * k.calls, cold[name] * 1e6 * k.calls
+        tot["inside"] += inside
+        tot["warm"] += w
+        tot["cold"] += c
+        tot["first"] += cold_first[name] * 1e6 * k.calls
+        tot["tuner"] += tuner.get(k.name, 0.0) * k.calls
+        row = [k.name, k.calls, f"{inside:.0f}", f"{w:.0f}", f"{c:.0f}", f"{inside / w:.2f}", f"{inside / c:.2f}"]
+        rows.append(row + ([f"{tuner[k.name] * k.calls:.0f}" if k.name in tuner else ""] if tuner else []))
+    total = ["all kernels with a task", "", f"{tot['inside']:.0f}", f"{tot['warm']:.0f}", f"{tot['cold']:.0f}",
+             f"{tot['inside'] / tot['warm']:.2f}", f"{tot['inside'] / tot['cold']:.2f}"]
+    rows = rows[: args.rows] + [total + ([f"{tot['tuner']:.0f}"] if tuner else [])]
+    header = ["kernel", "calls", "inside the model (µs)", "isolated, warm (µs)", "isolated, flushed (µs)",
+              "inside / warm", "inside / flushed"] + (["tuner default_us x calls"] if tuner else [])
+    print(markdown_table(header, rows))
+    print(f"model run (median): {prof.total_ms:.2f} ms of kernels; isolated flushed, first round only "
+          f"({cold_cfg_repeat()} calls per kernel): {tot['first']:.0f} µs vs {tot['cold']:.0f} µs over {args.rounds} "
+          f"rounds; load average before: {before}, after: {load_average()}")
+
+
+def cold_cfg_repeat() -> int:
+    from ingot.tune.model import MODEL_RUNNER_CONFIG
+    from ingot.tune.runner import RunnerConfig
+
+    return RunnerConfig(**MODEL_RUNNER_CONFIG).timing()["repeat"]
 
 
 if __name__ == "__main__":

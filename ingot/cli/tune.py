@@ -3,6 +3,7 @@
 Note: ``--trials`` and/or ``--time-budget`` bound the search (neither: 10 minutes); the records
 go to ``--work-dir`` (an existing one is resumed), and ``ingot compile ... --tuning-records DIR``
 applies them. Ctrl-C (or ``kill``) stops after saving: run the same command again to continue.
+Kernels are timed with cold caches (``--disable-cpu-cache-flush``: warm repeated calls).
 
 Example:
     $ ingot tune model.onnx --target "llvm -num-cores=2" --time-budget 30m --work-dir tune_model
@@ -25,9 +26,12 @@ import click
 @click.option("--skip-share", default=0.05, show_default=True, type=click.FloatRange(0.0, 1.0),
               help="do not search the smallest kernels that together take at most this share of the time")
 @click.option("--seed", default=None, type=int)
+@click.option("--enable-cpu-cache-flush/--disable-cpu-cache-flush", "cache_flush", default=None,
+              help="time kernels with cold caches, as inside the model (default: enabled for a new work dir, "
+                   "as before for a resumed one)")
 def tune_cmd(model: str, target: str, trials: "int | None", time_budget: "str | None", work_dir: str,
              input_shapes: "str | None", trials_per_round: int, max_tasks: "int | None", skip_share: float,
-             seed: "int | None") -> None:
+             seed: "int | None", cache_flush: "bool | None") -> None:
     """Tune MODEL (.onnx) for TARGET; records go to --work-dir."""
     from ingot.tune.tasks.records import parse_duration
 
@@ -45,7 +49,7 @@ def tune_cmd(model: str, target: str, trials: "int | None", time_budget: "str | 
         with _errors():
             records = tune(model, target=target, trials=trials, time_budget=time_budget, work_dir=work_dir,
                            shape_dict=shapes or None, num_trials_per_iter=trials_per_round, max_tasks=max_tasks,
-                           skip_share=skip_share, seed=seed)
+                           skip_share=skip_share, seed=seed, enable_cpu_cache_flush=cache_flush)
     except KeyboardInterrupt:
         click.echo(f"interrupted: measured records are in {work_dir}; run the same command to continue", err=True)
         raise SystemExit(130) from None

@@ -26,11 +26,14 @@ def tune(model: Any, target: Any = "llvm", trials: "int | None" = None, time_bud
     ``trials`` and/or ``time_budget`` (``"30m"``, seconds) bound the search (neither: 10 minutes);
     ``work_dir`` holds the records and is resumed when it exists. Other keyword arguments go to
     `ingot.tune.model.tune_model` (``num_trials_per_iter``, ``seed``, ``max_tasks``,
-    ``runner_config``, ``verbose`` ...).
+    ``runner_config``, ``verbose`` ...). ``enable_cpu_cache_flush`` (TVM's name): kernels are
+    timed with cold caches, as inside the model, unless it is False (default: on for a new work
+    dir, unchanged for a resumed one).
 
     Example:
         >>> # records = tune(ingot.load("mlp.onnx"), "llvm -num-cores=2", time_budget="2m", work_dir="w")
         >>> # print(records.summary())
+        >>> # warm = tune("mlp.onnx", "llvm", trials=64, work_dir="w_warm", enable_cpu_cache_flush=False)
     """
     from ingot.tune.model import tune_model
 

@@ -22,6 +22,7 @@ Example:
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import math
 import os
@@ -38,11 +39,15 @@ logger = logging.getLogger("ingot.tune")
 #: Used when neither ``trials`` nor ``time_budget`` is given: a few minutes buys most of the
 #: gain on small models (the largest kernels are tuned first), and never hours.
 DEFAULT_TIME_BUDGET = "10m"
-#: How model tasks are measured: 20 short repeats (at least 3 calls and 1 ms each), the fastest
-#: recorded. Other processes only ever add time, and on a loaded 2-core machine a 2-thread kernel
-#: loses a time slice whenever its second thread is descheduled: short windows are often clean,
-#: 10 ms windows almost never (measured: 1.2 us vs 8 ms for the same 1 us conv at load 4.5).
-MODEL_RUNNER_CONFIG = dict(number=3, repeat=20, min_repeat_ms=1)
+#: How model tasks are measured: with cold caches (``cache_flush``: before every timed call, every
+#: argument but the input activation is flushed, as TVM's ``enable_cpu_cache_flush``), 20 repeats of
+#: one call each, the fastest recorded. Cold because inside the model a kernel's weights come from
+#: L3/DRAM: warm repeated calls ran ResNet-50's kernels 1.1-1.7x faster than the model does (the fc
+#: layer 3.9x), so the tuner optimized a case the model never sees (docs/tuning.md). Short windows,
+#: the fastest kept: other processes only ever add time, and a 2-thread kernel loses a time slice
+#: whenever its second thread is descheduled. ``number``/``min_repeat_ms`` apply to warm timing
+#: (``enable_cpu_cache_flush=False``): 20 repeats of at least 3 calls and 1 ms.
+MODEL_RUNNER_CONFIG = dict(number=3, repeat=20, min_repeat_ms=1, cache_flush=True)
 #: Seconds between two prints of the per-task table on the console (the log gets every round).
 TABLE_EVERY_S = 30.0
 
@@ -145,12 +150,57 @@ def _warn_if_loaded(target: Any, verbose: int) -> None:
             print(f"[ingot.tune] warning: {text}", file=sys.stderr, flush=True)
 
 
+def measured_cold(info: dict) -> "bool | None":
+    """Whether the records of a work dir (its ``tasks.json`` as read) were timed with cold caches;
+    None for a work dir with nothing measured yet. Work dirs written before cold-cache timing
+    existed (no ``runner_config`` entry) were timed warm.
+
+    Example:
+        >>> measured_cold({"tasks": []}) is None, measured_cold({"tasks": [{}]})
+        (True, False)
+        >>> measured_cold({"tasks": [{}], "runner_config": {"cache_flush": True}})
+        True
+    """
+    config = info.get("runner_config")
+    if isinstance(config, dict):
+        return bool(config.get("cache_flush", False))
+    return False if info.get("tasks") else None
+
+
+def _runner_config(config: Any, flush: "bool | None", previous: dict, work_dir: str) -> Any:
+    """The `RunnerConfig` of this run: ``config`` (default `MODEL_RUNNER_CONFIG`) with ``cache_flush``
+    set by ``flush``, or, when neither says, by how the resumed work dir was measured. Refuses to
+    add cold times to a warm work dir or the reverse: the fastest record would win by the way it
+    was measured, not by its schedule."""
+    from .runner import RunnerConfig
+
+    before = measured_cold(previous)
+    if config is None:
+        config = RunnerConfig(**MODEL_RUNNER_CONFIG)
+        if flush is None and before is not None and before != config.cache_flush:
+            logger.info("work dir %s was measured with %s caches; continuing so (pass enable_cpu_cache_flush "
+                        "and a new work_dir to change)", work_dir, "cold" if before else "warm")
+            flush = before
+    elif not isinstance(config, RunnerConfig):
+        raise TypeError(f"tune: runner_config must be an ingot.tune.runner.RunnerConfig, got {config!r}")
+    if flush is not None:
+        config = dataclasses.replace(config, cache_flush=bool(flush))
+    if before is not None and before != config.cache_flush:
+        how = {True: "cold caches (enable_cpu_cache_flush=True)", False: "warm caches (enable_cpu_cache_flush=False)"}
+        raise ValueError(f"tune: work dir {work_dir} holds records timed with {how[before]}; this run would time "
+                         f"with {how[config.cache_flush]}, and the two are not comparable. Pass "
+                         f"enable_cpu_cache_flush={before} (CLI: --{'enable' if before else 'disable'}-cpu-cache-flush) "
+                         "to continue it, or use a new work_dir")
+    return config
+
+
 def tune_model(model: Any, target: Any = "llvm", *, trials: "int | None" = None, time_budget: Any = None,
                work_dir: "str | os.PathLike | None" = None, params: "dict | None" = None,
                num_trials_per_iter: int = 16, strategy: str = "evolutionary", cost_model: Any = "xgb",
                seed: "int | None" = None, num_workers: "int | None" = None, runner_config: Any = None,
                patience: int = 3, min_improvement: float = 0.01, measure_default: bool = True,
-               skip_share: float = 0.05, max_tasks: "int | None" = None, verbose: int = 1) -> TuningRecords:
+               skip_share: float = 0.05, max_tasks: "int | None" = None,
+               enable_cpu_cache_flush: "bool | None" = None, verbose: int = 1) -> TuningRecords:
     """Tune every distinct kernel of ``model`` for ``target``; returns the `TuningRecords`.
 
     ``model``: an ``ingot.Model`` (``ingot.load``) or a graph IRModule (``params`` bound into it).
@@ -163,7 +213,11 @@ def tune_model(model: Any, target: Any = "llvm", *, trials: "int | None" = None,
     default schedule first, as a baseline record (apply-best then never picks a slower schedule).
     ``skip_share``: the smallest tasks that together make at most this share of the default
     latency are not searched (0: search every task). ``runner_config``: default
-    `MODEL_RUNNER_CONFIG` (20 repeats of at least 3 calls and 1 ms; the fastest repeat is recorded).
+    `MODEL_RUNNER_CONFIG` (20 cold-cache calls; the fastest is recorded).
+    ``enable_cpu_cache_flush`` (TVM's name; `RunnerConfig.cache_flush`): time each kernel with cold
+    caches, as inside the model (default: on for a new work dir; a resumed work dir keeps the way
+    its records were measured, since warm and cold times must never be compared). False: warm
+    repeated calls (the single-operator benchmark convention).
 
     Example:
         >>> # records = tune_model(ingot.load("mlp.onnx"), "llvm -num-cores=2", trials=64, work_dir="w")
@@ -199,6 +253,8 @@ def tune_model(model: Any, target: Any = "llvm", *, trials: "int | None" = None,
     if previous.get("target") not in (None, str(target)):
         logger.warning("work dir %s holds records for target %r; adding records for %r", work_dir,
                        previous.get("target"), str(target))
+    runner_config = _runner_config(runner_config, enable_cpu_cache_flush, previous, work_dir)
+    info["runner_config"] = dataclasses.asdict(runner_config)
     _warn_if_loaded(target, verbose)
     builder = runner = display = None
     sched = None
@@ -217,10 +273,6 @@ def tune_model(model: Any, target: Any = "llvm", *, trials: "int | None" = None,
                                 seed=seed, flop_count=t.flop_count) for t in extracted]
             database = SQLiteDatabase(os.path.join(work_dir, "database.db"))
             builder = LocalBuilder(max_workers=num_workers)
-            if runner_config is None:
-                from .runner import RunnerConfig
-
-                runner_config = RunnerConfig(**MODEL_RUNNER_CONFIG)
             runner = LocalRunner(runner_config)
             display = _Display(verbose, budget_s, trials)
 
@@ -269,4 +321,4 @@ def tune_model(model: Any, target: Any = "llvm", *, trials: "int | None" = None,
     return TuningRecords(work_dir, database, read_tasks_file(work_dir))
 
 
-__all__ = ["tune_model", "TuningRecords", "DEFAULT_TIME_BUDGET", "MODEL_RUNNER_CONFIG"]
+__all__ = ["tune_model", "TuningRecords", "DEFAULT_TIME_BUDGET", "MODEL_RUNNER_CONFIG", "measured_cold"]

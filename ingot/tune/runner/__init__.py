@@ -3,7 +3,7 @@
 Example:
     >>> from ingot.tune.runner import LocalRunner, RunnerConfig, RunnerInput
 """
-from .base import Runner, RunnerConfig, RunnerInput, RunnerResult
+from .base import FLUSH_MIN_REPEAT, Runner, RunnerConfig, RunnerInput, RunnerResult
 from .local import LocalRunner
 
-__all__ = ["Runner", "RunnerConfig", "RunnerInput", "RunnerResult", "LocalRunner"]
+__all__ = ["FLUSH_MIN_REPEAT", "Runner", "RunnerConfig", "RunnerInput", "RunnerResult", "LocalRunner"]

@@ -5,7 +5,8 @@ quickly. Random inputs and the reference outputs are made once per workload and 
 candidate runs on fresh copies of the inputs, and every argument (outputs and inputs, which a
 correct kernel leaves alone) is compared with the reference's. The checking run is timed too: a
 candidate already `RunnerConfig.slow_cutoff` times slower than the workload's best is not timed
-again.
+again. With `RunnerConfig.cache_flush` every timed call starts with cold caches (the workload's
+best is then a cold time too: one child measures with one config).
 
 Example:
     >>> # started by LocalRunner; messages are ("run", RunnerInput, RunnerConfig) tuples
@@ -114,11 +115,17 @@ def _measure(inp, cfg, references: dict) -> list:
     cutoff = float(getattr(cfg, "slow_cutoff", 0.0) or 0.0)
     if cutoff > 0 and first > cutoff * best[0] and first * 1e3 > cfg.min_repeat_ms:
         return [first]   # hopeless: its first run is the measurement (RunnerConfig.slow_cutoff)
-    timer = lib.time_evaluator(inp.func_name, cpu(0), number=cfg.number, repeat=cfg.repeat,
-                               min_repeat_ms=cfg.min_repeat_ms)
+    timer = lib.time_evaluator(inp.func_name, cpu(0), **_timing(cfg))
     results = [float(s) for s in timer(*args).results]
     best[0] = min(best[0], sum(results) / len(results))
     return results
+
+
+def _timing(cfg) -> dict:
+    """``time_evaluator`` arguments of ``cfg`` (a `RunnerConfig`, or an older pickled one)."""
+    if hasattr(cfg, "timing"):
+        return cfg.timing()
+    return dict(number=cfg.number, repeat=cfg.repeat, min_repeat_ms=cfg.min_repeat_ms)
 
 
 class _WrongResult(Exception):
