@@ -37,6 +37,7 @@ from ingot.ir import Var as DimVar
 from ingot.ir.error import IngotError
 
 from ..errors import ConversionError, ModelLoadError, ShapeDictError, UnsupportedOpsError
+from ..folding import FoldingContext
 
 # op type → sorted list of (since_version, converter). Filled by the ops_* modules via `register`.
 _CONVERTERS: dict[str, list[tuple[int, Callable]]] = collections.defaultdict(list)
@@ -290,26 +291,14 @@ class Node:
         return ConversionError(self.op_type, self.name, message)
 
 
-class Context:
+class Context(FoldingContext):
     """State of one import: the builder, the value table, symbolic dims.
 
     Converters use `expr` (a graph expression for an input), `static` (its numpy value if known
     at import time) and `emit` (bind an op call, folding it when all its inputs are constants).
     """
 
-    def __init__(self, bb: G.BlockBuilder):
-        self.bb = bb
-
-    # Values -----------------------------------------------------------------------------------
-    @staticmethod
-    def static(value: Any) -> "np.ndarray | None":
-        """The value as a numpy array when known at import time, else None."""
-        if isinstance(value, np.ndarray):
-            return value
-        if isinstance(value, G.Constant):
-            return value.data
-        return None
-
+    # Values (``static`` and ``emit`` come from FoldingContext) -------------------------------------
     @staticmethod
     def expr(value: Any, node: "Node | None" = None) -> G.Expr:
         """The value as a graph expression (static arrays become `Constant`s)."""
@@ -328,15 +317,6 @@ class Context:
                 return G.Constant._wrap_owned(value)  # an initializer: no copy of the weights
             return G.const(value)
         raise IngotError(f"internal: unexpected value {value!r}")
-
-    def emit(self, call: G.Expr) -> Any:
-        """Bind ``call`` (or fold it into a static numpy value when all its arguments are constants).
-
-        Example: ``ctx.emit(G.op.relu(ctx.expr(x)))``.
-        """
-        from ingot.frontend.folding import emit_folded
-
-        return emit_folded(self.bb, call)
 
     @staticmethod
     def sinfo(value: Any) -> tuple:

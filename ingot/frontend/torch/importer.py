@@ -42,6 +42,7 @@ from ingot.ir import IRModule, PrimExpr
 from ingot.ir.error import IngotError
 
 from ..errors import ConversionError
+from ..folding import FoldingContext
 from ._common import UnsupportedTorchOpsError, conversion_error, target_key, to_dim, torch_dtype_name
 
 # ATen overload key ("aten.relu.default") → converter fn(ctx, node) -> value.
@@ -172,7 +173,7 @@ class Node:
         return conversion_error(self, message)
 
 
-class Context:
+class Context(FoldingContext):
     """State of one import: the builder, symbolic dims, and helpers converters use on values.
 
     `expr` gives a graph expression for a value (numpy arrays become constants), `emit` binds a
@@ -180,22 +181,13 @@ class Context:
     """
 
     def __init__(self, bb: G.BlockBuilder, dims: dict):
-        self.bb = bb
+        super().__init__(bb)
         self.dims = dims
 
     @staticmethod
     def is_static(value: Any) -> bool:
         """Whether a tensor value is known at import time (a numpy array or a `Constant`)."""
         return isinstance(value, (np.ndarray, G.Constant))
-
-    @staticmethod
-    def static(value: Any) -> "np.ndarray | None":
-        """The numpy value of a static tensor, else None."""
-        if isinstance(value, np.ndarray):
-            return value
-        if isinstance(value, G.Constant):
-            return value.data
-        return None
 
     @staticmethod
     def expr(value: Any, dtype: "str | None" = None) -> G.Expr:
@@ -213,15 +205,6 @@ class Context:
             raise IngotError(f"the symbolic size `{value}` is used as tensor data, which is not supported; export "
                              f"with a static size for it")
         raise IngotError(f"expected a tensor, got {type(value).__name__}: {value!r}")
-
-    def emit(self, call: G.Expr) -> Any:
-        """Bind ``call``; when all its arguments are constants it is evaluated now (numpy value).
-
-        Example: ``ctx.emit(G.op.relu(ctx.expr(x)))``.
-        """
-        from ingot.frontend.folding import emit_folded
-
-        return emit_folded(self.bb, call)
 
     @staticmethod
     def shape(value: Any) -> tuple:
