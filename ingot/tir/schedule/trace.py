@@ -113,7 +113,7 @@ class Trace:
         for inst in self.insts:
             if remove_postproc and inst.kind.name == "enter_postproc":
                 break
-            inputs = [_translate(x, rv_map) for x in inst.inputs]
+            inputs = [translate_rvs(x, rv_map) for x in inst.inputs]
             decision = self.decisions.get(inst)
             if decision_provider is not None and inst.kind.is_sampling:
                 decision = decision_provider(inst, inputs, list(inst.attrs), decision)
@@ -227,14 +227,20 @@ def _flat(items: Any):
             yield x
 
 
-def _translate(x: Any, rv_map: dict[int, Any]) -> Any:
+def translate_rvs(x: Any, rv_map: dict[int, Any]) -> Any:
+    """An instruction input with every random variable replaced by ``rv_map[id(rv)]`` (nested
+    lists followed): how a trace's inputs are moved onto the schedule it is replayed on.
+
+    Example:
+        >>> # inputs = [translate_rvs(x, rv_map) for x in inst.inputs]   # rv_map: id(old rv) -> new rv
+    """
     if isinstance(x, RV_TYPES):
         try:
             return rv_map[id(x)]
         except KeyError:
             raise ValueError(f"trace uses {x!r} before any instruction defines it") from None
     if isinstance(x, (list, tuple)):
-        return [_translate(v, rv_map) for v in x]
+        return [translate_rvs(v, rv_map) for v in x]
     return x
 
 

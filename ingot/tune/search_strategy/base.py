@@ -141,6 +141,7 @@ class SearchStrategy:
         schedule's own trace, so random samples seed the cache for their mutated children.
         """
         from ingot.tir.schedule import Schedule
+        from ingot.tir.schedule.trace import translate_rvs
 
         insts = []
         for inst in trace.insts:
@@ -175,7 +176,7 @@ class SearchStrategy:
             inst = insts[k]
             if (inst.kind.is_sampling or inst.kind.name == "annotate") and k > 0:
                 self._store_snapshot(h, sch, rv_list)
-            inputs = [_translate(x, rv_map) for x in inst.inputs]
+            inputs = [translate_rvs(x, rv_map) for x in inst.inputs]
             decision = None if fresh else trace.decisions.get(inst)
             outputs = inst.kind.apply(sch, inputs, list(inst.attrs), decision)
             if len(outputs) != len(inst.outputs):
@@ -246,19 +247,6 @@ class SearchStrategy:
 def _definition_order(insts: Sequence[Any]) -> list:
     """The output RVs of ``insts`` in the order they are defined."""
     return [o for inst in insts for o in inst.outputs]
-
-
-def _translate(x: Any, rv_map: dict) -> Any:
-    from ingot.tir.schedule.instruction import RV_TYPES
-
-    if isinstance(x, RV_TYPES):
-        try:
-            return rv_map[id(x)]
-        except KeyError:
-            raise ValueError(f"trace uses {x!r} before any instruction defines it") from None
-    if isinstance(x, (list, tuple)):
-        return [_translate(v, rv_map) for v in x]
-    return x
 
 
 def _sig(x: Any, rv_index: dict) -> Any:
