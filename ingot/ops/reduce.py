@@ -25,26 +25,47 @@ def _axes(x: Any, axis: "int | Sequence[int] | None") -> list[int]:
     return sorted({normalize_axis(a, ndim) for a in axis})
 
 
-def _reduce(x: Any, axis: Any, keepdims: bool, kind: str, name: str) -> Any:
+def _reduction_layout(x: Any, axes: Sequence[int], keepdims: bool) -> tuple:
+    """``(reduce axes, output shape, source)`` of a reduction of ``x`` over ``axes`` (sorted):
+    one reduce axis per reduced dimension, the output shape (reduced dims kept as 1 with
+    ``keepdims``, else dropped), and ``source(idx)``, the index of ``x`` an output index reads
+    (reduced dims replaced by their reduce axes).
+
+    Example:
+        >>> from ingot import te
+        >>> raxes, shape, source = _reduction_layout(te.placeholder((4, 8), name="x"), [1], True)
+        >>> [int(d) for d in shape], len(raxes)
+        ([4, 1], 1)
+    """
     from ingot import te
 
-    axes = _axes(x, axis)
     raxes = [te.reduce_axis((0, x.shape[a]), name=f"k{j}") for j, a in enumerate(axes)]
     if keepdims:
         out_shape = [1 if a in axes else d for a, d in enumerate(x.shape)]
     else:
         out_shape = [d for a, d in enumerate(x.shape) if a not in axes]
 
-    def body(idx: tuple) -> Any:
+    def source(idx: tuple) -> tuple:
         src, it, rit = [], iter(idx), iter(raxes)
         for a in range(len(x.shape)):
             if a in axes:
                 src.append(next(rit))
                 if keepdims:
-                    next(it)
+                    next(it)  # the kept extent-1 output axis
             else:
                 src.append(next(it))
-        value = x[tuple(src)]
+        return tuple(src)
+
+    return raxes, out_shape, source
+
+
+def _reduce(x: Any, axis: Any, keepdims: bool, kind: str, name: str) -> Any:
+    from ingot import te
+
+    raxes, out_shape, source = _reduction_layout(x, _axes(x, axis), keepdims)
+
+    def body(idx: tuple) -> Any:
+        value = x[source(idx)]
         if kind == "sum":
             return te.sum(value, axis=raxes)
         if kind == "max":
@@ -122,11 +143,7 @@ def _arg_reduce(x: Any, axis: "int | None", keepdims: bool, select_last: bool, k
 
     ndim = len(x.shape)
     axes = list(range(ndim)) if axis is None else [normalize_axis(axis, ndim)]
-    raxes = [te.reduce_axis((0, x.shape[a]), name=f"k{j}") for j, a in enumerate(axes)]
-    if keepdims:
-        out_shape = [1 if a in axes else d for a, d in enumerate(x.shape)]
-    else:
-        out_shape = [d for a, d in enumerate(x.shape) if a not in axes]
+    raxes, out_shape, source = _reduction_layout(x, axes, keepdims)
     better = (lambda a, b: a > b) if kind == "max" else (lambda a, b: a < b)
 
     def fcombine(lhs: tuple, rhs: tuple) -> tuple:
@@ -143,19 +160,11 @@ def _arg_reduce(x: Any, axis: "int | None", keepdims: bool, select_last: bool, k
     reducer = te.comm_reducer(fcombine, fidentity, name=f"arg{kind}")
 
     def body(idx: tuple) -> Any:
-        src, it, rit = [], iter(idx), iter(raxes)
-        for a in range(ndim):
-            if a in axes:
-                src.append(next(rit))
-                if keepdims:
-                    next(it)
-            else:
-                src.append(next(it))
         # Row-major flat index of the reduced position (one axis: the position itself).
         flat: Any = None
         for r, a in zip(raxes, axes):
             flat = r.var.astype("int64") if flat is None else flat * convert(x.shape[a]).astype("int64") + r.var
-        return reducer((flat, x[tuple(src)]), axis=raxes)
+        return reducer((flat, x[source(idx)]), axis=raxes)
 
     # Two outputs (index, value); the value is an intermediate of the PrimFunc.
     return compute(out_shape, body, f"T_arg{kind}", tag="reduction")[0]
