@@ -80,7 +80,7 @@ INGOT_WEAK_EXPORT int32_t ingot_time_function(void* fn, IngotValue* args, int32_
 }
 
 /* ----------------------------------------------- timing with cold caches */
-/* Write back and invalidate every cache line of [p, p + nbytes). clflush (and Arm's dc civac) is
+/* Write back and invalidate every cache line of [p, p + nbytes). clflush(opt) (Arm: dc civac) is
  * coherent: it evicts the line from the caches of *every* core, so flushing from the calling thread
  * also empties what the other OpenMP threads of a parallel kernel hold in their private L2 (checked
  * by measurement, docs/tuning.md). The fence makes the flush complete before the clock starts.
@@ -100,6 +100,10 @@ INGOT_INLINE int32_t ingot_flush_bytes(const void* p, size_t nbytes) {
   for (; c < end; c += line) {
 #if defined(__aarch64__)
     __asm__ volatile("dc civac, %0" : : "r"(c) : "memory");
+#elif defined(__CLFLUSHOPT__)
+    /* clflushopt: the same eviction, but not ordered with the other flushes: 4 MB in 0.25 ms
+     * here, where clflush takes 3-9 ms (each clflush waits for the previous one) */
+    __builtin_ia32_clflushopt(c);
 #else
     __builtin_ia32_clflush(c);
 #endif

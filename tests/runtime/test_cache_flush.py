@@ -9,10 +9,11 @@ import pytest
 
 import ingot.runtime as rt
 from ingot.codegen.prelude import C_PRELUDE, emit_metadata_c
-from ingot.codegen.toolchain import compile_shared_library
+from ingot.codegen.toolchain import CompileOptions, compile_shared_library
 from ingot.runtime.errors import ArgumentError, KernelError
 
-from conftest import STRICT
+# Warnings are errors: the prelude's timer must compile cleanly.
+STRICT = CompileOptions(extra_flags=("-Wall", "-Wextra", "-Werror"))
 
 # count(X: float32[n], Calls: int64[1], Out: float32[n]): Out = 2 X, Calls[0] += 1 per call.
 _KERNELS = r"""
@@ -80,8 +81,11 @@ def test_flushed_timing_calls_and_data(mod, number, repeat, min_ms):
 def test_flushed_timing_min_repeat_ms_counts_timed_calls(mod):
     x, calls, out = _args(1 << 10)
     res = mod.time_evaluator("count", rt.cpu(0), number=1, repeat=2, min_repeat_ms=2, cache_flush=True)(x, calls, out)
-    # each repeat runs calls until its *timed* calls add up to 2 ms: many more than number=1
-    assert calls[0] > 1 + 2 and len(res.results) == 2 and res.min > 0
+    # each repeat runs calls until its *timed* calls add up to 2 ms (a repeat of k calls with mean t
+    # lasted k t >= 2 ms), so the timed calls, however many per repeat, add up to at least 4 ms
+    timed_calls = int(calls[0]) - 1
+    assert len(res.results) == 2 and res.min > 0 and timed_calls >= 2
+    assert max(res.results) * timed_calls >= 4e-3 * (1 - 1e-9)
     np.testing.assert_array_equal(out, 2 * x)
 
 
