@@ -11,9 +11,11 @@ busy machine):
 
 * import — ``ingot.load`` (ONNX → graph IR, shape inference);
 * graph — the graph pipeline (``default_build_pipeline``: constant folding, layout, fusion, legalize, FuseTIR);
-* lower — ``ingot.driver.build.lower`` (the TensorIR lowering passes, Python);
-* codegen — ``ingot.codegen.c.generate_c`` (printing C, Python);
-* gcc — ``ingot.codegen.toolchain.compile_shared_library`` (the one compiler call per model);
+* lower — ``ingot.driver.build.lower`` (the TensorIR lowering passes, Python; skipped for kernels whose
+  C is in the kernel source cache, ``ingot.driver.kernel_cache``);
+* codegen — ``ingot.codegen.c.generate_c`` / ``ingot.codegen.build.emit_kernel_source`` (printing C, Python);
+* gcc — ``ingot.codegen.build.link_kernel_sources`` (a model's translation units compiled in parallel, one
+  per compile job, and linked) and ``ingot.codegen.toolchain.compile_shared_library`` (one unit);
 * other — the rest of ``compile``: default schedules, memory/AOT planning, weights.
 
 Tuning candidates: 1024³ fp32 GEMM and a ResNet-50 NHWC 3×3 conv (56×56×64→64): candidates are the
@@ -25,6 +27,9 @@ Usage:
     python benchmarks/compile_time.py                       # all models + candidates
     python benchmarks/compile_time.py --models resnet50 --candidates 8
     python benchmarks/compile_time.py --models none         # candidates only
+    python benchmarks/compile_time.py --models resnet50,bert --workloads none --warm   # cold + warm
+    python benchmarks/compile_time.py --models resnet50 --workloads none --gcc-split 5
+        # the gcc phase alone: one translation unit vs one per job, interleaved, min of 5 rounds
     python benchmarks/compile_time.py --smoke               # small models, 2 candidates: checks the script
 
 Prints Markdown tables and the load average before and after (the machine is shared; quote figures
@@ -132,9 +137,17 @@ def _pipeline_stages(timer: StageTimer):
     import ingot.driver.build as driver_build
     import ingot.graph.transform as graph_transform
 
+    import ingot.codegen.build as codegen_build
+
     stack = contextlib.ExitStack()
     stack.enter_context(timer.wrap(driver_build, "lower", "lower"))
     stack.enter_context(timer.wrap(codegen_c, "generate_c", "codegen"))
+    # Graph modules print C kernel by kernel (codegen.build.emit_kernel_source, one "lower" call
+    # each on a kernel-source-cache miss) and compile through link_kernel_sources (one or more
+    # translation units, compiled in parallel, linked).
+    stack.enter_context(timer.wrap(codegen_build, "emit_kernel_source", "codegen"))
+    stack.enter_context(timer.wrap(codegen_build, "assemble_source", "codegen"))
+    stack.enter_context(timer.wrap(codegen_build, "link_kernel_sources", "gcc"))
     stack.enter_context(timer.wrap(toolchain, "compile_shared_library", "gcc"))
     original = graph_transform.default_build_pipeline
 
@@ -165,13 +178,11 @@ def export_onnx(name: str, size: str, work_dir: str) -> str:
     return path
 
 
-def model_compile_time(name: str, size: str, work_dir: str, clock=time.perf_counter) -> dict:
-    """Stage seconds of one cold compile of model ``name``."""
+def _timed_compile(path: str, clock) -> dict:
     import ingot
 
-    path = export_onnx(name, size, work_dir)
     timer = StageTimer(clock)
-    with fresh_cache(), _pipeline_stages(timer):
+    with _pipeline_stages(timer):
         t0 = clock()
         model = ingot.load(path)
         t1 = clock()
@@ -183,6 +194,55 @@ def model_compile_time(name: str, size: str, work_dir: str, clock=time.perf_coun
     staged = s["graph"] + s["lower"] + s["codegen"] + s["gcc"]
     return {"import": t1 - t0, "graph": s["graph"], "lower": s["lower"], "codegen": s["codegen"],
             "gcc": s["gcc"], "other": (t2 - t1) - staged, "total": t2 - t0, "kernels": timer.calls["lower"]}
+
+
+def model_compile_time(name: str, size: str, work_dir: str, clock=time.perf_counter, warm: bool = False) -> dict:
+    """Stage seconds of one cold compile of model ``name`` (an empty kernel cache); with ``warm``,
+    ``(cold, warm)``: the warm compile follows in the same cache (every kernel's C and the library
+    are cached: lowering and gcc are skipped) and in the same process."""
+    path = export_onnx(name, size, work_dir)
+    with fresh_cache():
+        cold = _timed_compile(path, clock)
+        return (cold, _timed_compile(path, clock)) if warm else cold
+
+
+def gcc_split_times(name: str, size: str, work_dir: str, rounds: int) -> "list[list]":
+    """The gcc phase of model ``name`` alone: its translation units compiled with 1 job (one unit,
+    as before the split) and with `compile_jobs` jobs, interleaved (1, N, 1, N, ...) in fresh cache
+    directories; rows (jobs, units, min wall s, min compiler CPU s)."""
+    import ingot
+    import ingot.codegen.build as codegen_build
+    from ingot.codegen.toolchain import compile_jobs
+
+    captured = {}
+    original = codegen_build.link_kernel_sources
+
+    def capture(pieces, tail, options, **kwargs):
+        captured.update(pieces=pieces, tail=tail, options=options, tail_weight=kwargs.get("tail_weight"))
+        return original(pieces, tail, options, **kwargs)
+
+    path = export_onnx(name, size, work_dir)
+    with fresh_cache():
+        codegen_build.link_kernel_sources = capture
+        try:
+            ingot.compile(ingot.load(path), target=TARGET)
+        finally:
+            codegen_build.link_kernel_sources = original
+    settings = sorted({1, compile_jobs()})
+    wall: dict = defaultdict(list)
+    cpu: dict = defaultdict(list)
+    for _ in range(rounds):
+        for jobs in settings:
+            with fresh_cache() as cache:
+                c0, t0 = children_cpu_time(), time.perf_counter()
+                original(captured["pieces"], captured["tail"], captured["options"], cache_dir=cache, jobs=jobs,
+                         tail_weight=captured["tail_weight"])
+                wall[jobs].append(time.perf_counter() - t0)
+                cpu[jobs].append(children_cpu_time() - c0)
+    size_chars = sum(len(p.text) for p in captured["pieces"])
+    units = {j: 1 if j == 1 or size_chars < codegen_build.SPLIT_MIN_CHARS else min(j, len(captured["pieces"]))
+             for j in settings}
+    return [[name, j, units[j], f"{min(wall[j]):.2f}", f"{min(cpu[j]):.2f}"] for j in settings]
 
 
 # -- tuning candidates ---------------------------------------------------------------------------
@@ -281,6 +341,11 @@ def main(argv=None) -> None:
     ap.add_argument("--clock", choices=("wall", "cpu"), default="wall",
                     help="wall clock, or CPU time (this process's for the Python stages, the compiler "
                          "processes' for gcc): steadier on a busy machine")
+    ap.add_argument("--gcc-split", type=int, default=0, metavar="ROUNDS",
+                    help="instead of the stage table: time the gcc phase of each model with one translation "
+                         "unit and with one per compile job, interleaved, min over ROUNDS")
+    ap.add_argument("--warm", action="store_true",
+                    help="compile each model a second time in the same cache (kernel sources and library cached)")
     ap.add_argument("--smoke", action="store_true", help="small model sizes, 2 candidates (checks the script)")
     args = ap.parse_args(argv)
     os.makedirs(args.work_dir, exist_ok=True)
@@ -291,17 +356,30 @@ def main(argv=None) -> None:
     clock = time.process_time if args.clock == "cpu" else time.perf_counter
 
     print(f"load average before: {load_average()}", flush=True)
+    if models and args.gcc_split:
+        rows = []
+        for name in models:
+            rows += gcc_split_times(name, size, args.work_dir, args.gcc_split)
+        print(f"\ngcc phase of a model compile ({size} size, {TARGET!r}; min over {args.gcc_split} interleaved "
+              "rounds, fresh cache each):\n")
+        print(markdown_table(["model", "compile jobs", "translation units", "wall s", "compiler CPU s"], rows))
+        models = []
     if models:
+        from ingot.codegen.toolchain import compile_jobs
+
         rows = []
         for name in models:
             export_onnx(name, size, args.work_dir)  # not part of the timing
-            r = model_compile_time(name, size, args.work_dir, clock)
-            rows.append([name, r["kernels"], *(f"{r[k]:.2f}" for k in
-                                                ("import", "graph", "lower", "codegen", "gcc", "other", "total"))])
-            print(f"  {name}: {r['total']:.1f} s", flush=True)
-        print(f"\nModel compile time ({size} size, cold kernel cache, {TARGET!r}, {args.clock} seconds):\n")
-        print(markdown_table(["model", "kernels", "import", "graph passes", "lowering (Python)", "C codegen",
-                              "gcc", "other", "total"], rows))
+            runs = model_compile_time(name, size, args.work_dir, clock, warm=args.warm)
+            for label, r in zip(("cold", "warm"), runs if args.warm else (runs,)):
+                rows.append([name, label, r["kernels"], *(f"{r[k]:.2f}" for k in
+                                                           ("import", "graph", "lower", "codegen", "gcc", "other",
+                                                            "total"))])
+                print(f"  {name} ({label}): {r['total']:.1f} s", flush=True)
+        print(f"\nModel compile time ({size} size, {TARGET!r}, {args.clock} seconds, {compile_jobs()} compile "
+              "jobs; cold: empty kernel cache; warm: the same compile again; kernels: lowered):\n")
+        print(markdown_table(["model", "cache", "kernels", "import", "graph passes", "lowering (Python)",
+                              "C codegen", "gcc", "other", "total"], rows))
     if workloads:
         rows = []
         for w in workloads:

@@ -19,15 +19,30 @@ Example:
 """
 from __future__ import annotations
 
-from typing import Any
+import dataclasses
+import heapq
+from typing import Any, Sequence
 
 from ingot.codegen.c import CSource, generate_c
-from ingot.codegen.toolchain import CompileOptions, compile_shared_library, compile_to_assembly
+from ingot.codegen.toolchain import (CompileOptions, compile_jobs, compile_shared_library,
+                                     compile_shared_library_units, compile_to_assembly)
 from ingot.ir.module import IRModule
 from ingot.target import Target, as_target
 from ingot.tir.function import PrimFunc
 
-__all__ = ["build_module", "compile_options_for", "generate_source", "module_assembly"]
+__all__ = ["KernelSource", "assemble_source", "build_module", "compile_options_for", "emit_kernel_source",
+           "generate_source", "kernel_symbols", "link_kernel_sources", "module_assembly",
+           "translation_units"]
+
+#: A module is split into several translation units (compiled in parallel, linked into one
+#: library) only when its kernels hold at least this much C: below it the gcc phase is short
+#: and one more compiler start-up (~50 ms for the prelude) plus the link step would cost more
+#: than the parallelism saves. Tuning candidates (one kernel) never split.
+SPLIT_MIN_CHARS = 60_000
+
+#: What one kernel costs gcc besides its own C, in characters of kernel C: its share of the
+#: prelude and helpers (measured: the prelude alone ~0.05-0.1 s, a 50 KB conv kernel ~0.2 s).
+UNIT_OVERHEAD_CHARS = 20_000
 
 
 def compile_options_for(target: "Target | str") -> CompileOptions:
@@ -153,3 +168,249 @@ def _options_for_source(target: Target, code: str) -> CompileOptions:
         # rounding casts the printer inserts: float16 results would differ from numpy's.
         options = options.replace(fp_contract="off")
     return options
+
+
+# ------------------------------------------------------------------ kernels as separate pieces
+#
+# Note: `generate_c` prints a whole module in one go. A graph module is instead assembled from
+# one `KernelSource` per kernel, because (1) a kernel's C can then be cached on its own, before
+# lowering (`ingot.driver.kernel_cache`), and (2) the kernels can be spread over several
+# translation units that gcc compiles in parallel. `assemble_source` of the pieces is
+# byte-for-byte `generate_c` of the lowered module (a test checks it), so the two paths make
+# the same library.
+
+
+@dataclasses.dataclass(frozen=True)
+class KernelSource:
+    """The C of one lowered kernel: its text (static kernel + exported packed entry), its
+    metadata entry, and the typedefs/inline helpers it uses (``(name, C text)`` pairs, in first-use
+    order). ``name`` is the function's name in the module; ``symbol``/``kernel_symbol`` its C names.
+
+    Example:
+        >>> from ingot.ir import decl_buffer
+        >>> from ingot.tir import Evaluate
+        >>> k = emit_kernel_source(PrimFunc([decl_buffer((2,), "int8", "x")], Evaluate(0)), "f",
+        ...                        "ingot_f", "ingot_kernel_f")
+        >>> k.metadata["symbol"], k.typedefs
+        ('ingot_f', ())
+    """
+
+    name: str
+    symbol: str
+    kernel_symbol: str
+    text: str
+    metadata: dict
+    typedefs: tuple = ()
+    helpers: tuple = ()
+
+    def to_json(self) -> dict:
+        """A JSON-compatible dict (`from_json` reads it back).
+
+        Example:
+            >>> KernelSource("f", "ingot_f", "ingot_kernel_f", "", {"symbol": "ingot_f", "params": []}).to_json()["name"]
+            'f'
+        """
+        return {"name": self.name, "symbol": self.symbol, "kernel_symbol": self.kernel_symbol,
+                "text": self.text, "metadata": self.metadata,
+                "typedefs": [list(p) for p in self.typedefs], "helpers": [list(p) for p in self.helpers]}
+
+    @classmethod
+    def from_json(cls, data: Any) -> "KernelSource":
+        """Read `to_json`'s dict back; raises ``ValueError`` naming the bad field when it is malformed.
+
+        Example:
+            >>> k = KernelSource("f", "ingot_f", "ingot_kernel_f", "", {"symbol": "ingot_f", "params": []})
+            >>> KernelSource.from_json(k.to_json()) == k
+            True
+        """
+        def pairs(field: str) -> tuple:
+            value = data.get(field)
+            if not isinstance(value, list) or not all(
+                    isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p) for p in value):
+                raise ValueError(f"kernel source entry: field {field!r} is not a list of [name, text] pairs")
+            return tuple(tuple(p) for p in value)
+
+        if not isinstance(data, dict):
+            raise ValueError(f"kernel source entry: expected a JSON object, got {type(data).__name__}")
+        for field in ("name", "symbol", "kernel_symbol", "text"):
+            if not isinstance(data.get(field), str):
+                raise ValueError(f"kernel source entry: field {field!r} is missing or not a string")
+        md = data.get("metadata")
+        if not (isinstance(md, dict) and md.get("symbol") == data["symbol"] and isinstance(md.get("params"), list)):
+            raise ValueError("kernel source entry: field 'metadata' does not describe the entry's symbol")
+        return cls(data["name"], data["symbol"], data["kernel_symbol"], data["text"], md,
+                   pairs("typedefs"), pairs("helpers"))
+
+
+def kernel_symbols(names: Sequence[str]) -> "list[tuple[str, str]]":
+    """The C symbols ``(entry, kernel)`` that `generate_c` gives functions named ``names`` (in
+    module order): ``ingot_<name>`` and ``ingot_kernel_<name>``, made unique across the module.
+
+    Example:
+        >>> kernel_symbols(["main", "main"])
+        [('ingot_main', 'ingot_kernel_main'), ('ingot_main_1', 'ingot_kernel_main_1')]
+    """
+    from ingot.codegen.c import _PRELUDE_SYMBOLS
+    from ingot.codegen.sanitize import NameTable, sanitize_identifier
+
+    table = NameTable(reserved=_PRELUDE_SYMBOLS)
+    out = []
+    for name in names:
+        base = sanitize_identifier(name)
+        out.append((table.unique(f"ingot_{base}"), table.unique(f"ingot_kernel_{base}")))
+    return out
+
+
+def emit_kernel_source(func: PrimFunc, name: str, symbol: str, kernel_symbol: str) -> KernelSource:
+    """The C of one lowered ``func`` as a `KernelSource` (what `generate_c` prints for it).
+
+    Example:
+        >>> from ingot.ir import decl_buffer
+        >>> from ingot.tir import Evaluate
+        >>> k = emit_kernel_source(PrimFunc([decl_buffer((2,), "int8", "x")], Evaluate(0)), "f",
+        ...                        "ingot_f", "ingot_kernel_f")
+        >>> "INGOT_EXPORT int32_t ingot_f(" in k.text
+        True
+    """
+    from ingot.codegen.c.function import emit_function
+    from ingot.codegen.c.types import CHelpers
+
+    helpers = CHelpers()
+    text, md = emit_function(func, name, symbol, kernel_symbol, helpers)
+    # CHelpers keeps its registrations in insertion-ordered dicts; the pieces keep that order.
+    return KernelSource(name, symbol, kernel_symbol, text, md,
+                        tuple(helpers._typedefs.items()), tuple(helpers._functions.items()))
+
+
+def _render_helpers(pieces: Sequence[KernelSource]) -> str:
+    # Merging the per-kernel registrations in kernel order gives the order one shared CHelpers
+    # would have had (first use wins), so the text equals CHelpers.render's.
+    typedefs: dict[str, str] = {}
+    functions: dict[str, str] = {}
+    for p in pieces:
+        for name, text in p.typedefs:
+            typedefs.setdefault(name, text)
+        for name, text in p.helpers:
+            functions.setdefault(name, text)
+    parts = list(typedefs.values())
+    if parts:
+        parts.append("")
+    parts.extend(functions.values())
+    return "\n".join(parts) + ("\n" if parts else "")
+
+
+def _check_unique(pieces: Sequence[KernelSource]) -> None:
+    from ingot.codegen.c import CodegenError
+
+    seen: set[str] = set()
+    for p in pieces:
+        if p.name in seen:
+            raise CodegenError(f"two functions export the name {p.name!r}; give them distinct global_symbol attributes")
+        seen.add(p.name)
+
+
+def assemble_source(pieces: Sequence[KernelSource], target: "Target | str | None" = None,
+                    include_source: bool = True) -> CSource:
+    """One C translation unit of the kernels ``pieces`` (in order): exactly the `CSource` that
+    `generate_c` makes of the module they were emitted from.
+
+    Example:
+        >>> from ingot.ir import decl_buffer
+        >>> from ingot.tir import Evaluate
+        >>> f = PrimFunc([decl_buffer((2,), "int8", "x")], Evaluate(0))
+        >>> k = emit_kernel_source(f, "main", "ingot_main", "ingot_kernel_main")
+        >>> assemble_source([k], "llvm").code == generate_c(f, "llvm").code
+        True
+    """
+    from ingot.codegen.c import C_PRELUDE
+    from ingot.codegen.prelude import emit_metadata_c, emit_source_c
+    from ingot.runtime import abi
+
+    _check_unique(pieces)
+    metadata = {"version": abi.METADATA_VERSION, "target": str(as_target(target)),
+                "functions": {p.name: p.metadata for p in pieces}, "source_included": include_source}
+    code = (C_PRELUDE + "\n" + _render_helpers(pieces) + "\n" + "\n".join(p.text for p in pieces) + "\n"
+            + emit_metadata_c(metadata))
+    if include_source:
+        code = code + emit_source_c(code)
+    return CSource(code, metadata)
+
+
+def _entry_prototypes(pieces: Sequence[KernelSource]) -> str:
+    return "".join(f"INGOT_EXPORT int32_t {p.symbol}(IngotValue* args, int32_t* type_codes, int32_t num_args, "
+                   "char* err, int32_t err_len);\n" for p in pieces)
+
+
+def translation_units(pieces: Sequence[KernelSource], tail: str, units: int,
+                      tail_weight: "int | None" = None) -> "list[str]":
+    """Split a module into at most ``units`` C translation units that link into the same library
+    as the one-unit source: each unit is the prelude, the helpers its kernels use and its kernels
+    (static kernels stay private to their unit; the exported entries are what the library exports);
+    ``tail`` (code after the kernels: AOT entries, ``ingot_module_metadata``/``ingot_module_source``)
+    goes into the lightest unit with prototypes of the kernel entries it may call. The prelude's
+    exported helpers are weak symbols, so their copies in several units link to one.
+
+    Kernels are spread by weight (heaviest first onto the lightest unit), keeping their module
+    order inside a unit. A kernel weighs its C length plus `UNIT_OVERHEAD_CHARS`, a proxy for its
+    gcc time; the tail weighs ``tail_weight`` (default its length). ``units <= 1`` gives the
+    one-unit text.
+
+    Example:
+        >>> from ingot.ir import decl_buffer
+        >>> from ingot.tir import Evaluate
+        >>> ks = [emit_kernel_source(PrimFunc([decl_buffer((2,), "int8", "x")], Evaluate(0)), f"f{i}",
+        ...                          f"ingot_f{i}", f"ingot_kernel_f{i}") for i in range(3)]
+        >>> len(translation_units(ks, "", 2))
+        2
+    """
+    from ingot.codegen.c import C_PRELUDE
+
+    _check_unique(pieces)
+    units = max(1, min(int(units), len(pieces)))
+    if units == 1:
+        return [C_PRELUDE + "\n" + _render_helpers(pieces) + "\n" + "\n".join(p.text for p in pieces) + "\n" + tail]
+    # Longest processing time first onto the lightest unit (a heap of (load, unit)); the tail is
+    # item -1.
+    weights = {i: len(p.text) + UNIT_OVERHEAD_CHARS for i, p in enumerate(pieces)}
+    weights[-1] = len(tail) if tail_weight is None else int(tail_weight)
+    heap = [(0, u) for u in range(units)]
+    groups: list[list[int]] = [[] for _ in range(units)]
+    tail_unit = 0
+    for i in sorted(weights, key=lambda i: (-weights[i], i)):
+        load, u = heapq.heappop(heap)
+        if i == -1:
+            tail_unit = u
+        else:
+            groups[u].append(i)
+        heapq.heappush(heap, (load + weights[i], u))
+    out = []
+    for u, members in enumerate(groups):
+        group = [pieces[i] for i in sorted(members)]
+        text = C_PRELUDE + "\n" + _render_helpers(group) + "\n" + "\n".join(p.text for p in group) + "\n"
+        if u == tail_unit and tail:
+            others = [p for p in pieces if p not in group]
+            text += "\n/* entries defined in the module's other translation units */\n" + _entry_prototypes(others)
+            text += tail
+        out.append(text)
+    return out
+
+
+def link_kernel_sources(pieces: Sequence[KernelSource], tail: str, options: CompileOptions, *,
+                        cache_dir: Any = None, jobs: "int | None" = None, tail_weight: "int | None" = None) -> str:
+    """Compile kernels ``pieces`` plus ``tail`` into one shared library; returns its path.
+
+    A module with at least `SPLIT_MIN_CHARS` of kernel C and more than one kernel is split into
+    `translation_units` (one per compile job) compiled in parallel and linked; a smaller one is
+    one unit and one compiler call (no thread pool, no link step), as `compile_shared_library`.
+    ``tail_weight`` estimates the tail's gcc cost (see `translation_units`).
+
+    Example:
+        >>> path = link_kernel_sources(pieces, aot_and_metadata, compile_options_for("llvm"))  # doctest: +SKIP
+    """
+    jobs = compile_jobs() if jobs is None else max(1, int(jobs))
+    size = sum(len(p.text) for p in pieces)
+    units = jobs if (len(pieces) > 1 and size >= SPLIT_MIN_CHARS) else 1
+    sources = translation_units(pieces, tail, units, tail_weight)
+    if len(sources) == 1:
+        return compile_shared_library(sources[0], options, cache_dir=cache_dir)
+    return compile_shared_library_units(sources, options, cache_dir=cache_dir, jobs=jobs)

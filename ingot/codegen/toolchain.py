@@ -46,7 +46,9 @@ __all__ = [
     "ToolchainError",
     "cache_dir",
     "compile_count",
+    "compile_jobs",
     "compile_shared_library",
+    "compile_shared_library_units",
     "compile_to_assembly",
     "compiler_version",
     "find_compiler",
@@ -268,6 +270,9 @@ def cache_dir(path: str | os.PathLike | None = None) -> Path:
     return p
 
 
+_cache_root = cache_dir  # for functions whose ``cache_dir`` parameter hides the function
+
+
 def compile_count() -> int:
     """Number of real compiler invocations in this process (cache hits do not count).
 
@@ -325,17 +330,21 @@ def unlink_quietly(path) -> None:
         pass
 
 
+def _flags_for(options: CompileOptions, mode: str) -> "tuple[list[str], list[str]]":
+    """(flags, libs) of a compiler call in ``mode``: shared library, object file or assembly."""
+    flags = options.compile_flags()
+    if mode == "shared":
+        return [*flags, "-fPIC", "-shared"], list(options.libs)
+    if mode == "object":
+        return [*flags, "-fPIC", "-c"], []
+    return [*flags, "-fPIC", "-S"], []  # assembly
+
+
 def _build(source: str, options: CompileOptions, mode: str, suffix: str,
            cache: str | os.PathLike | None) -> str:
     compiler = find_compiler()
     version = _version_of(tuple(compiler))
-    flags = options.compile_flags()
-    if mode == "shared":
-        flags = [*flags, "-fPIC", "-shared"]
-        libs = list(options.libs)
-    else:  # assembly
-        flags = [*flags, "-fPIC", "-S"]
-        libs = []
+    flags, libs = _flags_for(options, mode)
     # The command with placeholders is what the key hashes (paths vary, content does not).
     key = _cache_key(source, [*compiler, *flags, "-o", "<out>", "<src>", *libs], version, options)
     bucket = cache_dir(cache) / key[:2]
@@ -346,9 +355,16 @@ def _build(source: str, options: CompileOptions, mode: str, suffix: str,
     src = bucket / f"{key}.c"
     if not src.exists():
         write_atomic(src, source)
-    fd, tmp_out = tempfile.mkstemp(dir=bucket, prefix=f"{key}.", suffix=f"{suffix}.tmp")
+    _run_compiler([*compiler, *flags, "-o", "<out>", str(src), *libs], out, source_path=str(src))
+    return str(out)
+
+
+def _run_compiler(command: list[str], out: Path, source_path: str = "") -> None:
+    """Run ``command`` (its ``"<out>"`` replaced by a temp file next to ``out``), then rename the
+    result to ``out``; raises `CompileError` with the command and the compiler's output."""
+    fd, tmp_out = tempfile.mkstemp(dir=out.parent, prefix=f"{out.name}.", suffix=".tmp")
     os.close(fd)
-    command = [*compiler, *flags, "-o", tmp_out, str(src), *libs]
+    command = [tmp_out if part == "<out>" else part for part in command]
     _bump_count()
     try:
         # LC_ALL=C: plain ASCII diagnostics, independent of the user's locale.
@@ -356,7 +372,7 @@ def _build(source: str, options: CompileOptions, mode: str, suffix: str,
                               check=False, env={**os.environ, "LC_ALL": "C"})
     except OSError as exc:
         unlink_quietly(tmp_out)
-        raise ToolchainError(f"cannot run the C compiler {compiler[0]!r}: {exc}") from exc
+        raise ToolchainError(f"cannot run the C compiler {command[0]!r}: {exc}") from exc
     if proc.returncode != 0:
         unlink_quietly(tmp_out)
         stderr = (proc.stderr or "") + (proc.stdout or "")
@@ -366,11 +382,90 @@ def _build(source: str, options: CompileOptions, mode: str, suffix: str,
         raise CompileError(
             f"C compilation failed (exit {proc.returncode}).\n"
             f"  command: {shlex.join(command)}\n"
-            f"  source:  {src}\n"
+            f"  source:  {source_path}\n"
             f"compiler output:\n{shown.rstrip()}",
-            command=command, stderr=stderr, source_path=str(src), returncode=proc.returncode,
+            command=command, stderr=stderr, source_path=source_path, returncode=proc.returncode,
         )
     os.replace(tmp_out, out)
+
+
+def compile_jobs() -> int:
+    """How many compiler processes a multi-unit build runs at once: the CPUs this process may use.
+
+    Example::
+
+        >>> compile_jobs() >= 1
+        True
+    """
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def compile_shared_library_units(sources: "list[str]", options: CompileOptions | None = None, *,
+                                 cache_dir: str | os.PathLike | None = None, jobs: int | None = None) -> str:
+    """Compile several C translation units into one shared library; return its path.
+
+    Each unit becomes an object file, cached by its own key (source, command, compiler), so a
+    unit that did not change is not compiled again; up to ``jobs`` (default `compile_jobs`)
+    compilers run at once (threads waiting on compiler processes: no process pool to start).
+    The objects are linked (``cc <flags> -fPIC -shared -o lib.so a.o b.o -lm``) into a library
+    cached under the key of the object keys and the link command; when it is in the cache,
+    nothing is compiled. Symbols exported by two units clash at link time (`CompileError`),
+    except weak ones such as the prelude's helpers.
+
+    Example::
+
+        >>> path = compile_shared_library_units(["int one(void) { return 1; }",
+        ...                                      "int two(void) { return 2; }"])   # doctest: +SKIP
+        >>> import ctypes; ctypes.CDLL(path).two()                                  # doctest: +SKIP
+        2
+    """
+    if not sources or not all(isinstance(s, str) for s in sources):
+        raise TypeError("compile_shared_library_units: sources must be a non-empty list of C source strings")
+    options = options or CompileOptions()
+    if len(sources) == 1:
+        return compile_shared_library(sources[0], options, cache_dir=cache_dir)
+    compiler = find_compiler()
+    version = _version_of(tuple(compiler))
+    obj_flags, _ = _flags_for(options, "object")
+    link_flags, libs = _flags_for(options, "shared")
+    # Step 1: the keys: one per object, one for the library (hashes the objects' keys, in order).
+    obj_command = [*compiler, *obj_flags, "-o", "<out>", "<src>"]
+    keys = [_cache_key(s, obj_command, version, options) for s in sources]
+    link_command = [*compiler, *link_flags, "-o", "<out>", *(f"<{k}.o>" for k in keys), *libs]
+    lib_key = _cache_key("units\0" + "\0".join(keys), link_command, version, options)
+    root = _cache_root(cache_dir)
+    suffix = ".dll" if sys.platform == "win32" else (".dylib" if sys.platform == "darwin" else ".so")
+    out = root / lib_key[:2] / f"{lib_key}{suffix}"
+    if out.exists():
+        return str(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+
+    # Step 2: compile the objects not in the cache, in parallel.
+    def compile_one(k: int) -> str:
+        obj = root / keys[k][:2] / f"{keys[k]}.o"
+        if obj.exists():
+            return str(obj)
+        obj.parent.mkdir(parents=True, exist_ok=True)
+        src = obj.with_suffix(".c")
+        if not src.exists():
+            write_atomic(src, sources[k])
+        _run_compiler([*compiler, *obj_flags, "-o", "<out>", str(src)], obj, source_path=str(src))
+        return str(obj)
+
+    todo = [k for k in range(len(sources)) if not (root / keys[k][:2] / f"{keys[k]}.o").exists()]
+    workers = min(len(todo), max(1, jobs or compile_jobs()))
+    if workers > 1:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ingot-cc") as pool:
+            list(pool.map(compile_one, todo))  # re-raises the first CompileError
+    objects = [compile_one(k) for k in range(len(sources))]
+    # Step 3: link.
+    _run_compiler([*compiler, *link_flags, "-o", "<out>", *objects, *libs], out,
+                  source_path=" ".join(objects))
     return str(out)
 
 
