@@ -1,11 +1,13 @@
 """Build a lowered IRModule into a loaded runtime Module (TVM's ``codegen.build_module``).
 
-Note: the whole module is one C translation unit compiled by one compiler call
+Note: `build_module` compiles the whole module as one C translation unit compiled by one compiler call
 (`ingot.codegen.toolchain.compile_shared_library`), whose cache is keyed by the source, the
 command and the compiler version: building the same module twice runs the compiler once. The
 target chooses the flags: host ``llvm``/``c`` → ``-march=native``; ``-mcpu=X`` →
 ``-march=X``; ``-opt-level=N`` → ``-ON``; ``-fast-math`` → ``-ffast-math``; OpenMP always
 on. After loading, the module's parallel loops are set to use ``target.num_cores`` threads.
+Graph modules go through the per-kernel pieces below (`KernelSource`, `link_kernel_sources`):
+cached per kernel before lowering, and split into translation units compiled in parallel.
 
 Example:
     >>> from ingot.ir import IRModule, Var, decl_buffer

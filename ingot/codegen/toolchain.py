@@ -12,6 +12,10 @@ builders never see a partial library. The cache directory is ``~/.cache/ingot/ke
 ``$INGOT_CACHE_DIR`` if set, or an explicit ``cache_dir=`` argument. ``$CC`` may point at the
 compiler (a location override only; flags come from :class:`CompileOptions`).
 
+A large graph module may instead be several translation units
+(`compile_shared_library_units`): each compiled to a cached object file, up to `compile_jobs`
+compilers at once, then linked into one library cached under a key of the object keys.
+
 ``-ffp-contract=fast`` lets the compiler form FMAs under ``-std=c11`` (which otherwise turns
 contraction off) and ``-fno-math-errno`` lets it vectorize ``sqrtf`` & co; neither changes
 results beyond last-bit rounding. Both are fields of :class:`CompileOptions`.
