@@ -19,9 +19,12 @@ op type (conv, pool, gemm, layout, other). Every figure is the MIN over ``--repe
 (per layer and per run: other processes only ever add time), the two runtimes interleaved run
 by run; the load average is printed before and after.
 
-What cannot be mapped: non-conv ops are compared per op type only (Ingot fuses elementwise ops
-into the convs and adds layout transposes; ORT adds NCHWc reorders), and a conv that Ingot
-lowered to something other than a conv kernel (e.g. a matmul) appears as ORT-only.
+ORT's NCHWc layout pads channels to a multiple of 16 in its profile (MobileNetV2's 24-channel
+layers appear as 32), so layers are matched with channels rounded up to 16 (`ConvSig.bucket`;
+rows carry Ingot's true shape). What cannot be mapped: non-conv ops are compared per op type
+only (Ingot fuses elementwise ops into the convs and adds layout transposes; ORT adds NCHWc
+reorders), two conv shapes that differ only below that rounding share a row, and a conv that
+Ingot lowered to something other than a conv kernel (e.g. a matmul) appears as ORT-only.
 
     python benchmarks/ort_layers.py --models resnet50,mobilenet_v2 --repeat 20
     python benchmarks/ort_layers.py --onnx /tmp/tm/resnet50_full.onnx --json /tmp/r50_layers.json
@@ -68,6 +71,20 @@ class ConvSig:
     def label(self) -> str:
         dw = " dw" if self.groups > 1 and self.groups == self.c else (f" g{self.groups}" if self.groups > 1 else "")
         return f"{self.kh}x{self.kw}{dw} s{self.stride} {self.c}->{self.o} @{self.h}->{self.oh}"
+
+    def bucket(self) -> "ConvSig":
+        """The matching key: channels rounded up to a multiple of 16, as ORT's NCHWc layout pads
+        them in its profile (MobileNetV2's 24-channel layers appear as 32).
+
+        Example:
+            >>> ConvSig(1, 1, 1, 96, 24, 56, 56, 1).bucket() == ConvSig(1, 1, 1, 96, 32, 56, 56, 1).bucket()
+            True
+        """
+        def up(n: int) -> int:
+            return -(-n // 16) * 16
+
+        groups = up(self.groups) if self.groups == self.c and self.groups > 1 else self.groups
+        return ConvSig(self.kh, self.kw, self.stride, up(self.c), up(self.o), self.h, self.oh, groups)
 
     def flops(self) -> int:
         """Multiply-adds x 2 of one call (batch 1, square maps)."""
@@ -236,12 +253,17 @@ def compare(onnx_path: str, repeat: int, target: str) -> dict:
     ort_best = min_per_key(ort_runs(sess.end_profiling(), skip=1))
     ing_best = min_per_key(ingot_runs)
     # Step 2. Conv rows by signature; totals per op type.
-    layers = []
-    for sig in {k[1] for k in list(ort_best) + list(ing_best) if k[0] == "conv" and isinstance(k[1], ConvSig)}:
-        oc, ous = ort_best.get(("conv", sig), (0, 0.0))
-        ic, ius = ing_best.get(("conv", sig), (0, 0.0))
-        layers.append({"layer": sig.label(), "flops": sig.flops(), "ort_calls": oc, "ort_us": ous,
-                       "ingot_calls": ic, "ingot_us": ius})
+    # Matched by `ConvSig.bucket` (ORT reports NCHWc-padded channels); named by Ingot's true shape.
+    by_bucket: dict = {}
+    for side, best in (("ort", ort_best), ("ingot", ing_best)):
+        for (cat, sig), (calls, us) in best.items():
+            if cat == "conv" and isinstance(sig, ConvSig):
+                row = by_bucket.setdefault(sig.bucket(), {"ort": (0, 0.0), "ingot": (0, 0.0), "sig": sig})
+                row[side] = (row[side][0] + calls, row[side][1] + us)
+                if side == "ingot":
+                    row["sig"] = sig
+    layers = [{"layer": r["sig"].label(), "flops": r["sig"].flops(), "ort_calls": r["ort"][0], "ort_us": r["ort"][1],
+               "ingot_calls": r["ingot"][0], "ingot_us": r["ingot"][1]} for r in by_bucket.values()]
     layers.sort(key=lambda r: -(r["ingot_us"] - r["ort_us"]))
     types: dict = {}
     for side, best in (("ort_us", ort_best), ("ingot_us", ing_best)):
