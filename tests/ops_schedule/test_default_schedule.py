@@ -148,11 +148,12 @@ def test_injective_chain_is_inlined_into_one_pass():
 
 
 def test_chains_after_a_gemm_or_reduction_are_left_to_their_rule():
-    # The matmul's epilogue and softmax's stages keep their own rules (not inlined up front).
+    # The matmul's epilogue (bias -> residual -> relu, as ResNet's conv kernels) and softmax's
+    # stages keep their own rules (not inlined up front).
     A, B = te.placeholder((64, 48), name="A"), te.placeholder((48, 96), name="B")
-    out = ops.relu(ops.add(ops.matmul(A, B), 1.0))
+    out = ops.relu(ops.add(ops.add(ops.matmul(A, B), 1.0), 2.0))
     a, b = _rand(64, 48), _rand(48, 96)
-    _, log = _check([A, B, out], [a, b], np.maximum(a @ b + 1.0, 0), expect={"T_matmul": "gemm_rule"})
+    _, log = _check([A, B, out], [a, b], np.maximum(a @ b + 3.0, 0), expect={"T_matmul": "gemm_rule"})
     assert all(rule != "inline_injective" for _, rule, _ in log)
     x = te.placeholder((6, 40), name="x")
     xa = _rand(6, 40)

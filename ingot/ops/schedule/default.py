@@ -113,11 +113,11 @@ def _spatial(sch: Schedule, block_rv: Any) -> bool:
 
 def inline_injective(sch: Schedule, *, log: Optional[list] = None) -> list[str]:
     """compute_inline every intermediate elementwise/injective block (reshape, transpose, slice,
-    bias add, the pieces of GELU...) whose producers and consumers are all spatial blocks, so a
-    fused chain runs as one pass over memory instead of one parallel loop and one workspace
+    bias add, the pieces of GELU...) that no GEMM/conv/reduction feeds, directly or through other
+    spatial blocks, and whose consumers are all spatial blocks, so a fused chain runs as one pass over memory instead of one parallel loop and one workspace
     buffer per stage; returns the names of the inlined blocks.
 
-    Note: a chain that starts at a GEMM, conv or reduction output is left alone — those rules
+    Note: a chain downstream of a GEMM, conv or reduction output is left alone — those rules
     place their epilogue themselves (per register tile, or one inlined pass) and a conv's
     padding stage feeds a reduction, so it is not a candidate either. Inlining recomputes a
     block once per consumer read (an injective copy costs a load; GELU's bias add, read twice,
@@ -135,15 +135,24 @@ def inline_injective(sch: Schedule, *, log: Optional[list] = None) -> list[str]:
     """
     inlined = []
     func = sch.mod[sch.func_working_on or "main"]
-    for name in _top_level_blocks(func):  # program order: a chain collapses front to back
+    names = _top_level_blocks(func)
+    # Step 1. Blocks downstream of a GEMM/conv/reduction (transitively: conv -> bias -> residual
+    # add -> relu) are that rule's epilogue; mark them before anything moves.
+    downstream: set = set()
+    for name in names:
+        block = sch.get_block(name)
+        if not _spatial(sch, block) or any(sch.get(p).name_hint in downstream for p in sch.get_producers(block)):
+            downstream.add(name)
+    # Step 2. Inline the others in program order (a chain collapses front to back).
+    for name in names:
+        if name in downstream:
+            continue
         try:
             block = sch.get_block(name)
         except ScheduleError:
             continue
         consumers = sch.get_consumers(block)
-        if not consumers or not _spatial(sch, block):
-            continue
-        if not all(_spatial(sch, b) for b in list(sch.get_producers(block)) + list(consumers)):
+        if not consumers or not all(_spatial(sch, b) for b in consumers):
             continue
         try:
             sch.compute_inline(block)  # checks every precondition (not an output, one store...)
