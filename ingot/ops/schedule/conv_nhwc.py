@@ -31,10 +31,11 @@ of weights) and the slice loop goes outside the pixel tiles of a task, so a slic
 for all of them; the accumulators live in the task's output block across slices (as in
 `blocked_gemm_rule`) and the epilogue runs once per task. Those layers use a 14 × 2-vector tile
 when 14 divides OW (each weight vector feeds 14 FMAs); so do unsliced 1x1 convs with >= 4 oc
-blocks at OW = 14/28/56, in rows order (`_wide_1x1`: 1.02-1.14x measured). 1x1 convs on maps of
-at most `TINY_MAP` pixels (7×7) are not sliced whatever their panel (`_tiny_1x1`): a task has too
-few pixel tiles per slice to pay for spilling the accumulators between slices. Convs with < 8 input
-channels (the RGB stem) fuse (kx, c) into one contiguous reduce loop.
+blocks at OW = 14/28/56, in rows order (`_wide_1x1`: 1.02-1.14x measured). (The 1x1 convs of
+7×7 maps stay sliced: unsliced they ran 1.03-1.16x faster alone on 2 threads, warm and with
+flushed weights, but not inside ResNet-50 — on 1 thread the 2048->512 reduce and the 3x3 after it
+each lost ~6% in the model.) Convs with < 8 input channels (the RGB stem) fuse (kx, c) into one
+contiguous reduce loop.
 
 Tuning: `build_conv_nhwc` takes every knob (loop order, MR, the channel split, parallel fusion)
 as ints or sampled variables; `default_conv_params` picks the default's; the tuner's `NhwcConv`
@@ -67,8 +68,6 @@ __all__ = ["conv_nhwc_rule", "nhwc_window_rule", "choose_kc", "SMALL_MAP", "Conv
 
 #: Output maps with at most this many pixels loop over oc blocks outermost (weights stay hot).
 SMALL_MAP = 14 * 14
-#: 1x1 convs on output maps of at most this many pixels are never sliced (`_tiny_1x1`).
-TINY_MAP = 7 * 7
 
 
 def _loads(e: Any, out: list) -> list:
@@ -237,7 +236,7 @@ def default_conv_params(shape: ConvNhwcShape, cores: int, *, order: Optional[str
         tasks = shape.n * (shape.o // shape.nr)
         order = "oc" if shape.oh * shape.ow <= SMALL_MAP and (tasks % cores == 0 or tasks >= 4 * cores) else "rows"
     if kc is None:
-        kc = 0 if _tiny_1x1(shape) else choose_kc(shape.taps, shape.c, shape.nr)
+        kc = choose_kc(shape.taps, shape.c, shape.nr)
     if kc and shape.c % kc:
         raise ScheduleError(f"conv_nhwc_rule: channel slice {kc} does not divide C = {shape.c}")
     if kc:
@@ -252,16 +251,6 @@ def default_conv_params(shape: ConvNhwcShape, cores: int, *, order: Optional[str
     else:
         ku = KU if KU > 1 and shape.c % KU == 0 and shape.c > KU else 1
     return ConvNhwcParams(order, mr, kc, ku)
-
-
-def _tiny_1x1(shape: ConvNhwcShape) -> bool:
-    """Whether a 1x1 conv keeps its whole reduction per tile although its panel is big (module
-    note): on maps of at most `TINY_MAP` pixels a task has so few pixel tiles per channel slice
-    that reloading and storing the accumulators per slice costs more than streaming the panel
-    (contiguous, hardware-prefetched) from L2 once per tile. Measured (min of 20-25 interleaved
-    rounds, load 5, warm and with flushed weights) 1.03-1.16x on 2 threads: ResNet-50's 7x7
-    512->2048 and 2048->512, MobileNetV2's 7x7 960->320/160 and 576->160."""
-    return shape.taps == 1 and shape.oh * shape.ow <= TINY_MAP
 
 
 def _wide_1x1(shape: ConvNhwcShape) -> bool:
