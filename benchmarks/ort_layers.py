@@ -250,7 +250,11 @@ def compare(onnx_path: str, repeat: int, target: str) -> dict:
             call()
             e2e[side] = min(e2e[side], (time.perf_counter() - t) * 1e3)
             time.sleep(SWITCH_PAUSE_S)
-    ort_best = min_per_key(ort_runs(sess.end_profiling(), skip=1))
+    trace = sess.end_profiling()
+    try:
+        ort_best = min_per_key(ort_runs(trace, skip=1))
+    finally:
+        os.remove(trace)  # one JSON per run of the script otherwise piles up in the temp dir
     ing_best = min_per_key(ingot_runs)
     # Step 2. Conv rows by signature; totals per op type.
     # Matched by `ConvSig.bucket` (ORT reports NCHWc-padded channels); named by Ingot's true shape.
