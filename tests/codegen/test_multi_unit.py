@@ -138,5 +138,9 @@ def test_graph_model_split_into_units_matches_numpy_and_one_unit(tmp_path, monke
     assert calls and calls[0] >= 2
     assert ex_split.lib.get_source() == ex_one.lib.get_source()
     assert _exports(ex_split.lib.lib_path) == _exports(ex_one.lib.lib_path)
-    for ex in (ex_one, ex_split):
+    from ingot.graph.artifact import load_executable
+
+    loaded = load_executable(ex_split.export_library(str(tmp_path / "model.so")))  # the split library, exported
+    assert loaded.lib.get_source() == ex_one.lib.get_source()
+    for ex in (ex_one, ex_split, loaded):
         np.testing.assert_allclose(G.Executor(ex)["main"](x).numpy(), ref, rtol=1e-4, atol=1e-5)
