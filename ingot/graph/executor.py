@@ -191,8 +191,11 @@ def _check_kernel(func: Any, key: str, names: dict, target: Any, mod_attrs: Any,
     from ingot.driver.kernel_cache import kernel_source
 
     name, symbol, kernel_symbol = names[key]
-    if function_name(key, func) != name:  # the schedule renamed it: _compile makes its C anew
-        name, symbol, kernel_symbol = function_name(key, func), f"ingot_{key}_check", f"ingot_kernel_{key}_check"
+    if function_name(key, func) != name:  # the schedule renamed it: checked alone, _compile makes its C anew
+        from ingot.codegen.build import kernel_symbols
+
+        name = function_name(key, func)
+        [(symbol, kernel_symbol)] = kernel_symbols([name])
     checked[key] = (func, kernel_source(func, key, name, symbol, kernel_symbol, target, mod_attrs=dict(mod_attrs)))
 
 
