@@ -5,10 +5,11 @@ see that module). ``ingot_time_function`` follows TVM's ``time_evaluator``: ``re
 ``number`` back-to-back calls. Back-to-back calls keep a kernel's weights and outputs in cache,
 which inside a model they are not (there they come from L3 or DRAM: ResNet-50's kernels ran
 1.1-1.7x slower in the model than in such loops). ``ingot_time_function_flushed`` therefore
-flushes the cache lines of every tensor argument but the first (TVM's
-``cache_flush_cpu_non_first_arg``; the first is the input activation, just written by the previous
-kernel) before *each* call and times each call alone. The tuner uses it for whole models
-(`ingot.tune.runner.RunnerConfig.cache_flush`).
+flushes the cache lines of the tensor arguments its ``flush`` mask selects (ABI version 3; the
+Python default is TVM's ``cache_flush_cpu_non_first_arg``, every argument but the first) before
+*each* call and times each call alone. Inside a model the activations are hot (the previous kernel
+has just written them) and the weights are cold, so the model tuner flushes exactly the kernel's
+weight arguments (`ingot.tune.runner.RunnerConfig.cache_flush`).
 
 Example::
 
@@ -134,14 +135,23 @@ INGOT_INLINE size_t ingot_tensor_span_bytes(const DLTensor* t) {
   return span * elem;
 }
 
-/* TVM's cache_flush_cpu_non_first_arg: flush every tensor argument except the first (the input
- * activation, which inside a model the previous kernel has just written: it is hot). */
-INGOT_INLINE int32_t ingot_flush_args(IngotValue* args, int32_t* codes, int32_t n, char* err,
-                                      int32_t err_len) {
+/* Flush the tensor arguments i with flush[i] != 0 (the caller's choice: TVM's default is every
+ * argument but the first; the model tuner flushes a kernel's weights, which inside a model come
+ * from L3/DRAM, and not its activations, which the previous kernel has just written). A selected
+ * argument that is not a CPU tensor is an error naming its index: silently skipping it would time
+ * a different cache state than the caller asked for. */
+INGOT_INLINE int32_t ingot_flush_args(IngotValue* args, int32_t* codes, int32_t n,
+                                      const int8_t* flush, char* err, int32_t err_len) {
   int32_t i;
-  for (i = 1; i < n; ++i) {
+  for (i = 0; i < n; ++i) {
     const DLTensor* t = (const DLTensor*)args[i].v_handle;
-    if (codes[i] != INGOT_ARG_TENSOR || t == NULL || t->data == NULL) continue;
+    if (!flush[i]) continue;
+    if (codes[i] != INGOT_ARG_TENSOR || t == NULL || t->data == NULL) {
+      return ingot_set_error(err, err_len, INGOT_ERR_ARGUMENT,
+                             "cache flush: argument %d is selected for flushing but is not a tensor "
+                             "(type code %d); select only tensor arguments",
+                             (int)i, (int)codes[i]);
+    }
     if (t->device.device_type != kDLCPU && t->device.device_type != kDLCUDAHost) {
       return ingot_set_error(err, err_len, INGOT_ERR_ARGUMENT,
                              "cache flush: argument %d is on device type %d; only CPU memory can be "
@@ -158,15 +168,17 @@ INGOT_INLINE int32_t ingot_flush_args(IngotValue* args, int32_t* codes, int32_t 
 }
 
 /* ingot_time_function with cold caches: every call of every repeat is preceded by
- * ingot_flush_args and timed alone (the flush is outside the timed region); a repeat runs at
+ * ingot_flush_args (the arguments with flush[i] != 0; `flush` has n entries) and timed alone (the flush is outside the timed region); a repeat runs at
  * least `number` calls and, with min_repeat_ms > 0, until its timed calls add up to that long.
  * out_seconds_per_repeat[r] = mean seconds per call of repeat r. TVM flushes once per repeat,
  * so there only the first of `number` calls is cold; here each one is. A separate symbol rather
  * than a flags argument to ingot_time_function: a library built before this helper existed has
- * no such symbol, so asking it for a cold timing fails loudly at lookup, where a changed
- * signature would be called with the wrong arguments. */
+ * no such symbol, so asking it for a cold timing fails loudly at lookup. ABI version 3 added the
+ * `flush` mask; the runtime reads ingot_abi_version before calling it and refuses a version-2
+ * library (same symbol, no mask), which would be called with the wrong arguments. */
 INGOT_WEAK_EXPORT int32_t ingot_time_function_flushed(void* fn, IngotValue* args, int32_t* codes,
-                                                      int32_t n, int32_t number, int32_t repeat,
+                                                      int32_t n, const int8_t* flush,
+                                                      int32_t number, int32_t repeat,
                                                       int32_t min_repeat_ms,
                                                       double* out_seconds_per_repeat, char* err,
                                                       int32_t err_len) {
@@ -176,10 +188,10 @@ INGOT_WEAK_EXPORT int32_t ingot_time_function_flushed(void* fn, IngotValue* args
   } u;
   int32_t r, rc;
   u.p = fn;
-  if (u.p == NULL || out_seconds_per_repeat == NULL || (n > 0 && (args == NULL || codes == NULL))) {
+  if (u.p == NULL || out_seconds_per_repeat == NULL || (n > 0 && (args == NULL || codes == NULL || flush == NULL))) {
     return ingot_set_error(err, err_len, INGOT_ERR_ARGUMENT,
-                           "ingot_time_function_flushed: function, argument and output pointers "
-                           "must be non-NULL");
+                           "ingot_time_function_flushed: function, argument, flush-mask and output "
+                           "pointers must be non-NULL");
   }
   if (number < 1 || repeat < 1 || min_repeat_ms < 0) {
     return ingot_set_error(err, err_len, INGOT_ERR_ARGUMENT,
@@ -195,7 +207,7 @@ INGOT_WEAK_EXPORT int32_t ingot_time_function_flushed(void* fn, IngotValue* args
     /* the cap keeps a clock that never advances from looping forever under min_repeat_ms */
     while (calls < number || (total * 1e3 < (double)min_repeat_ms && calls < 100000000)) {
       double t0;
-      rc = ingot_flush_args(args, codes, n, err, err_len);
+      rc = ingot_flush_args(args, codes, n, flush, err, err_len);
       if (rc != 0) return rc;
 #ifdef _OPENMP
       /* Wake the OpenMP team (outside the timed region): a flush can outlast the workers' spin

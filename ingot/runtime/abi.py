@@ -19,9 +19,11 @@ Example::
 """
 
 #: Version of the calling convention and of the helper set in the C prelude
-#: (2: + ``ingot_time_function_flushed``; version-1 libraries still load and run, they only
-#: cannot time with ``cache_flush=True``).
-ABI_VERSION = 2
+#: (2: + ``ingot_time_function_flushed``; 3: its ``flush`` mask argument, which arguments to flush.
+#: Older libraries still load and run, they only cannot time with ``cache_flush``).
+ABI_VERSION = 3
+#: The first ABI version whose ``ingot_time_function_flushed`` takes the ``flush`` mask.
+ABI_FLUSH_MASK = 3
 #: Version of the JSON document stored in ``ingot_module_metadata``.
 METADATA_VERSION = 1
 
@@ -54,7 +56,7 @@ DL_CUDA_HOST = 3
 SYM_METADATA = "ingot_module_metadata"
 SYM_SOURCE = "ingot_module_source"
 SYM_TIME_FUNCTION = "ingot_time_function"
-SYM_TIME_FUNCTION_FLUSHED = "ingot_time_function_flushed"  # since ABI version 2
+SYM_TIME_FUNCTION_FLUSHED = "ingot_time_function_flushed"  # since ABI version 2, mask since 3
 SYM_SET_NUM_THREADS = "ingot_set_num_threads"
 SYM_GET_NUM_THREADS = "ingot_get_num_threads"
 SYM_ABI_VERSION = "ingot_abi_version"

@@ -22,6 +22,7 @@ from __future__ import annotations
 import ctypes
 import threading
 from collections import namedtuple
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -381,19 +382,21 @@ class Function:
         return StaticCaller.create(self, bound)
 
     def time(self, args: tuple, number: int, repeat: int, min_repeat_ms: int, *,
-             cache_flush: bool = False) -> list[float]:
+             cache_flush: "bool | Sequence[int]" = False) -> list[float]:
         """Seconds per call for each repeat, measured in C (``ingot_time_function``; with
-        ``cache_flush=True`` ``ingot_time_function_flushed``: every argument but the first is
-        flushed from the caches before each call, see `Module.time_evaluator`).
+        ``cache_flush`` ``ingot_time_function_flushed``: ``True`` flushes every argument but the
+        first from the caches before each call, a sequence of indices flushes those, see
+        `Module.time_evaluator`).
 
         Example::
 
             >>> mod["main"].time((a, b, c), number=10, repeat=3, min_repeat_ms=0)  # doctest: +SKIP
             [1.2e-06, 1.1e-06, 1.1e-06]
-            >>> mod["main"].time((a, b, c), 1, 3, 0, cache_flush=True)             # doctest: +SKIP
+            >>> mod["main"].time((a, b, c), 1, 3, 0, cache_flush=[1])              # doctest: +SKIP
             [3.4e-06, 3.1e-06, 3.2e-06]
         """
-        timer = self.module._time_function_ptr(bool(cache_flush))
+        cache_flush = normalize_cache_flush(cache_flush, self)
+        timer = self.module._time_function_ptr(cache_flush is not False)
         bufs = self._acquire(len(args))
         try:
             if self._nparams >= 0:
@@ -402,8 +405,15 @@ class Function:
                 self._marshal_unchecked(args, bufs)
             out = (ctypes.c_double * repeat)()
             fn_addr = ctypes.cast(self._cfunc, ctypes.c_void_p).value
-            rc = timer(ctypes.c_void_p(fn_addr), bufs[0], bufs[2], ctypes.c_int32(len(args)),
-                       ctypes.c_int32(number), ctypes.c_int32(repeat),
+            head = (ctypes.c_void_p(fn_addr), bufs[0], bufs[2], ctypes.c_int32(len(args)))
+            if cache_flush is not False:
+                mask = (ctypes.c_int8 * max(len(args), 1))()
+                for i in flush_indices(cache_flush, len(args), self.name):
+                    # True is TVM's "every tensor argument but the first": it skips scalars, where
+                    # an explicit index must name a tensor (the C timer refuses it otherwise)
+                    mask[i] = cache_flush is not True or bufs[2][i] == abi.ARG_TENSOR
+                head += (mask,)
+            rc = timer(*head, ctypes.c_int32(number), ctypes.c_int32(repeat),
                        ctypes.c_int32(min_repeat_ms), out, bufs[3],
                        ctypes.c_int32(abi.ERR_BUFFER_SIZE))
             if rc:
@@ -659,3 +669,57 @@ def _prod(shape: tuple) -> int:
     for d in shape:
         n *= d
     return n
+
+
+def normalize_cache_flush(cache_flush: Any, function: "Function | None" = None) -> "bool | tuple[int, ...]":
+    """``cache_flush`` of `Module.time_evaluator` checked: ``False``, ``True`` (every argument but
+    the first) or a tuple of argument indices; with a ``function`` whose signature is known, each
+    index must name one of its tensor parameters.
+
+    Example::
+
+        >>> normalize_cache_flush([2, 1])
+        (2, 1)
+        >>> normalize_cache_flush(True)
+        True
+    """
+    if isinstance(cache_flush, (bool, np.bool_)):
+        return bool(cache_flush)
+    if isinstance(cache_flush, (str, bytes)) or not hasattr(cache_flush, "__iter__"):
+        raise IngotRuntimeError(f"time_evaluator: cache_flush must be True, False or a list of argument indices "
+                                f"to flush, got {cache_flush!r}")
+    indices = []
+    for i in cache_flush:
+        if isinstance(i, (bool, np.bool_)) or not isinstance(i, (int, np.integer)):
+            raise IngotRuntimeError(f"time_evaluator: cache_flush index {i!r} is not an integer; pass argument "
+                                    "positions, e.g. cache_flush=[1, 2]")
+        indices.append(int(i))
+    params = getattr(function, "params", None)
+    if params is not None:
+        for i in flush_indices(indices, len(params), function.name):
+            if params[i].kind != "tensor":
+                raise IngotRuntimeError(f"time_evaluator: cache_flush index {i} names parameter {params[i].name!r} "
+                                        f"of {function.name}, a {params[i].kind}; only tensor arguments can be flushed")
+    return tuple(indices)
+
+
+def flush_indices(cache_flush: "bool | Sequence[int]", n: int, name: str = "function") -> "list[int]":
+    """The argument positions (0..n-1) a normalized ``cache_flush`` selects for ``n`` arguments.
+
+    Example::
+
+        >>> flush_indices(True, 3), flush_indices((0, -1), 3)
+        ([1, 2], [0, 2])
+    """
+    if cache_flush is True:
+        return list(range(1, n))
+    if cache_flush is False:
+        return []
+    out = []
+    for i in cache_flush:
+        if not -n <= i < n:
+            raise IngotRuntimeError(f"time_evaluator: cache_flush index {i} is out of range for {name}, which takes "
+                                    f"{n} argument(s) (valid: 0..{n - 1}, or -{n}..-1 from the end)")
+        out.append(i % n)
+    return out
+

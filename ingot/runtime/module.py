@@ -4,7 +4,8 @@ Note: a module built by Ingot is one self-contained shared library. Besides its 
 exports ``ingot_module_metadata`` (JSON: the functions, their C symbols and parameters; see
 :func:`ingot.codegen.prelude.validate_metadata`), optionally ``ingot_module_source`` (the C
 source, for ``get_source()`` after loading from disk), and the prelude helpers
-``ingot_time_function``, ``ingot_time_function_flushed`` (cold-cache timing, ABI version 2)
+``ingot_time_function``, ``ingot_time_function_flushed`` (cold-cache timing; its mask of which
+arguments to flush since ABI version 3)
 and ``ingot_set_num_threads``. ``export_library`` therefore only
 copies the file, and ``load_module`` in a fresh process gets everything back. The library is
 opened with ``RTLD_LOCAL`` so the same helper symbols in many modules never clash.
@@ -29,14 +30,13 @@ import shutil
 import statistics
 import tempfile
 from collections import namedtuple
-from typing import Any
+from typing import Any, Sequence
 
-import numpy as np
 
 from . import abi
 from .device import Device
 from .errors import FunctionNotFoundError, IngotRuntimeError, ModuleLoadError
-from .function import Function, check_int
+from .function import Function, check_int, normalize_cache_flush
 from .metadata import validate_metadata
 
 __all__ = ["Module", "ProfileResult", "load_module"]
@@ -274,7 +274,7 @@ class Module:
 
     # ------------------------------------------------------------ timing & threads
     def _time_function_ptr(self, cache_flush: bool = False):
-        """The C timer: ``ingot_time_function``, or ``ingot_time_function_flushed`` (ABI 2)."""
+        """The C timer: ``ingot_time_function``, or ``ingot_time_function_flushed`` (mask: ABI 3)."""
         symbol = abi.SYM_TIME_FUNCTION_FLUSHED if cache_flush else abi.SYM_TIME_FUNCTION
         timer = self._timers.get(symbol)
         if timer is None:
@@ -285,12 +285,22 @@ class Module:
                     raise IngotRuntimeError(
                         f"module {self.lib_path!r} does not export {symbol}: it was built by an older "
                         f"Ingot (C prelude ABI version {self._abi_version()}, the cold-cache timer needs "
-                        f"{abi.ABI_VERSION}); rebuild it with this Ingot, or time it with cache_flush=False"
+                        f"{abi.ABI_FLUSH_MASK}); rebuild it with this Ingot, or time it with cache_flush=False"
                     ) from None
                 raise IngotRuntimeError(
                     f"module {self.lib_path!r} does not export {symbol}; it was "
                     "not built with the Ingot C prelude"
                 ) from None
+            if cache_flush:
+                # ABI 2 exported the same symbol without the flush mask: calling it with the
+                # version-3 arguments would shift every argument, so refuse it before any call.
+                version = self._abi_version()
+                if version is None or version < abi.ABI_FLUSH_MASK:
+                    raise IngotRuntimeError(
+                        f"module {self.lib_path!r} was built by an older Ingot (C prelude ABI version "
+                        f"{version}): its {symbol} has no flush mask, the cold-cache timer needs ABI "
+                        f"version {abi.ABI_FLUSH_MASK}; rebuild it with this Ingot, or time it with "
+                        "cache_flush=False")
             timer.restype = ctypes.c_int32
             timer.argtypes = None
             self._timers[symbol] = timer
@@ -303,20 +313,22 @@ class Module:
             return None
 
     def time_evaluator(self, func_name: str, dev: Device, number: int = 10, repeat: int = 1,
-                       min_repeat_ms: int = 0, *, cache_flush: bool = False):
+                       min_repeat_ms: int = 0, *, cache_flush: "bool | Sequence[int]" = False):
         """A callable that times ``func_name`` (TVM semantics); returns a ProfileResult (seconds).
 
         One warm-up call; then ``repeat`` measurements of ``number`` back-to-back calls each,
         timed in C with ``CLOCK_MONOTONIC``. With ``min_repeat_ms > 0``, ``number`` grows until
         one repeat lasts at least that long.
 
-        ``cache_flush=True`` times with cold caches (TVM's ``enable_cpu_cache_flush``, i.e.
-        ``f_preproc=cache_flush_cpu_non_first_arg``): before every call, outside the timed region,
-        the cache lines of every tensor argument except the first are flushed (clflush, from all
-        cores' caches). Unlike TVM, which flushes once per repeat, each of the ``number`` calls is
-        flushed and timed alone, so ``number=1, repeat=N`` and ``number=N`` differ only in how the
-        results are grouped; ``min_repeat_ms`` then counts timed calls only. Use it for kernels of
-        a model, whose weights come from L3/DRAM on every model run.
+        ``cache_flush`` times with cold caches (TVM's ``enable_cpu_cache_flush``): before every
+        call, outside the timed region, the cache lines of the selected tensor arguments are
+        flushed (clflush, from all cores' caches). ``True`` selects every argument except the
+        first (TVM's ``f_preproc=cache_flush_cpu_non_first_arg``); a sequence of argument indices
+        (negative ones count from the end) selects exactly those, e.g. a kernel's weights, which
+        inside a model come from L3/DRAM while its activations are hot (``[]``: flush nothing,
+        but still time each call alone). Unlike TVM, which flushes once per repeat, each of the
+        ``number`` calls is flushed and timed alone, so ``number=1, repeat=N`` and ``number=N``
+        differ only in how the results are grouped; ``min_repeat_ms`` then counts timed calls only.
 
         Example::
 
@@ -324,7 +336,7 @@ class Module:
             >>> ev(a, b, c).mean                                                       # doctest: +SKIP
             2.1e-06
             >>> cold = mod.time_evaluator("main", ingot.cpu(0), number=1, repeat=20,
-            ...                           cache_flush=True)                            # doctest: +SKIP
+            ...                           cache_flush=[1])          # flush only b     # doctest: +SKIP
             >>> cold(a, b, c).min > ev(a, b, c).min                                    # doctest: +SKIP
             True
         """
@@ -336,16 +348,15 @@ class Module:
         min_repeat_ms = check_int(min_repeat_ms, "min_repeat_ms")
         if number < 1 or repeat < 1:
             raise IngotRuntimeError(f"time_evaluator: number and repeat must be >= 1, got {number}, {repeat}")
-        if not isinstance(cache_flush, (bool, np.bool_)):
-            raise IngotRuntimeError(f"time_evaluator: cache_flush must be True or False, got {cache_flush!r}")
-        cache_flush = bool(cache_flush)
-        self._time_function_ptr(cache_flush)  # fail here, not at the first call, on an old library
+        cache_flush = normalize_cache_flush(cache_flush, fn)
+        self._time_function_ptr(cache_flush is not False)  # fail here, not at the first call, on an old library
 
         def evaluator(*args) -> ProfileResult:
             return ProfileResult.from_results(fn.time(args, number, repeat, min_repeat_ms, cache_flush=cache_flush))
 
-        evaluator.__doc__ = (f"Time {func_name}(*args){' with cold caches' if cache_flush else ''}; "
-                             "returns ProfileResult (seconds).")
+        how = "" if cache_flush is False else (" with cold caches" if cache_flush is True
+                                               else f" with arguments {list(cache_flush)} flushed")
+        evaluator.__doc__ = f"Time {func_name}(*args){how}; returns ProfileResult (seconds)."
         return evaluator
 
     def set_num_threads(self, n: int) -> int:
