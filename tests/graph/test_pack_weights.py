@@ -255,3 +255,36 @@ def test_fused_group_weights_are_packed_through_parameters():
         bb.emit_func_output(gv)
     fused = FuseOps()(bb.get())
     assert structural_equal(PackWeights(P, L)(fused), fused)
+
+
+def test_small_batch_matmul_with_ragged_n_becomes_linear():
+    # ResNet-50's fc as exported (MatMul by W[K, N], N = 1000): no panel fits N, and with <= 4
+    # rows the transposed weight lets gemv_rule stream each weight row once
+    wm = W(64, 40)
+    after = PackWeights(P, L)(one_op(T((1, 64)), lambda x: G.op.matmul(x, G.const(wm))))
+    expected = one_op(T((1, 64)), lambda x: G.op.linear(x, G.const(np.ascontiguousarray(wm.T))))
+    assert structural_equal(after, expected)
+    x = rng.standard_normal((1, 64)).astype("float32")
+    np.testing.assert_allclose(evaluate(after, x), x @ wm, rtol=1e-5, atol=1e-5)
+    # more rows than gemv_rule takes: gemm_rule's register tile reuses the [K, N] layout
+    many = one_op(T((8, 64)), lambda x: G.op.matmul(x, G.const(wm)))
+    assert structural_equal(PackWeights(P, L)(many), many)
+
+
+def test_compiled_fc_matmul_add_matches_numpy():
+    from ingot.graph.transform.bind_params import BindParams
+
+    K, N = 256, 200
+    wm, b = W(K, N), W(N)
+    x, wv, bv = G.Var("x", T((1, K))), G.Var("w", T((K, N))), G.Var("b", T((N,)))
+    bb = G.BlockBuilder()
+    with bb.function("main", [x, wv, bv]):
+        with bb.dataflow():
+            gv = bb.emit_output(G.op.add(bb.emit(G.op.matmul(x, wv)), bv))
+        bb.emit_func_output(gv)
+    mod = BindParams("main", {"w": wm, "b": b})(bb.get())
+    ex = G.build(mod, "llvm")
+    assert ex.schedule_report == {"fused_matmul_add": "default"}
+    xs = rng.standard_normal((1, K)).astype("float32")
+    out = G.Executor(ex)["main"](xs)
+    np.testing.assert_allclose(out.numpy(), xs @ wm + b, rtol=1e-4, atol=1e-4)

@@ -13,6 +13,7 @@ reads the panels directly; the schedule rules recognize the panel layout and ski
     conv2d(x, W[KH, KW, C, O]), NHWC, groups 1   → conv2d_nhwc_packed_weight(x, W'[O/P, KH, KW, C, P])
     linear(x, W[N, K], b?)                       → dense_packed_weight(x, W'[N/P, K, P], b?)
     matmul(x, W[K, N]), x of rank ≥ 2            → dense_packed_weight(x, (W.T)'[N/P, K, P])
+    matmul(x, W[K, N]), N fits no panel, ≤ 4 rows → linear(x, W.T)   (gemv_rule's row layout)
 
 P is two vectors of the target's float32 lanes when the channels allow, else one (L); every
 other case (weights that are not constants, other layouts or dtypes, channel counts that are
@@ -78,6 +79,15 @@ def _panel_for(extent: Any, panel: int, lanes: int) -> "int | None":
     return lanes if extent % lanes == 0 else None
 
 
+def _gemv_rows(x_shape: Any) -> bool:
+    """Whether a dense over ``x`` has few enough rows for `gemv_rule` (static, ≤ GEMV_MAX_ROWS)."""
+    from ingot.ops.schedule.reduction import GEMV_MAX_ROWS
+
+    if not _static(x_shape):
+        return False
+    return int(np.prod([int(d) for d in x_shape[:-1]])) <= GEMV_MAX_ROWS
+
+
 def _static(shape: Any) -> bool:
     return shape is not None and all(isinstance(d, int) for d in shape)
 
@@ -128,6 +138,11 @@ def _rewrite(call: Call, panel: int, lanes: int) -> "Call | None":
     w_nk = w if name == "linear" else np.ascontiguousarray(w.T)
     p = _panel_for(w_nk.shape[0], panel, lanes)
     if p is None:
+        if name == "matmul" and _gemv_rows(x_shape):
+            # N fits no panel (ResNet-50's fc: 1000 outputs) and the batch is small: as ``W[K, N]``
+            # gemm_rule reads 8 columns per task, 4000 bytes apart, and re-streams every cache
+            # line; as ``linear(x, W.T)`` gemv_rule streams each weight row once (1.9x, cold).
+            return make_call("linear", [call.args[0], Constant(w_nk)], out_dtype=out_dtype)
         return None
     args = [call.args[0], Constant(packed.pack_dense_weight(w_nk, p))] + list(call.args[2:])
     return make_call("dense_packed_weight", args, out_dtype=out_dtype)
