@@ -2,8 +2,10 @@
 
 The tuner times each task's kernel alone. Called repeatedly (warm), its weights and output stay in
 cache; inside the model each kernel reads what the previous one wrote and its weights from L3 or
-DRAM. Cold-cache timing (`time_evaluator(..., cache_flush=True)`, TVM's ``enable_cpu_cache_flush``:
-every argument but the first flushed before each call) should match the model. This script
+DRAM. Cold-cache timing (`time_evaluator(..., cache_flush=...)`, TVM's ``enable_cpu_cache_flush``)
+should match the model; three flush policies are compared (`RunnerConfig.cache_flush`: every
+argument but the first as TVM, the kernel's weights only, weights and outputs), with each policy's
+spread over kernels (how uniformly it predicts the in-model time). This script
 compiles the model untuned, times every kernel call inside the model (`ingot.profile`'s hook, the
 fastest of the runs per call), and times each task's default-schedule kernel alone, warm (the tuner's old measurement:
 `MODEL_RUNNER_CONFIG` with ``cache_flush=False``) and cold (its new one), interleaved round by round,
@@ -66,36 +68,52 @@ def tuner_us(work_dir: str) -> dict:
     return {k: t["default_us"] for t in tasks if t.get("default_us") for k in t["kernels"]}
 
 
+#: The flush policies compared (`RunnerConfig.cache_flush`), in column order.
+POLICIES = (True, "weights", "weights+outputs")
+
+
 def isolated_us(tasks: list, target, rounds: int) -> "tuple[dict, dict, dict]":
-    """Per task name: warm and cold seconds of its default kernel (fastest over ``rounds`` rounds
-    of the tuner's two measurements, interleaved) and the cold time of the first round only."""
+    """Per task name: warm seconds and, per flush policy (`POLICIES`), cold seconds of its default
+    kernel (fastest over ``rounds`` rounds of the tuner's measurements, interleaved), and the
+    cold time of the model tuner's policy in the first round only."""
     import ingot
     from ingot.ops.schedule import schedule_blocks
     from ingot.tir.schedule import Schedule
     from ingot.tune.builder.local import build_candidate
     from ingot.tune.database import ArgInfo
     from ingot.tune.model import MODEL_RUNNER_CONFIG
-    from ingot.tune.runner import RunnerConfig
+    from ingot.tune.runner import RunnerConfig, RunnerInput
     from ingot.runtime.module import Module
 
     warm_cfg = RunnerConfig(**{**MODEL_RUNNER_CONFIG, "cache_flush": False}).timing()
-    cold_cfg = RunnerConfig(**{**MODEL_RUNNER_CONFIG, "cache_flush": True}).timing()
     rng = np.random.default_rng(0)
     kernels = []
     for t in tasks:
         lib = Module(build_candidate(schedule_blocks(Schedule(t.mod), target).mod, str(target)))
         lib.set_num_threads(target.num_cores or 0)
         args = [rng.uniform(-1, 1, a.shape).astype(a.dtype) for a in ArgInfo.from_prim_func(t.mod["main"])]
-        kernels.append((t.name, lib, args))
-    warm, cold, cold_first = {}, {}, {}
+        inp = RunnerInput("", [], weight_args=t.weight_params, output_args=t.output_params)
+        cfgs = {p: RunnerConfig(**{**MODEL_RUNNER_CONFIG, "cache_flush": p}).timing(inp) for p in POLICIES}
+        kernels.append((t.name, lib, args, cfgs))
+    warm, cold, cold_first = {}, {p: {} for p in POLICIES}, {}
     for r in range(rounds):
-        for name, lib, args in kernels:
+        for name, lib, args, cfgs in kernels:
             w = lib.time_evaluator("main", ingot.cpu(0), **warm_cfg)(*args).min
-            c = lib.time_evaluator("main", ingot.cpu(0), **cold_cfg)(*args).min
-            warm[name], cold[name] = min(warm.get(name, w), w), min(cold.get(name, c), c)
-            if r == 0:
-                cold_first[name] = c
+            warm[name] = min(warm.get(name, w), w)
+            for p in POLICIES:
+                c = lib.time_evaluator("main", ingot.cpu(0), **cfgs[p])(*args).min
+                cold[p][name] = min(cold[p].get(name, c), c)
+                if r == 0 and p == MODEL_RUNNER_CONFIG["cache_flush"]:
+                    cold_first[name] = c
     return warm, cold, cold_first
+
+
+def uniformity(ratios: list) -> str:
+    """``mean |log2(inside / isolated)|`` over kernels as a percentage-like spread (0: every
+    kernel matches), and the worst ratio: how uniformly a policy predicts the in-model times."""
+    logs = [abs(np.log2(r)) for r in ratios if r > 0]
+    worst = max(ratios, key=lambda r: abs(np.log2(r))) if ratios else float("nan")
+    return f"spread {100 * (2 ** float(np.mean(logs)) - 1):.0f}%, worst {worst:.2f}" if logs else ""
 
 
 def main(argv: "list | None" = None) -> None:
@@ -124,28 +142,42 @@ def main(argv: "list | None" = None) -> None:
     warm, cold, cold_first = isolated_us(tasks, target, args.rounds)
     task_of = {k: t.name for t in tasks for k in t.kernels}
     tuner = tuner_us(args.work_dir) if args.work_dir else {}
-    rows, tot = [], dict(inside=0.0, warm=0.0, cold=0.0, first=0.0, tuner=0.0)
+    names = {True: "all but first", "weights": "weights", "weights+outputs": "weights+outputs"}
+    rows, ratios = [], {p: [] for p in POLICIES}
+    tot = dict(inside=0.0, warm=0.0, first=0.0, tuner=0.0, **{str(p): 0.0 for p in POLICIES})
     for kernel, (calls, inside) in sorted(inside_us.items(), key=lambda kv: -kv[1][1]):
         name = task_of.get(kernel)
         if name is None:
             continue
-        w, c = warm[name] * 1e6 * calls, cold[name] * 1e6 * calls
+        w = warm[name] * 1e6 * calls
+        cs = {p: cold[p][name] * 1e6 * calls for p in POLICIES}
         tot["inside"] += inside
         tot["warm"] += w
-        tot["cold"] += c
+        for p in POLICIES:
+            tot[str(p)] += cs[p]
+            ratios[p].append(inside / cs[p])
         tot["first"] += cold_first[name] * 1e6 * calls
         tot["tuner"] += tuner.get(kernel, 0.0) * calls
-        row = [kernel, calls, f"{inside:.0f}", f"{w:.0f}", f"{c:.0f}", f"{inside / w:.2f}", f"{inside / c:.2f}"]
+        row = ([kernel, calls, f"{inside:.0f}", f"{w:.0f}"] + [f"{cs[p]:.0f}" for p in POLICIES]
+               + [f"{inside / w:.2f}"] + [f"{inside / cs[p]:.2f}" for p in POLICIES])
         rows.append(row + ([f"{tuner[kernel] * calls:.0f}" if kernel in tuner else ""] if tuner else []))
-    total = ["all kernels with a task", "", f"{tot['inside']:.0f}", f"{tot['warm']:.0f}", f"{tot['cold']:.0f}",
-             f"{tot['inside'] / tot['warm']:.2f}", f"{tot['inside'] / tot['cold']:.2f}"]
+    total = (["all kernels with a task", "", f"{tot['inside']:.0f}", f"{tot['warm']:.0f}"]
+             + [f"{tot[str(p)]:.0f}" for p in POLICIES] + [f"{tot['inside'] / tot['warm']:.2f}"]
+             + [f"{tot['inside'] / tot[str(p)]:.2f}" for p in POLICIES])
     rows = rows[: args.rows] + [total + ([f"{tot['tuner']:.0f}"] if tuner else [])]
-    header = ["kernel", "calls", "inside the model (µs)", "isolated, warm (µs)", "isolated, flushed (µs)",
-              "inside / warm", "inside / flushed"] + (["tuner default_us x calls"] if tuner else [])
+    header = (["kernel", "calls", "inside the model (µs)", "isolated, warm (µs)"]
+              + [f"flushed: {names[p]} (µs)" for p in POLICIES] + ["inside / warm"]
+              + [f"inside / {names[p]}" for p in POLICIES] + (["tuner default_us x calls"] if tuner else []))
     print(markdown_table(header, rows))
+    from ingot.tune.model import MODEL_RUNNER_CONFIG
+
+    for p in POLICIES:
+        mark = " (the model tuner's policy)" if p == MODEL_RUNNER_CONFIG["cache_flush"] else ""
+        print(f"- flushed {names[p]}{mark}: inside / flushed over all kernels {tot['inside'] / tot[str(p)]:.2f}, "
+              f"per kernel {uniformity(ratios[p])}")
     print(f"{args.target}: {sum(v[1] for v in inside_us.values()) / 1e3:.2f} ms of kernels in the model "
-          f"(fastest of {args.repeat} runs per call); isolated flushed, first round only "
-          f"({cold_cfg_repeat()} calls per kernel): {tot['first']:.0f} µs vs {tot['cold']:.0f} µs over {args.rounds} "
+          f"(fastest of {args.repeat} runs per call); isolated, the tuner's policy, first round only "
+          f"({cold_cfg_repeat()} calls per kernel): {tot['first']:.0f} µs over {args.rounds} "
           f"rounds; load average before: {before}, after: {load_average()}")
 
 

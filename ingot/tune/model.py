@@ -39,15 +39,20 @@ logger = logging.getLogger("ingot.tune")
 #: Used when neither ``trials`` nor ``time_budget`` is given: a few minutes buys most of the
 #: gain on small models (the largest kernels are tuned first), and never hours.
 DEFAULT_TIME_BUDGET = "10m"
-#: How model tasks are measured: with cold caches (``cache_flush``: before every timed call, every
-#: argument but the input activation is flushed, as TVM's ``enable_cpu_cache_flush``), 20 repeats of
-#: one call each, the fastest recorded. Cold because inside the model a kernel's weights come from
-#: L3/DRAM: warm repeated calls ran ResNet-50's kernels 1.1-1.7x faster than the model does (the fc
-#: layer 3.9x), so the tuner optimized a case the model never sees (docs/tuning.md). Short windows,
-#: the fastest kept: other processes only ever add time, and a 2-thread kernel loses a time slice
-#: whenever its second thread is descheduled. ``number``/``min_repeat_ms`` apply to warm timing
+#: How model tasks are measured: with cold caches (``cache_flush``), 20 repeats of one call each, the
+#: fastest recorded. Before every timed call the kernel's *weights* (its parameters bound to model
+#: constants, `ExtractedTask.weight_params`) are flushed: inside the model they come from L3/DRAM,
+#: while its activations were just written by the previous kernel (hot). TVM's
+#: ``enable_cpu_cache_flush`` flushes every argument but the first instead, which over-flushes a
+#: residual add's second input (ResNet-50: in-model / flushed 0.81 there) and the output; the
+#: policies were compared per kernel with benchmarks/in_model_kernels.py (docs/tuning.md). Warm
+#: repeated calls ran ResNet-50's kernels 1.1-1.7x faster than the model does (the fc layer 3.9x),
+#: so the tuner optimized a case the model never sees. Short windows, the fastest kept: other
+#: processes only ever add time, and a 2-thread kernel loses a time slice whenever its second
+#: thread is descheduled. ``number``/``min_repeat_ms`` apply to warm timing
 #: (``enable_cpu_cache_flush=False``): 20 repeats of at least 3 calls and 1 ms.
-MODEL_RUNNER_CONFIG = dict(number=3, repeat=20, min_repeat_ms=1, cache_flush=True)
+MODEL_FLUSH_POLICY = "weights"
+MODEL_RUNNER_CONFIG = dict(number=3, repeat=20, min_repeat_ms=1, cache_flush=MODEL_FLUSH_POLICY)
 #: Seconds between two prints of the per-task table on the console (the log gets every round).
 TABLE_EVERY_S = 30.0
 
@@ -58,6 +63,8 @@ def _task_rows(sched: Any, extracted: list) -> list:
         best, default = sched.best_secs[i], sched.default_secs[i]
         rows.append({"name": t.name, "workload_hash": t.workload_hash, "weight": t.weight,
                      "flop_count": t.flop_count, "kernels": list(t.kernels),
+                     # what the "weights" flush policies flush (runner_config.cache_flush)
+                     "weight_params": list(t.weight_params), "output_params": list(t.output_params),
                      "default_us": default * 1e6 if math.isfinite(default) else None,
                      "best_us": best * 1e6 if math.isfinite(best) else None,
                      "default_hash": sched.default_hash[i], "skipped": bool(sched.skipped[i]),
@@ -150,47 +157,74 @@ def _warn_if_loaded(target: Any, verbose: int) -> None:
             print(f"[ingot.tune] warning: {text}", file=sys.stderr, flush=True)
 
 
-def measured_cold(info: dict) -> "bool | None":
-    """Whether the records of a work dir (its ``tasks.json`` as read) were timed with cold caches;
-    None for a work dir with nothing measured yet. Work dirs written before cold-cache timing
-    existed (no ``runner_config`` entry) were timed warm.
+def measured_flush(info: dict) -> "bool | str | None":
+    """The cache-flush policy (`RunnerConfig.cache_flush`) the records of a work dir (its
+    ``tasks.json`` as read) were timed with; None for a work dir with nothing measured yet. Work
+    dirs written before cold-cache timing existed (no ``runner_config`` entry) were timed warm.
 
     Example:
-        >>> measured_cold({"tasks": []}) is None, measured_cold({"tasks": [{}]})
+        >>> measured_flush({"tasks": []}) is None, measured_flush({"tasks": [{}]})
         (True, False)
-        >>> measured_cold({"tasks": [{}], "runner_config": {"cache_flush": True}})
-        True
+        >>> measured_flush({"tasks": [{}], "runner_config": {"cache_flush": "weights"}})
+        'weights'
     """
     config = info.get("runner_config")
     if isinstance(config, dict):
-        return bool(config.get("cache_flush", False))
+        policy = config.get("cache_flush", False)
+        return policy if isinstance(policy, str) else bool(policy)
     return False if info.get("tasks") else None
 
 
-def _runner_config(config: Any, flush: "bool | None", previous: dict, work_dir: str) -> Any:
-    """The `RunnerConfig` of this run: ``config`` (default `MODEL_RUNNER_CONFIG`) with ``cache_flush``
-    set by ``flush``, or, when neither says, by how the resumed work dir was measured. Refuses to
-    add cold times to a warm work dir or the reverse: the fastest record would win by the way it
-    was measured, not by its schedule."""
-    from .runner import RunnerConfig
+def measured_cold(info: dict) -> "bool | None":
+    """Whether the records of a work dir were timed with cold caches (any flush policy); None for
+    a work dir with nothing measured yet (see `measured_flush`).
 
-    before = measured_cold(previous)
+    Example:
+        >>> measured_cold({"tasks": [{}], "runner_config": {"cache_flush": True}})
+        True
+    """
+    policy = measured_flush(info)
+    return None if policy is None else policy is not False
+
+
+def _describe_flush(policy: "bool | str") -> str:
+    return {False: "warm caches (enable_cpu_cache_flush=False)",
+            True: "cold caches, every argument but the first flushed (cache_flush=True, TVM's policy)"}.get(
+        policy, f"cold caches, cache_flush={policy!r}")
+
+
+def _runner_config(config: Any, flush: "bool | str | None", previous: dict, work_dir: str) -> Any:
+    """The `RunnerConfig` of this run: ``config`` (default `MODEL_RUNNER_CONFIG`) with ``cache_flush``
+    set by ``flush`` (True: `MODEL_FLUSH_POLICY`; or a policy of `FLUSH_POLICIES`), or, when
+    neither says, by how the resumed work dir was measured. Refuses to add times of one flush
+    policy to a work dir measured with another: the fastest record would win by the way it was
+    measured, not by its schedule."""
+    from .runner import FLUSH_POLICIES, RunnerConfig
+
+    before = measured_flush(previous)
+    if flush is True:
+        flush = MODEL_FLUSH_POLICY
+    if flush is not None and flush not in FLUSH_POLICIES:
+        raise ValueError(f"tune: enable_cpu_cache_flush must be True, False or one of {list(FLUSH_POLICIES)}, "
+                         f"got {flush!r}")
     if config is None:
         config = RunnerConfig(**MODEL_RUNNER_CONFIG)
         if flush is None and before is not None and before != config.cache_flush:
-            logger.info("work dir %s was measured with %s caches; continuing so (pass enable_cpu_cache_flush "
-                        "and a new work_dir to change)", work_dir, "cold" if before else "warm")
+            logger.warning("work dir %s was measured with %s; continuing so (this Ingot's default is %s: "
+                           "use a new work_dir to change)", work_dir, _describe_flush(before),
+                           _describe_flush(config.cache_flush))
             flush = before
     elif not isinstance(config, RunnerConfig):
         raise TypeError(f"tune: runner_config must be an ingot.tune.runner.RunnerConfig, got {config!r}")
     if flush is not None:
-        config = dataclasses.replace(config, cache_flush=bool(flush))
+        config = dataclasses.replace(config, cache_flush=flush)
     if before is not None and before != config.cache_flush:
-        how = {True: "cold caches (enable_cpu_cache_flush=True)", False: "warm caches (enable_cpu_cache_flush=False)"}
-        raise ValueError(f"tune: work dir {work_dir} holds records timed with {how[before]}; this run would time "
-                         f"with {how[config.cache_flush]}, and the two are not comparable. Pass "
-                         f"enable_cpu_cache_flush={before} (CLI: --{'enable' if before else 'disable'}-cpu-cache-flush) "
-                         "to continue it, or use a new work_dir")
+        hint = ("--disable-cpu-cache-flush" if before is False else
+                "--enable-cpu-cache-flush" if before == MODEL_FLUSH_POLICY else
+                "runner_config=RunnerConfig(..., cache_flush=" + repr(before) + ")")
+        raise ValueError(f"tune: work dir {work_dir} holds records timed with {_describe_flush(before)}; this run "
+                         f"would time with {_describe_flush(config.cache_flush)}, and the two are not comparable. "
+                         f"Pass enable_cpu_cache_flush={before!r} (CLI: {hint}) to continue it, or use a new work_dir")
     return config
 
 
@@ -200,7 +234,7 @@ def tune_model(model: Any, target: Any = "llvm", *, trials: "int | None" = None,
                seed: "int | None" = None, num_workers: "int | None" = None, runner_config: Any = None,
                patience: int = 3, min_improvement: float = 0.01, measure_default: bool = True,
                skip_share: float = 0.05, max_tasks: "int | None" = None,
-               enable_cpu_cache_flush: "bool | None" = None, verbose: int = 1) -> TuningRecords:
+               enable_cpu_cache_flush: "bool | str | None" = None, verbose: int = 1) -> TuningRecords:
     """Tune every distinct kernel of ``model`` for ``target``; returns the `TuningRecords`.
 
     ``model``: an ``ingot.Model`` (``ingot.load``) or a graph IRModule (``params`` bound into it).
@@ -215,9 +249,12 @@ def tune_model(model: Any, target: Any = "llvm", *, trials: "int | None" = None,
     latency are not searched (0: search every task). ``runner_config``: default
     `MODEL_RUNNER_CONFIG` (20 cold-cache calls; the fastest is recorded).
     ``enable_cpu_cache_flush`` (TVM's name; `RunnerConfig.cache_flush`): time each kernel with cold
-    caches, as inside the model (default: on for a new work dir; a resumed work dir keeps the way
-    its records were measured, since warm and cold times must never be compared). False: warm
-    repeated calls (the single-operator benchmark convention).
+    caches, as inside the model: True flushes each kernel's weights (`MODEL_FLUSH_POLICY`: the
+    parameters bound to model constants; activations stay hot as in the model); a policy name of
+    `FLUSH_POLICIES` picks another (True in a `RunnerConfig` is TVM's "all but the first"). Default:
+    on for a new work dir; a resumed work dir keeps the policy its records were measured with
+    (``tasks.json``'s ``runner_config``), since times of two policies must never be compared.
+    False: warm repeated calls (the single-operator benchmark convention).
 
     Example:
         >>> # records = tune_model(ingot.load("mlp.onnx"), "llvm -num-cores=2", trials=64, work_dir="w")
@@ -290,7 +327,8 @@ def tune_model(model: Any, target: Any = "llvm", *, trials: "int | None" = None,
                                        verbose=0, deadline=deadline, patience=patience,
                                        min_improvement=min_improvement, measure_default=measure_default,
                                        skip_share=skip_share, on_round=on_round,
-                                       time_estimates=previous.get("time_estimates"))
+                                       time_estimates=previous.get("time_estimates"),
+                                       task_args=[(t.weight_params, t.output_params) for t in extracted])
             # Step 3: the rounds.
             try:
                 sched.tune()

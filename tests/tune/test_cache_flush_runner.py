@@ -12,8 +12,8 @@ sys.path.insert(0, os.path.dirname(__file__))
 from ingot.codegen.prelude import C_PRELUDE, emit_metadata_c  # noqa: E402
 from ingot.codegen.toolchain import compile_shared_library  # noqa: E402
 from ingot.tune.database import ArgInfo  # noqa: E402
-from ingot.tune.model import MODEL_RUNNER_CONFIG, _runner_config, measured_cold  # noqa: E402
-from ingot.tune.runner import FLUSH_MIN_REPEAT, LocalRunner, RunnerConfig, RunnerInput  # noqa: E402
+from ingot.tune.model import MODEL_FLUSH_POLICY, MODEL_RUNNER_CONFIG, _runner_config, measured_cold, measured_flush  # noqa: E402
+from ingot.tune.runner import FLUSH_MIN_REPEAT, LocalRunner, RunnerConfig, RunnerInput, flush_args  # noqa: E402
 
 # main(A: float32[1024], B: float32[1024]): B = A + 1
 _SRC = C_PRELUDE + r"""
@@ -46,7 +46,20 @@ def test_config_timing():
     assert cold == dict(number=1, repeat=FLUSH_MIN_REPEAT, min_repeat_ms=0, cache_flush=True)
     assert RunnerConfig(repeat=30, cache_flush=True).timing()["repeat"] == 30
     assert RunnerConfig(number=5, repeat=2).timing() == dict(number=5, repeat=2, min_repeat_ms=20, cache_flush=False)
-    assert MODEL_RUNNER_CONFIG["cache_flush"] is True  # model tuning measures cold
+    assert MODEL_RUNNER_CONFIG["cache_flush"] == MODEL_FLUSH_POLICY == "weights"  # model tuning: weights cold
+
+
+def test_flush_policies():
+    inp = RunnerInput("k.so", ARGS, weight_args=(1, 2), output_args=(3,))
+    assert flush_args(True, inp) is True and flush_args(False, inp) is False
+    assert flush_args("weights", inp) == [1, 2]
+    assert flush_args("weights+outputs", inp) == [1, 2, 3]
+    assert RunnerConfig(repeat=12, cache_flush="weights").timing(inp) == dict(number=1, repeat=12, min_repeat_ms=0,
+                                                                                cache_flush=[1, 2])
+    with pytest.raises(ValueError, match=r"needs the kernel's weight arguments.*cache_flush=True"):
+        RunnerConfig(cache_flush="weights").timing(RunnerInput("k.so", ARGS))
+    with pytest.raises(ValueError, match=r"cache_flush must be one of.*'weights'"):
+        RunnerConfig(cache_flush="inputs")
 
 
 def test_flag_reaches_the_child(lib):
@@ -76,6 +89,10 @@ def test_child_times_with_cache_flush(lib, monkeypatch):
     secs = _child._measure(inp, RunnerConfig(repeat=12, cache_flush=True, slow_cutoff=0), {})
     assert seen == [dict(number=1, repeat=12, min_repeat_ms=0, cache_flush=True)]
     assert len(secs) == 12 and np.all(np.asarray(secs) > 0)
+    # the "weights" policy flushes exactly the candidate's weight arguments
+    inp = RunnerInput(lib, ARGS, workload_key="flush-spy", weight_args=(1,), output_args=(1,))
+    secs = _child._measure(inp, RunnerConfig(repeat=10, cache_flush="weights", slow_cutoff=0), {})
+    assert seen[-1] == dict(number=1, repeat=10, min_repeat_ms=0, cache_flush=[1]) and len(secs) == 10
 
 
 def _tasks_json(cache_flush=None):
@@ -88,18 +105,28 @@ def _tasks_json(cache_flush=None):
 def test_runner_config_of_new_and_resumed_work_dirs():
     empty = {"tasks": []}
     assert measured_cold(empty) is None and measured_cold(_tasks_json()) is False
-    assert _runner_config(None, None, empty, "w").cache_flush is True  # new work dir: cold
+    assert measured_flush(_tasks_json("weights")) == "weights" and measured_cold(_tasks_json("weights")) is True
+    assert _runner_config(None, None, empty, "w").cache_flush == "weights"  # new work dir: weights cold
+    assert _runner_config(None, True, empty, "w").cache_flush == "weights"  # True: the model policy
+    assert _runner_config(None, "weights+outputs", empty, "w").cache_flush == "weights+outputs"
     assert _runner_config(None, False, empty, "w").cache_flush is False  # turned off
     # A work dir from before cold timing (no runner_config) was measured warm: it stays warm.
     assert _runner_config(None, None, _tasks_json(), "w").cache_flush is False
+    # One measured with round 1's policy (every argument but the first) keeps it.
     assert _runner_config(None, None, _tasks_json(True), "w").cache_flush is True
+    assert _runner_config(None, None, _tasks_json("weights"), "w").cache_flush == "weights"
     mine = RunnerConfig(number=2, repeat=1, min_repeat_ms=0)
-    assert _runner_config(mine, True, empty, "w") == RunnerConfig(number=2, repeat=1, min_repeat_ms=0, cache_flush=True)
+    assert _runner_config(mine, True, empty, "w") == RunnerConfig(number=2, repeat=1, min_repeat_ms=0,
+                                                                  cache_flush="weights")
     assert _runner_config(mine, None, _tasks_json(False), "w") is mine
     with pytest.raises(ValueError, match=r"w_old holds records timed with warm caches.*enable_cpu_cache_flush=False"):
         _runner_config(None, True, _tasks_json(), "w_old")
-    with pytest.raises(ValueError, match=r"timed with cold caches.*--enable-cpu-cache-flush"):
-        _runner_config(mine, None, _tasks_json(True), "w")
+    with pytest.raises(ValueError, match=r"every argument but the first.*cache_flush='weights'.*not comparable"):
+        _runner_config(None, True, _tasks_json(True), "w")  # round 1's policy is not silently continued
+    with pytest.raises(ValueError, match=r"timed with cold caches, cache_flush='weights'.*--enable-cpu-cache-flush"):
+        _runner_config(mine, None, _tasks_json("weights"), "w")
+    with pytest.raises(ValueError, match=r"enable_cpu_cache_flush must be"):
+        _runner_config(None, "outputs", empty, "w")
     with pytest.raises(TypeError, match="RunnerConfig"):
         _runner_config({"number": 3}, None, empty, "w")
 
@@ -115,7 +142,9 @@ def test_tune_records_the_runner_config(tmp_path):
     ingot.tune(mlp_model(), target=TARGET, trials=1, work_dir=str(work), runner_config=cfg, num_trials_per_iter=1,
                num_workers=1, verbose=0, patience=0, seed=0, enable_cpu_cache_flush=True)
     info = json.loads((work / "tasks.json").read_text())
-    assert info["runner_config"]["cache_flush"] is True
+    assert info["runner_config"]["cache_flush"] == "weights"
+    # the packed weight of each dense kernel (parameter 1) is what is flushed; the output follows
+    assert all(t["weight_params"] == [1] and t["output_params"] == [2] for t in info["tasks"])
     assert any(t["default_us"] for t in info["tasks"])  # the default schedule was timed cold too
     with pytest.raises(ValueError, match="not comparable"):
         ingot.tune(mlp_model(), target=TARGET, trials=2, work_dir=str(work), runner_config=cfg, verbose=0,

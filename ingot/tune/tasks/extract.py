@@ -66,7 +66,9 @@ def workload_key(func: Any) -> str:
 class ExtractedTask:
     """One distinct kernel of a model: ``name`` (first kernel name), ``mod`` (the workload
     module ``{"main": func}``), ``workload_hash``, ``weight`` (calls per model run),
-    ``flop_count`` (per call), ``kernels`` (the names of the kernels it stands for).
+    ``flop_count`` (per call), ``kernels`` (the names of the kernels it stands for),
+    ``weight_params`` (indices of the kernel parameters bound to graph constants, i.e. weights,
+    at every call site: cold inside the model) and ``output_params`` (indices of its outputs).
 
     Example:
         >>> # t = extract_tasks(model, "llvm")[0]; t.weight * t.flop_count  # FLOPs per model run
@@ -78,6 +80,8 @@ class ExtractedTask:
     weight: int
     flop_count: float
     kernels: list
+    weight_params: tuple = ()
+    output_params: tuple = ()
 
     def __repr__(self) -> str:
         return (f"ExtractedTask({self.name!r}, weight={self.weight}, flop={self.flop_count:.3g}, "
@@ -153,6 +157,62 @@ def count_calls(mod: Any) -> "dict[str, int]":
     return counts
 
 
+def call_site_params(mod: Any) -> "dict[str, tuple[tuple, tuple]]":
+    """``{kernel name: (weight parameter indices, output parameter indices)}`` over the
+    ``call_tir`` sites of ``mod``'s graph functions. A parameter is a weight when it is bound to a
+    graph `Constant` (directly or through a variable binding) at *every* call site: inside the
+    model those are read from L3/DRAM on each run, while activations were just written by the
+    previous kernel (what the model tuner's cold-cache timing flushes, `RunnerConfig.cache_flush`).
+    The inputs of ``call_tir`` are the kernel's first parameters; its outputs follow.
+
+    Example:
+        >>> # call_site_params(fused_mod)["fused_conv2d_add_relu"]  -> ((1, 2), (4,))
+    """
+    from ingot.graph.expr import Call, Constant, Function, Op, Tuple, Var, VarBinding
+    from ingot.tir.function import PrimFunc
+
+    bound: dict = {}
+    sites: dict = {}
+    seen: set = set()
+
+    def walk(node: Any) -> None:
+        if id(node) in seen:
+            return
+        seen.add(id(node))
+        if isinstance(node, VarBinding):
+            bound[node.var] = node.value
+        if isinstance(node, Call) and isinstance(node.op, Op) and node.op.name == "call_tir":
+            name = getattr(node.args[0], "name_hint", str(node.args[0]))
+            inputs = node.args[1].fields if len(node.args) > 1 and isinstance(node.args[1], Tuple) else node.args[1:2]
+            sites.setdefault(name, []).append(tuple(inputs))
+        if isinstance(node, (list, tuple)):
+            for x in node:
+                walk(x)
+            return
+        for f in getattr(node, "_fields", ()):
+            walk(getattr(node, f, None))
+
+    def is_constant(e: Any) -> bool:
+        for _ in range(64):  # a chain of variable bindings (bounded: bindings never form cycles)
+            if isinstance(e, Constant):
+                return True
+            if not isinstance(e, Var) or e not in bound:
+                return False
+            e = bound[e]
+        return False
+
+    for _, func in mod.functions.items():
+        if isinstance(func, Function) and not func.attrs.get("Primitive"):
+            walk(func.body)
+    params = {getattr(n, "name_hint", n): len(f.params) for n, f in mod.functions.items() if isinstance(f, PrimFunc)}
+    out: dict = {}
+    for name, calls in sites.items():
+        n_in = len(calls[0])
+        weights = tuple(i for i in range(n_in) if all(len(c) == n_in and is_constant(c[i]) for c in calls))
+        out[name] = (weights, tuple(range(n_in, params.get(name, n_in))))
+    return out
+
+
 def extract_tasks(mod_or_model: Any, target: Any = "llvm", params: "dict | None" = None) -> "list[ExtractedTask]":
     """The tuning tasks of a model: one per distinct fused kernel (structural hash), heaviest
     (weight x FLOPs) first.
@@ -173,6 +233,7 @@ def extract_tasks(mod_or_model: Any, target: Any = "llvm", params: "dict | None"
 
     mod, kernels = fused_kernels(mod_or_model, params, target)
     calls = count_calls(mod)
+    site_params = call_site_params(mod)
     tasks: dict = {}
     for name, func in kernels.items():
         # Scheduled-level kernels have the root BlockRealize as body; lowered ones (no blocks)
@@ -181,9 +242,13 @@ def extract_tasks(mod_or_model: Any, target: Any = "llvm", params: "dict | None"
             continue
         wl = workload_module(func)
         key = structural_hash(wl)
+        weights, outputs = site_params.get(name, ((), ()))
         if key in tasks:
-            tasks[key].weight += calls[name]
-            tasks[key].kernels.append(name)
+            t = tasks[key]
+            t.weight += calls[name]
+            t.kernels.append(name)
+            # a weight of the task only if it is a constant at every call site of every kernel
+            t.weight_params = tuple(i for i in t.weight_params if i in weights)
             continue
-        tasks[key] = ExtractedTask(name, wl, key, calls[name], float(estimate_flops(wl)), [name])
+        tasks[key] = ExtractedTask(name, wl, key, calls[name], float(estimate_flops(wl)), [name], weights, outputs)
     return sorted(tasks.values(), key=lambda t: (-t.weight * t.flop_count, t.name))

@@ -58,8 +58,15 @@ class ModelTaskScheduler(GradientBased):
     def __init__(self, *args: Any, deadline: "float | None" = None, patience: int = 3,
                  min_improvement: float = 0.01, measure_default: bool = True, skip_share: float = 0.05,
                  on_round: "Optional[Callable[[ModelTaskScheduler], None]]" = None,
-                 time_estimates: "dict | None" = None, **kwargs: Any):
+                 time_estimates: "dict | None" = None, task_args: "Optional[list]" = None, **kwargs: Any):
         super().__init__(*args, **kwargs)
+        # Per task, (weight parameter indices, output parameter indices) of its kernel
+        # (`ExtractedTask.weight_params`/``output_params``): which arguments the runner's
+        # "weights" cache-flush policies flush. None: unknown (the runner refuses those policies).
+        self.task_args = list(task_args) if task_args is not None else [(None, None)] * len(self.tasks)
+        if len(self.task_args) != len(self.tasks):
+            raise ValueError(f"ModelTaskScheduler: task_args has {len(self.task_args)} entries for "
+                             f"{len(self.tasks)} tasks; pass one (weight_params, output_params) per task")
         self.deadline = deadline
         self.patience = int(patience)
         self.min_improvement = float(min_improvement)
@@ -351,7 +358,9 @@ class ModelTaskScheduler(GradientBased):
         ctx = self.tasks[i]
         t = time.perf_counter()
         if built.ok:
-            r = self.runner.run([RunnerInput(built.artifact_path, args_info, ref, shash, "main", ctx.num_cores)])[0]
+            weights, outputs = self.task_args[i]
+            r = self.runner.run([RunnerInput(built.artifact_path, args_info, ref, shash, "main", ctx.num_cores,
+                                             weight_args=weights, output_args=outputs)])[0]
             # The fastest repeat: other processes on the machine only ever add time, so the
             # minimum is the robust estimate (a preempted repeat must not pick the schedule).
             secs, err = ([min(r.run_secs)] if r.run_secs else r.run_secs), r.error_msg
