@@ -19,7 +19,8 @@ def _schedule(tensors, out):
     return sch.mod["main"], rule
 
 
-@pytest.mark.parametrize("m,k,n", [(1, 512, 1000), (3, 256, 40)])
+# 1000 / 40: groups of 4 rows; 6: groups of 2; 37 (prime): one row at a time (row_reduction_rule)
+@pytest.mark.parametrize("m,k,n", [(1, 512, 1000), (3, 256, 40), (2, 64, 6), (1, 128, 37)])
 def test_dense_small_batch_uses_gemv_rule_and_matches_numpy(m, k, n):
     X = te.placeholder((m, k), "float32", name="X")
     W = te.placeholder((n, k), "float32", name="W")
