@@ -61,8 +61,8 @@ def get_lowering_pipeline(ctx: "PassContext | None" = None) -> Sequential:
     # Phase 1: blocks -> loops.
     passes += [tt.LowerInitBlock(), tt.ConvertBlocksToLoops(), tt.CompactBufferAllocation()]
     passes += user[1]
-    # Phase 2: flat buffers and canonical indices.
-    passes += [tt.FlattenBuffer(), tt.Simplify()]
+    # Phase 2: software prefetch hints (need the multi-dimensional regions), flat buffers, canonical indices.
+    passes += [tt.InjectSoftwarePrefetch(), tt.FlattenBuffer(), tt.Simplify()]
     passes += user[2]
     # Phase 3: loop-kind lowering and cleanup. Unroll before vectorize, so an unrolled loop inside a
     # vectorized one leaves straight-line stores that vectorize.

@@ -84,3 +84,25 @@ def test_wide_1x1_default_matches_torch():
     x, w, b = (rng.standard_normal(s).astype("float32") for s in ((1, hw, hw, c), (1, 1, c, o), (o,)))
     out = _run(sch, [x, packed.pack_conv2d_nhwc_weight(w, 32), b], (1, hw, hw, o))
     np.testing.assert_allclose(out, _reference(x, w, b, 1), rtol=1e-4, atol=1e-3)
+
+
+@pytest.mark.parametrize("order", ["oc", "rows"])
+def test_weight_prefetch_of_the_next_slice_matches_torch(order):
+    # ConvNhwcParams.prefetch: each channel slice prefetches the next one's weights (lines of
+    # the 3x3 x 16-channel x 32 panel slice), same numbers; the C has one __builtin_prefetch.
+    import ingot
+
+    c, hw, o, k = 64, 14, 64, 3
+    params = ConvNhwcParams(order, 7, 16, 4, prefetch=3)
+    sch = Schedule(_layer(c, hw, o, k))
+    info = analyze_block(sch, sch.get_block("conv2d_nhwc"))
+    shape = analyze_conv_nhwc(sch, "conv2d_nhwc", info, 16)
+    build_conv_nhwc(sch, "conv2d_nhwc", info, shape, params.order, params.x_factors(hw), params.c_factors(c), 2,
+                    prefetch=params.prefetch)
+    sch = schedule_blocks(sch, Target(TARGET))
+    src = ingot.build(sch.mod, target=TARGET).get_source()
+    assert src.count("__builtin_prefetch") == 1 and ", 0, 3)" in src
+    rng = np.random.default_rng(0)
+    x, w, b = (rng.standard_normal(s).astype("float32") for s in ((1, hw, hw, c), (k, k, c, o), (o,)))
+    out = _run(sch, [x, packed.pack_conv2d_nhwc_weight(w, 32), b], (1, hw, hw, o))
+    np.testing.assert_allclose(out, _reference(x, w, b, k), rtol=1e-4, atol=1e-3)

@@ -17,7 +17,7 @@ import re
 from typing import Any, Callable, Sequence
 
 from ingot.ir.dtype import DataType
-from ingot.ir.expr import Call, StringImm
+from ingot.ir.expr import BufferLoad, Call, StringImm
 
 __all__ = ["INTRINSICS", "C_CPU_INTRINSICS", "intrinsic_text"]
 
@@ -136,6 +136,15 @@ def _reinterpret(ctx, call: Call, args: Sequence[str]) -> str:
     return f"({{ {src} {t}_s = {args[0]}; {dst} {t}_d; memcpy(&{t}_d, &{t}_s, sizeof({t}_d)); {t}_d; }})"
 
 
+def _prefetch(ctx, call: Call, args: Sequence[str]) -> str:
+    # T.prefetch(W[i], rw, locality): the operand is an element load, printed ``ptr[i]``; its
+    # address is what GCC's builtin takes (prefetcht0/t1/t2/nta by locality 3/2/1/0).
+    if not isinstance(call.args[0], BufferLoad) or call.args[0].dtype.lanes != 1 or call.args[0].buffer.dtype.code == "bfloat":
+        raise ValueError(f"prefetch: the first argument must be a scalar element load W[i] (not bfloat16), "
+                         f"got {call.args[0]}; build it with ingot.tir.transform.software_prefetch.prefetch")
+    return f"(__builtin_prefetch((const void*)&{args[0]}, {args[1]}, {args[2]}), 0)"
+
+
 def _one(suffix: str) -> str:
     return "1.0" if not suffix else "1.0f"
 
@@ -168,6 +177,7 @@ INTRINSICS: dict[str, Emitter] = {
     "call_extern": _call_extern,
     "call_pure_extern": _call_extern,
     "reinterpret": _reinterpret,
+    "prefetch": _prefetch,
 }
 
 

@@ -145,8 +145,10 @@ class ConvNhwcParams:
     ``order`` (``"rows"``: (n, oh) rows parallel, oc blocks inside; ``"oc"``: (n, oc block)
     parallel, rows inside), ``mr`` (pixels per register tile, dividing OW), ``kc`` (input
     channels per reduction slice; 0: whole reduction per tile), ``ku`` (channel steps unrolled;
-    1: none) and ``parallel_fuse`` (``"rows"`` order: how many leading loops of (n, oh, oc block)
-    fuse into the parallel loop; None: the fewest giving >= 4 tasks per core).
+    1: none), ``parallel_fuse`` (``"rows"`` order: how many leading loops of (n, oh, oc block)
+    fuse into the parallel loop; None: the fewest giving >= 4 tasks per core) and ``prefetch``
+    (sliced layers: software-prefetch the next channel slice's weights at each slice, with this
+    ``__builtin_prefetch`` locality 0-3; None: no prefetch).
 
     Example:
         >>> ConvNhwcParams("rows", 8, 32, 4).x_factors(56), ConvNhwcParams("rows", 8, 32, 4).c_factors(64)
@@ -157,6 +159,7 @@ class ConvNhwcParams:
     kc: int
     ku: int
     parallel_fuse: Optional[int] = None
+    prefetch: Optional[int] = None
 
     def x_factors(self, ow: int) -> "list[int]":
         """OW -> (pixel tiles, MR) split factors."""
@@ -283,11 +286,12 @@ def conv_nhwc_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: int,
     except ScheduleError as err:
         raise ScheduleError(str(err).replace("conv_nhwc_rule:", f"conv_nhwc_rule: block {name!r}:", 1)) from None
     build_conv_nhwc(sch, name, info, shape, params.order, params.x_factors(shape.ow), params.c_factors(shape.c),
-                    cores, parallel_fuse=params.parallel_fuse, epilogue=epilogue)
+                    cores, parallel_fuse=params.parallel_fuse, epilogue=epilogue, prefetch=params.prefetch)
 
 
 def build_conv_nhwc(sch: Any, name: str, info: BlockInfo, shape: ConvNhwcShape, order: str, x_factors: Any,
-                    c_factors: Any, cores: int, *, parallel_fuse: Optional[int] = None, epilogue: bool = True) -> Any:
+                    c_factors: Any, cores: int, *, parallel_fuse: Optional[int] = None, epilogue: bool = True,
+                    prefetch: Optional[int] = None) -> Any:
     """The parameterized NHWC conv schedule (module note) that `conv_nhwc_rule` (with
     `default_conv_params`) and the tuner's `NhwcConv` rule (with sampled factors) both build.
 
@@ -296,7 +300,8 @@ def build_conv_nhwc(sch: Any, name: str, info: BlockInfo, shape: ConvNhwcShape, 
     the (kx, c) fusion of the RGB stem when C < 8). Each is a list of ints / None / sampled
     `ExprRV`s, or a function ``(sch, loop) -> list`` called on the loop it splits (how the tuner
     samples: ``lambda s, l: s.sample_perfect_tile(l, n=2, ...)``). ``order``: ``"rows"`` or
-    ``"oc"``; ``parallel_fuse``: see `ConvNhwcParams`. Returns the task loop (the epilogue's).
+    ``"oc"``; ``parallel_fuse``, ``prefetch``: see `ConvNhwcParams`. Returns the task loop (the
+    epilogue's).
 
     Example:
         >>> # shape = analyze_conv_nhwc(sch, "conv2d_nhwc", info, 16)
@@ -315,7 +320,7 @@ def build_conv_nhwc(sch: Any, name: str, info: BlockInfo, shape: ConvNhwcShape, 
     cf = _factors(sch, reduce[-1], c_factors) if c_factors is not None else None
     if cf is not None and len(cf) == 3:
         return _blocked(sch, order, blk, (ln, ly, oo, xo, xi, on, ol), [shape.n, shape.oh, shape.o // shape.nr],
-                        reduce, cf, lanes, cores, epilogue, parallel_fuse)
+                        reduce, cf, lanes, cores, epilogue, parallel_fuse, prefetch)
     # Step 2. The reduction: (kx, c) fused for the stem, or c -> (rco, rcu unrolled).
     if cf is None and shape.c < 8 and len(reduce) >= 2:
         # A few input channels (the RGB stem): (kx, c) as one loop, contiguous in the input row
@@ -411,7 +416,8 @@ def _input_channel_axis(block: Any, info: BlockInfo, ivars: list) -> int:
 
 
 def _blocked(sch: Any, order: str, blk: Any, tile_loops: tuple, outer_ext: list, reduce: list, cf: list,
-             lanes: int, cores: int, epilogue: bool, parallel_fuse: Optional[int] = None) -> Any:
+             lanes: int, cores: int, epilogue: bool, parallel_fuse: Optional[int] = None,
+             prefetch: Optional[int] = None) -> Any:
     """The reduction sliced into channel slices (``cf``: slices, kc/ku, ku; as `blocked_gemm_rule`'s
     k slices): for each task (``"oc"``: an (n, oc block); ``"rows"``: an output row and oc block)
     and channel slice, every pixel tile of the task accumulates that slice into the output block,
@@ -430,6 +436,13 @@ def _blocked(sch: Any, order: str, blk: Any, tile_loops: tuple, outer_ext: list,
         sch.reorder(ln, ly, oo, rco, xo, *reduce[:-1], rci, rcu, xi, on, ol)
     if not (isinstance(cf[2], int) and cf[2] == 1):
         sch.unroll(rcu)
+    if prefetch is not None:
+        # Each slice first prefetches the next slice's weights: KH*KW pieces 4 KB apart
+        # (32 KB strides) that hardware prefetchers do not follow. A loop annotation lowered by
+        # InjectSoftwarePrefetch (a schedule cannot insert statements; the pass sees the region).
+        block = sch.get(blk)
+        weight, _ = _channel_weight(block, block.iter_vars[3].var, block.name_hint)
+        sch.annotate(rco, "software_prefetch", [weight.name, int(prefetch)])
     sch.unroll(xi)
     sch.unroll(on)
     sch.vectorize(ol)

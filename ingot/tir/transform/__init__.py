@@ -19,12 +19,13 @@ from .lower_blocks import ConvertBlocksToLoops, LowerBlocks
 from .lower_init_block import LowerInitBlock
 from .remove_no_op import RemoveNoOp
 from .simplify import Simplify
+from .software_prefetch import InjectSoftwarePrefetch
 from .unroll import UnrollLoop
 from .vectorize import VectorizeLoop
 
 __all__ = [
     "prim_func_pass", "LowerInitBlock", "ConvertBlocksToLoops", "LowerBlocks", "CompactBufferAllocation",
-    "FlattenBuffer", "Simplify", "VectorizeLoop", "UnrollLoop", "RemoveNoOp", "PassContext", "Sequential",
+    "FlattenBuffer", "InjectSoftwarePrefetch", "Simplify", "VectorizeLoop", "UnrollLoop", "RemoveNoOp", "PassContext", "Sequential",
 ]
 
 
@@ -33,7 +34,7 @@ def _register() -> None:
     from ingot.ir.transform import register_pass
 
     for factory in (LowerInitBlock, ConvertBlocksToLoops, CompactBufferAllocation, FlattenBuffer, Simplify,
-                    VectorizeLoop, UnrollLoop, RemoveNoOp):
+                    VectorizeLoop, UnrollLoop, RemoveNoOp, InjectSoftwarePrefetch):
         register_pass(factory.__name__, factory)
 
 
