@@ -15,6 +15,7 @@ from .fuse_ops import FuseOps, FuseTIR
 from .legalize_ops import LegalizeOps
 from .pack_weights import PackWeights
 from .simplify_inference import SimplifyInference
+from .sink_reshape import SinkReshape
 
 
 LAYOUTS = ("auto", "NHWC", "NCHW")
