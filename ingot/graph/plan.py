@@ -310,16 +310,74 @@ def plan_memory(plan: dict) -> "dict | None":
             i["shape"] is not None and all(isinstance(d, int) for d in i["shape"]) for i in plan["inputs"]):
         return None
     outs = output_values(plan)
+    live = value_lifetimes(plan)
+    planned = [i for i, v in enumerate(values) if i not in outs and v["shape"] is not None]
+    sizes = [nbytes_of(values[i]) for i in planned]
+    lifetimes = [live[i] for i in planned]
+    offsets, peak = place_buffers(sizes, lifetimes)
+    return {"offsets": {str(i): off for i, off in zip(planned, offsets)}, "workspace_bytes": peak,
+            "naive_bytes": sum(align_up(s) for s in sizes)}
+
+
+def value_lifetimes(plan: dict) -> dict:
+    """``{value id: (first step, last step)}`` of every tensor a step of ``plan`` produces, inclusive:
+    from the step that writes it to the last step that reads it (the producing step when unread).
+
+    Example:
+        >>> plan = {"steps": [{"args": [["input", 0]], "outs": [0]}, {"args": [["value", 0]], "outs": [1]}],
+        ...         "values": [{"step": 0}, {"step": 1}]}
+        >>> value_lifetimes(plan)
+        {0: (0, 1), 1: (1, 1)}
+    """
     last_use: dict[int, int] = {}
     for k, step in enumerate(plan["steps"]):
         for a in step["args"]:
             _walk_refs(a, lambda v, k=k: last_use.__setitem__(v, k))
-    planned = [i for i, v in enumerate(values) if i not in outs and v["shape"] is not None]
-    sizes = [nbytes_of(values[i]) for i in planned]
-    lifetimes = [(values[i]["step"], max(values[i]["step"], last_use.get(i, values[i]["step"]))) for i in planned]
-    offsets, peak = place_buffers(sizes, lifetimes)
-    return {"offsets": {str(i): off for i, off in zip(planned, offsets)}, "workspace_bytes": peak,
-            "naive_bytes": sum(align_up(s) for s in sizes)}
+    return {i: (v["step"], max(v["step"], last_use.get(i, v["step"]))) for i, v in enumerate(plan["values"])}
+
+
+def check_memory_plan(plan: dict) -> None:
+    """Raise `IRError` unless ``plan``'s static memory plan is sound: every planned tensor is
+    `ALIGN`-byte aligned and inside the workspace, no function output is planned, and no two
+    tensors whose lifetimes overlap (`value_lifetimes`) share a byte. A plan without a memory plan
+    (symbolic shapes) passes.
+
+    Example:
+        >>> plan = {"steps": [{"args": [["input", 0]], "outs": [0]}, {"args": [["value", 0]], "outs": [1]}],
+        ...         "values": [{"shape": [16], "dtype": "float32", "step": 0},
+        ...                    {"shape": [16], "dtype": "float32", "step": 1}],
+        ...         "output": ["value", 1], "memory": {"offsets": {"0": 0}, "workspace_bytes": 64}}
+        >>> check_memory_plan(plan)
+    """
+    mem = plan.get("memory")
+    if mem is None:
+        return
+    name = plan.get("name", "<plan>")
+    offsets = {int(k): off for k, off in mem["offsets"].items()}
+    lifetimes = value_lifetimes(plan)
+    for v in offsets.keys() & output_values(plan):
+        raise IRError(f"{name}: value {v} is a function output but has a workspace offset; outputs are "
+                      f"fresh arrays (drop it from memory['offsets'])")
+    spans = []
+    for v, off in offsets.items():
+        size = nbytes_of(plan["values"][v])
+        if off % ALIGN or off < 0 or off + size > mem["workspace_bytes"]:
+            raise IRError(f"{name}: value {v} at offset {off} ({size} bytes) is not {ALIGN}-byte aligned inside "
+                          f"the {mem['workspace_bytes']}-byte workspace; re-plan with plan_memory(plan)")
+        spans.append((off, off + size, v))
+    spans.sort()
+    # Step 1: sweep by address; a tensor can only collide with those whose span is still open.
+    open_spans: list = []
+    for start, end, v in spans:
+        open_spans = [s for s in open_spans if s[1] > start]
+        for _, _, u in open_spans:
+            (a0, a1), (b0, b1) = lifetimes[u], lifetimes[v]
+            # Step 2: overlapping addresses are fine only for disjoint lifetimes.
+            if a0 <= b1 and b0 <= a1:
+                raise IRError(f"{name}: values {u} (steps {a0}-{a1}) and {v} (steps {b0}-{b1}) are live at the "
+                              f"same time but overlap in the workspace (offsets {offsets[u]} and {offsets[v]}); "
+                              f"re-plan with plan_memory(plan)")
+        open_spans.append((start, end, v))
 
 
 def compile_plan(func: Function, name: str, consts: ConstantTable) -> dict:
