@@ -131,30 +131,34 @@ def count_calls(mod: Any) -> "dict[str, int]":
     Example:
         >>> # count_calls(fused_mod) -> {'fused_linear_relu': 2, 'linear': 1}
     """
-    from ingot.graph.expr import Call, Function, Op
+    from ingot.graph.expr import Call, Op
 
     counts: dict = {}
-    seen: set = set()
-
-    def walk(node: Any) -> None:
-        if id(node) in seen:
-            return
-        seen.add(id(node))
+    for node in _graph_nodes(mod):
         if isinstance(node, Call) and isinstance(node.op, Op) and node.op.name == "call_tir":
-            callee = node.args[0]
-            name = getattr(callee, "name_hint", str(callee))
+            name = getattr(node.args[0], "name_hint", str(node.args[0]))
             counts[name] = counts.get(name, 0) + 1
-        if isinstance(node, (list, tuple)):
-            for x in node:
-                walk(x)
-            return
-        for f in getattr(node, "_fields", ()):
-            walk(getattr(node, f, None))
-
-    for _, func in mod.functions.items():
-        if isinstance(func, Function) and not func.attrs.get("Primitive"):
-            walk(func.body)
     return counts
+
+
+def _graph_nodes(mod: Any):
+    """Every node reachable from the bodies of ``mod``'s graph functions (not the primitive
+    ones), each once, parents before children."""
+    from ingot.graph.expr import Function
+
+    seen: set = set()
+    stack = [func.body for _, func in mod.functions.items()
+             if isinstance(func, Function) and not func.attrs.get("Primitive")][::-1]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (list, tuple)):
+            stack.extend(reversed(node))
+            continue
+        if node is None or id(node) in seen:
+            continue
+        seen.add(id(node))
+        yield node
+        stack.extend(reversed([getattr(node, f, None) for f in getattr(node, "_fields", ())]))
 
 
 def call_site_params(mod: Any) -> "dict[str, tuple[tuple, tuple]]":
@@ -168,29 +172,18 @@ def call_site_params(mod: Any) -> "dict[str, tuple[tuple, tuple]]":
     Example:
         >>> # call_site_params(fused_mod)["fused_conv2d_add_relu"]  -> ((1, 2), (4,))
     """
-    from ingot.graph.expr import Call, Constant, Function, Op, Tuple, Var, VarBinding
+    from ingot.graph.expr import Call, Constant, Op, Tuple, Var, VarBinding
     from ingot.tir.function import PrimFunc
 
     bound: dict = {}
     sites: dict = {}
-    seen: set = set()
-
-    def walk(node: Any) -> None:
-        if id(node) in seen:
-            return
-        seen.add(id(node))
+    for node in _graph_nodes(mod):
         if isinstance(node, VarBinding):
             bound[node.var] = node.value
         if isinstance(node, Call) and isinstance(node.op, Op) and node.op.name == "call_tir":
             name = getattr(node.args[0], "name_hint", str(node.args[0]))
             inputs = node.args[1].fields if len(node.args) > 1 and isinstance(node.args[1], Tuple) else node.args[1:2]
             sites.setdefault(name, []).append(tuple(inputs))
-        if isinstance(node, (list, tuple)):
-            for x in node:
-                walk(x)
-            return
-        for f in getattr(node, "_fields", ()):
-            walk(getattr(node, f, None))
 
     def is_constant(e: Any) -> bool:
         for _ in range(64):  # a chain of variable bindings (bounded: bindings never form cycles)
@@ -201,9 +194,6 @@ def call_site_params(mod: Any) -> "dict[str, tuple[tuple, tuple]]":
             e = bound[e]
         return False
 
-    for _, func in mod.functions.items():
-        if isinstance(func, Function) and not func.attrs.get("Primitive"):
-            walk(func.body)
     params = {getattr(n, "name_hint", n): len(f.params) for n, f in mod.functions.items() if isinstance(f, PrimFunc)}
     out: dict = {}
     for name, calls in sites.items():
