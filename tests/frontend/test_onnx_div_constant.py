@@ -9,7 +9,6 @@ onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 from ingot.frontend.onnx import from_onnx  # noqa: E402
-from ingot.frontend.onnx import ops_math  # noqa: E402
 from ingot.frontend.reference import evaluate  # noqa: E402
 
 F = TensorProto.FLOAT
@@ -32,8 +31,8 @@ def _ops(mod) -> list:
     return [b.value.op.name for blk in mod["main"].body.blocks for b in blk.bindings if hasattr(b.value, "op")]
 
 
-def _run(model):
-    mod, _ = from_onnx(model)
+def _run(model, **options):
+    mod, _ = from_onnx(model, **options)
     return mod, np.asarray(evaluate(mod, [x])[0])
 
 
@@ -69,8 +68,7 @@ def test_divide_kept_when_reciprocal_inexact_or_not_scalar(c):
     assert "divide" in _ops(mod)
 
 
-def test_flag_off_keeps_ieee_division(monkeypatch):
-    monkeypatch.setattr(ops_math, "RECIPROCAL_DIVISION", False)
-    mod, y = _run(_div_model(np.array([1.4142135], "float32")))
+def test_exact_division_keeps_ieee_division():
+    mod, y = _run(_div_model(np.array([1.4142135], "float32")), exact_division=True)
     assert "divide" in _ops(mod)
     np.testing.assert_array_equal(y, x / np.float32(1.4142135))

@@ -298,6 +298,9 @@ class Context(FoldingContext):
     at import time) and `emit` (bind an op call, folding it when all its inputs are constants).
     """
 
+    #: Keep Div by a one-element float constant as an IEEE division (``from_onnx(exact_division=)``).
+    exact_division: bool = False
+
     # Values (``static`` and ``emit`` come from FoldingContext) -------------------------------------
     @staticmethod
     def expr(value: Any, node: "Node | None" = None) -> G.Expr:
@@ -342,7 +345,7 @@ def from_onnx(model_or_path: Any, shape_dict: "Mapping[str, Sequence[Any]] | Non
               dtype_dict: "Mapping[str, str] | str | None" = None, opset: "int | None" = None,
               keep_params_in_input: bool = False,
               const_inputs: "Mapping[str, Any] | None" = None, *, checked: bool = False,
-              source: "str | None" = None) -> tuple[IRModule, dict]:
+              source: "str | None" = None, exact_division: bool = False) -> tuple[IRModule, dict]:
     """Import an ONNX model (TVM's ``relax.frontend.onnx.from_onnx``).
 
     Args:
@@ -360,6 +363,10 @@ def from_onnx(model_or_path: Any, shape_dict: "Mapping[str, Sequence[Any]] | Non
         checked: ``model_or_path`` is a ModelProto that `load_model` already checked (skip the
             checker: on a proto it re-serializes every weight).
         source: the file name to use in error messages when ``model_or_path`` is a ModelProto.
+        exact_division: keep ``Div(x, c)`` by a one-element float constant as an IEEE division. By
+            default it imports as ``x * (1 / c)``, as ONNX Runtime's and PyTorch's GELU compute it
+            (within 1 ulp, exact when ``1 / c`` is a power of two; a vector divide costs 10-16
+            multiplies).
 
     Returns:
         ``(mod, params)``: ``mod["main"]`` takes the model's inputs in order and returns its output
@@ -426,6 +433,7 @@ def from_onnx(model_or_path: Any, shape_dict: "Mapping[str, Sequence[Any]] | Non
     # Step 4. convert the nodes in order.
     bb = G.BlockBuilder()
     ctx = Context(bb)
+    ctx.exact_division = exact_division
     with bb.function("main", params_vars):
         with bb.dataflow():
             for proto in model.graph.node:

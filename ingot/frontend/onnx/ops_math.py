@@ -236,11 +236,7 @@ def _np_shape_equal(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.array([eq(x, y) for x, y in zip(a.reshape(-1), b.reshape(-1))], bool).reshape(a.shape)
 
 
-# Import Div by a one-element float constant as a multiply by its reciprocal (see below).
-RECIPROCAL_DIVISION = True
-
-
-def _reciprocal_multiplier(divisor: Any) -> Any:
+def _reciprocal_multiplier(ctx: Any, divisor: Any) -> Any:
     """``1 / divisor`` as a float constant when ``divisor`` is a one-element float constant, else None.
 
     ONNX ``Div(x, c)`` by such a constant imports as ``multiply(x, 1 / c)``.
@@ -248,9 +244,10 @@ def _reciprocal_multiplier(divisor: Any) -> Any:
     Note (why): a vector divide costs 10-16x a multiply on AVX-512 (BERT's GELU divides every
     FFN activation by sqrt(2)). ORT's Gelu and PyTorch's gelu multiply by 1/sqrt(2); so does
     this. The product differs from the quotient by at most 1 ulp (none when 1/c is a power of
-    two); ``RECIPROCAL_DIVISION = False`` keeps IEEE division (TVM's default without fast-math).
+    two); ``from_onnx(..., exact_division=True)`` keeps IEEE division (TVM's default without
+    fast-math).
     """
-    if not RECIPROCAL_DIVISION or not isinstance(divisor, G.Constant):
+    if getattr(ctx, "exact_division", False) or not isinstance(divisor, G.Constant):
         return None
     value = divisor.data.numpy() if hasattr(divisor.data, "numpy") else np.asarray(divisor.data)
     if value.size != 1 or value.dtype.kind != "f":
@@ -300,7 +297,7 @@ def _binary(builder: Callable, shape_ref: "Callable | None") -> Callable:
             r = ctx.expr(ctx.emit(G.op.round(ctx.expr(ctx.emit(G.op.power(fa, fb))))))
             return ctx.emit(G.op.cast(r, dt))
         if builder is G.op.divide:
-            recip = _reciprocal_multiplier(eb)
+            recip = _reciprocal_multiplier(ctx, eb)
             if recip is not None:
                 return ctx.emit(G.op.multiply(ea, recip))
         return ctx.emit(builder(ea, eb))
