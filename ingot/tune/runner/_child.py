@@ -115,17 +115,10 @@ def _measure(inp, cfg, references: dict) -> list:
     cutoff = float(getattr(cfg, "slow_cutoff", 0.0) or 0.0)
     if cutoff > 0 and first > cutoff * best[0] and first * 1e3 > cfg.min_repeat_ms:
         return [first]   # hopeless: its first run is the measurement (RunnerConfig.slow_cutoff)
-    timer = lib.time_evaluator(inp.func_name, cpu(0), **_timing(cfg, inp))
+    timer = lib.time_evaluator(inp.func_name, cpu(0), **cfg.timing(inp))
     results = [float(s) for s in timer(*args).results]
     best[0] = min(best[0], sum(results) / len(results))
     return results
-
-
-def _timing(cfg, inp=None) -> dict:
-    """``time_evaluator`` arguments of ``cfg`` (a `RunnerConfig`, or an older pickled one) for ``inp``."""
-    if hasattr(cfg, "timing"):
-        return cfg.timing(inp)
-    return dict(number=cfg.number, repeat=cfg.repeat, min_repeat_ms=cfg.min_repeat_ms)
 
 
 class _WrongResult(Exception):
