@@ -12,7 +12,9 @@ in the table come from a final interleaved measurement: ONNX Runtime, PyTorch, I
 at each checkpoint (each package compiled when its checkpoint was reached and kept) are timed in turn
 for ``--rounds`` rounds and each keeps its fastest call. Timing them minutes apart is not enough:
 this shared machine drifts by ±5% over the tens of minutes a tuning run takes, which is as large as
-the effect measured (``latency_at_checkpoint_ms`` keeps the figure taken right after tuning). Results are appended to
+the effect measured (``latency_at_checkpoint_ms`` keeps the figure taken right after tuning). A
+second compile of the untuned model runs beside them as the noise control: how far two packages of
+the same code lie apart bounds what a tuned-vs-untuned difference can show. Results are appended to
 ``OUT/results.json`` as they come (one model crashing keeps the others' rows; rerunning with
 ``--resume`` skips finished points).
 
@@ -168,7 +170,9 @@ def bench_model(name: str, args, save) -> dict:
     result.update(time_baselines(sess, module, x))
     save(result)
     point, untuned_fn = time_ingot(model, args.target, x, expected)
-    runs = {"untuned": untuned_fn}
+    # A second compile of the same untuned model is the noise control of the final timing: two
+    # packages of identical code differ by placement alone (weights, code), ~1-2% on this VM.
+    runs = {"untuned": untuned_fn, "untuned, 2nd compile": time_ingot(model, args.target, x, None)[1]}
     result["points"].append({"budget": "untuned", "tuning_s": 0.0, "estimate_ms": None, **point})
     save(result)
     print(f"{name}: ORT {result['ort_ms']} ms, PyTorch {result['torch_ms']} ms, Ingot untuned "
@@ -199,6 +203,7 @@ def bench_model(name: str, args, save) -> dict:
             result[key] = final[key]
     for point in result["points"]:
         point["latency_ms"] = final.get(f"ingot {point['budget']}", point["latency_ms"])
+    result["untuned_recompiled_ms"] = final.get("ingot untuned, 2nd compile")
     print(f"{name}: interleaved over {args.rounds} rounds: "
           + ", ".join(f"{k} {v:.3f} ms" for k, v in final.items()), flush=True)
     result["load_after"] = load_average()
@@ -215,7 +220,7 @@ def table(results: list) -> str:
             if p["budget"] not in budgets:
                 budgets.append(p["budget"])
     header = (["model", "ONNX Runtime (ms)", "PyTorch (ms)"] + [f"Ingot {b} (ms)" for b in budgets]
-              + ["best vs ORT", "best vs PyTorch", "estimate (ms)", "schedules"])
+              + ["untuned, 2nd compile (noise control)", "best vs ORT", "best vs PyTorch", "estimate (ms)", "schedules"])
     rows = []
     for r in results:
         by = {p["budget"]: p for p in r["points"]}
@@ -230,7 +235,8 @@ def table(results: list) -> str:
                      f"{r['ort_ms']:.2f}" if r.get("ort_ms") else "-",
                      f"{r['torch_ms']:.2f}" if r.get("torch_ms") else "-"]
                     + [f"{by[b]['latency_ms']:.2f}" if b in by else "-" for b in budgets]
-                    + [ratio(r.get("ort_ms")), ratio(r.get("torch_ms")),
+                    + [f"{r['untuned_recompiled_ms']:.2f}" if r.get("untuned_recompiled_ms") else "-",
+                       ratio(r.get("ort_ms")), ratio(r.get("torch_ms")),
                        f"{last['estimate_ms']:.2f}" if last.get("estimate_ms") else "-",
                        last.get("report", "").replace("schedules: ", "")])
     return markdown_table(header, rows)
