@@ -191,15 +191,28 @@ class ConstantTable:
             offset = align_up(offset + int(a.nbytes))
         return descs, offset
 
+    def write_into(self, out: Any) -> None:
+        """Write all constants into the writable byte buffer ``out`` (a uint8 array of at least
+        ``layout()[1]`` bytes), each at its aligned offset, zeros in the padding: one copy per
+        constant, straight to its place (the weights of a model can be hundreds of MB)."""
+        import numpy as np
+
+        descs, total = self.layout()
+        out = np.asarray(out).reshape(-1)
+        end = 0
+        for d, a in zip(descs, self.arrays):
+            out[end:d["offset"]] = 0
+            out[d["offset"]:d["offset"] + d["nbytes"]] = np.ascontiguousarray(a).reshape(-1).view(np.uint8)
+            end = d["offset"] + d["nbytes"]
+        out[end:] = 0
+
     def blob(self) -> bytes:
         """All constants, each at its aligned offset (zero padding between them)."""
         import numpy as np
 
-        descs, total = self.layout()
-        out = bytearray(total)
-        for d, a in zip(descs, self.arrays):
-            out[d["offset"]:d["offset"] + d["nbytes"]] = np.ascontiguousarray(a).tobytes()
-        return bytes(out)
+        out = np.empty(self.layout()[1], np.uint8)
+        self.write_into(out)
+        return out.tobytes()
 
 
 class _Compiler:
