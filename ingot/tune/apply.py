@@ -5,12 +5,13 @@ Note: `apply_records(source, target)` returns an `ApplyBest` hook for
 passes it). For each fused kernel the hook
 Step 1. computes its workload key (`ingot.tune.tasks.workload_key`: structural hash of the kernel
    with its name attributes normalized) and asks the database for the best valid record on
-   ``target``;
+   ``target`` among the records of one cache-flush policy (the preferred one, `preferred_flush`,
+   when the kernel has records of it: database/base.py's note);
 Step 2. on a hit, replays the record's trace on a fresh `Schedule` of the normalized kernel and
    returns the scheduled function under the kernel's own attributes (``"tuned"``);
 Step 3. on a miss, returns None: the graph layer uses the default schedule (``"default"``);
 Step 2b. when the best record is the default schedule itself, or beat it by less than
-   `APPLY_MIN_GAIN` (the default's record is the one whose candidate hash is the default
+   `APPLY_MIN_GAIN` (the default's record of the same flush policy is the one whose candidate hash is the default
    schedule's, measured first by the model tuner), returns None: ``"kept-default"``;
 Step 4. when the trace does not replay, warns (``RuntimeWarning`` naming the kernel and the
    error) and returns None (``"failed"``: default schedule).
@@ -85,11 +86,14 @@ class ApplyBest:
         >>> # hook = ApplyBest(SQLiteDatabase("w/database.db"), "llvm"); scheduled = hook(kernel)
     """
 
-    def __init__(self, database: Any, target: Any):
+    def __init__(self, database: Any, target: Any, cache_flush: Any = None):
         from ingot.target import as_target
 
         self.database = database
         self.target = as_target(target)
+        # The flush policy whose records are preferred (record schema v2): times of two policies
+        # are never compared, neither between candidates nor with the default's record.
+        self.cache_flush = cache_flush
         self.status: dict = {}
         self.errors: dict = {}
 
@@ -100,7 +104,7 @@ class ApplyBest:
         kernel = str(func.attrs.get("global_symbol", "?"))
         # Step 1: look up.
         workload = workload_module(func)
-        record = self.database.query_best(workload, self.target)
+        record = self.database.query_best(workload, self.target, self.cache_flush)
         if record is None:  # Step 3: miss
             self.status[kernel] = "default"
             return None
@@ -138,8 +142,8 @@ class ApplyBest:
         if record.candidate_hash == default_hash:
             return False
         # The default may have been timed more than once (the tuner re-times it when a candidate
-        # beats it): its fastest time is the yardstick.
-        defaults = [r.mean_sec for r in self.database.get_records(workload, self.target)
+        # beats it): its fastest time is the yardstick; only times of the record's flush policy count.
+        defaults = [r.mean_sec for r in self.database.get_records(workload, self.target, record.cache_flush)
                     if r.candidate_hash == default_hash and r.is_valid]
         return not defaults or record.mean_sec < min(defaults) * (1.0 - APPLY_MIN_GAIN)
 
@@ -166,15 +170,46 @@ class ApplyBest:
         return out
 
 
-def apply_records(records: Any, target: Any) -> ApplyBest:
+def apply_records(records: Any, target: Any, cache_flush: Any = None) -> ApplyBest:
     """The apply-best hook for ``ingot.graph.build`` from tuning records: a `TuningRecords`, a
     work directory, a ``.db`` or ``.jsonl`` file, or a `Database`.
+
+    ``cache_flush``: the flush policy whose records are preferred where a kernel has records of
+    several (a merge of warm and cold work dirs); default: the policy the work dir's ``tasks.json``
+    says it was timed with, else `ingot.tune.model.MODEL_FLUSH_POLICY` (the one that matched
+    in-model kernel times best). A kernel whose records are all of another policy still uses them.
 
     Example:
         >>> # hook = apply_records("tune_resnet50", "llvm -num-cores=2")
         >>> # package = ingot.compile(model, "llvm -num-cores=2", tuning_records="tune_resnet50")
     """
-    return ApplyBest(open_database(records), target)
+    if cache_flush is None:
+        cache_flush = preferred_flush(records)
+    return ApplyBest(open_database(records), target, cache_flush)
 
 
-__all__ = ["apply_records", "ApplyBest", "ScheduleReport"]
+def preferred_flush(records: Any) -> Any:
+    """The flush policy `apply_records` prefers for ``records`` (see there).
+
+    Example:
+        >>> preferred_flush("/nonexistent.jsonl")
+        'weights'
+    """
+    import os
+
+    from .model import MODEL_FLUSH_POLICY, measured_flush
+    from .tasks.records import TuningRecords, read_tasks_file
+
+    info: dict = {}
+    if isinstance(records, TuningRecords):
+        info = records.info
+    elif isinstance(records, (str, os.PathLike)) and os.path.isdir(records):
+        try:
+            info = read_tasks_file(os.fspath(records))
+        except (OSError, ValueError):
+            info = {}
+    policy = measured_flush(info) if info.get("tasks") else None
+    return MODEL_FLUSH_POLICY if policy is None else policy
+
+
+__all__ = ["apply_records", "preferred_flush", "ApplyBest", "ScheduleReport"]

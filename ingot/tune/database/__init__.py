@@ -3,11 +3,13 @@
 Example:
     >>> from ingot.tune.database import MemoryDatabase, SQLiteDatabase, TuningRecord
 """
-from .base import Database, ImportReport, canonical_target, tuning_target_key
+from .base import Database, ImportReport, canonical_target, choose_flush_policy, tuning_target_key
 from .memory import MemoryDatabase
-from .record import SCHEMA_VERSION, ArgInfo, TuningRecord, Workload, as_module, workload_hash
+from .record import (
+    SCHEMA_VERSION, UNKNOWN_FLUSH, ArgInfo, TuningRecord, Workload, as_module, measurement, workload_hash,
+)
 from .sqlite import SQLiteDatabase
 
 __all__ = ["Database", "ImportReport", "MemoryDatabase", "SQLiteDatabase", "TuningRecord", "Workload",
            "ArgInfo", "SCHEMA_VERSION", "workload_hash", "as_module", "canonical_target",
-           "tuning_target_key"]
+           "tuning_target_key", "UNKNOWN_FLUSH", "measurement", "choose_flush_policy"]

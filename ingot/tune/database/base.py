@@ -5,6 +5,15 @@ Note: concrete stores implement five small methods (``_put_workload``, ``_get_wo
 ``get_top_k``, JSON-lines import/export, ``merge`` — is written once here on top of them.
 Targets are compared by their canonical string (``str(Target(...))``).
 
+Note (comparable records, schema version 2): times taken under two cache-flush policies are not
+comparable (record.py's note), so every "best" — `get_top_k`, `query_best`, `query_schedule`,
+merge's duplicate rule — looks at the valid records of ONE policy (`TuningRecord.cache_flush`).
+Which one (`choose_flush_policy`): the ``cache_flush=`` asked for when the workload has records of
+it; otherwise the policy with the most valid records, known policies before `UNKNOWN_FLUSH`
+(schema-1 records), then the one measured last. When a workload has records of several policies
+and the asked one does not settle it, a warning names the policies, their record counts and the
+one chosen (once per workload and database object).
+
 Example:
     >>> from ingot.tune.database import MemoryDatabase
     >>> db = MemoryDatabase()
@@ -13,14 +22,17 @@ Example:
 """
 from __future__ import annotations
 
-import json
 import functools
+import json
 import logging
+import math
 import os
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
-from .record import SCHEMA_VERSION, TuningRecord, Workload, as_module, workload_hash
+from .record import (
+    SCHEMA_VERSION, UNKNOWN_FLUSH, TuningRecord, Workload, as_module, check_flush_policy, flush_label, workload_hash,
+)
 
 logger = logging.getLogger("ingot.tune")
 
@@ -75,10 +87,51 @@ def tuning_target_key(target: Any) -> "str | None":
     return _key_of(str(target) if not isinstance(target, str) else target)
 
 
+def choose_flush_policy(groups: "dict[Any, tuple[int, float]]", prefer: Any = None) -> Any:
+    """The flush policy whose records a query compares (see the module note). ``groups`` maps each
+    policy to (number of valid records, newest timestamp); ``prefer``: the policy asked for (None:
+    no preference). None when ``groups`` is empty.
+
+    Example:
+        >>> choose_flush_policy({False: (64, 1.0), "weights": (20, 2.0)})
+        False
+        >>> choose_flush_policy({False: (64, 1.0), "weights": (20, 2.0)}, prefer="weights")
+        'weights'
+        >>> choose_flush_policy({"unknown": (99, 3.0), "weights": (1, 2.0)})
+        'weights'
+    """
+    if not groups:
+        return None
+    if prefer is not None and _has(groups, prefer):
+        return prefer
+    return max(groups, key=lambda p: (p != UNKNOWN_FLUSH, groups[p][0], groups[p][1]))
+
+
+def _same(a: Any, b: Any) -> bool:
+    # Policies are False/True/str: compare with the type, so that no bool ever equals another kind.
+    return a == b and type(a) is type(b)
+
+
+def _has(groups: dict, policy: Any) -> bool:
+    return any(_same(p, policy) for p in groups)
+
+
+def _group_by_flush(records: "Iterable[TuningRecord]") -> "dict[Any, tuple[int, float]]":
+    groups: dict = {}
+    for r in records:
+        n, newest = groups.get(r.cache_flush, (0, -math.inf))
+        groups[r.cache_flush] = (n + 1, max(newest, r.timestamp))
+    return groups
+
+
 @dataclass
 class ImportReport:
     """What `Database.import_jsonl` / `merge` did: counts, and the workload hashes of records
     that match no workload (reported, never silently dropped: they are kept out of the store).
+
+    ``policies``: records imported per cache-flush policy (`TuningRecord.cache_flush`);
+    ``mixed``: workloads that now hold valid records of several policies, hash -> {policy: count}
+    (their best is taken among one policy's records: `choose_flush_policy`).
 
     Example:
         >>> ImportReport(workloads=1, records=3).orphan_records
@@ -90,6 +143,8 @@ class ImportReport:
     duplicates_replaced: int = 0
     duplicates_skipped: int = 0
     orphans: dict = field(default_factory=dict)   # workload hash -> number of records
+    policies: dict = field(default_factory=dict)  # flush policy -> number of records imported
+    mixed: dict = field(default_factory=dict)     # workload hash -> {flush policy: valid records}
 
     @property
     def orphan_records(self) -> int:
@@ -171,40 +226,75 @@ class Database:
         """Every record, in insertion order."""
         return self._all_records()
 
-    def get_records(self, mod_or_hash: Any, target: Any = None) -> "list[TuningRecord]":
+    def get_records(self, mod_or_hash: Any, target: Any = None, cache_flush: Any = None) -> "list[TuningRecord]":
         """All records (valid and failed) of a workload, optionally of the targets matching
-        ``target`` (same `tuning_target_key`)."""
-        shash = mod_or_hash if isinstance(mod_or_hash, str) else workload_hash(mod_or_hash)
-        return self._records_of(shash, tuning_target_key(target))
-
-    def get_top_k(self, workload: Any, top_k: int, target: Any = None) -> "list[TuningRecord]":
-        """The ``top_k`` fastest valid records of a workload (a `Workload`, module or hash).
+        ``target`` (same `tuning_target_key`) and only those timed with flush policy
+        ``cache_flush`` (None: every policy; `UNKNOWN_FLUSH`: the records that do not say).
 
         Example:
-            >>> # best3 = db.get_top_k(wl, 3)
+            >>> # cold = db.get_records(mod, "llvm -num-cores=2", cache_flush="weights")
         """
-        shash = workload.shash if isinstance(workload, Workload) else (
-            workload if isinstance(workload, str) else workload_hash(workload))
+        shash = mod_or_hash if isinstance(mod_or_hash, str) else workload_hash(mod_or_hash)
+        records = self._records_of(shash, tuning_target_key(target))
+        if cache_flush is None:
+            return records
+        cache_flush = check_flush_policy(cache_flush, "get_records(cache_flush=...)")
+        return [r for r in records if _same(r.cache_flush, cache_flush)]
+
+    def get_top_k(self, workload: Any, top_k: int, target: Any = None,
+                  cache_flush: Any = None) -> "list[TuningRecord]":
+        """The ``top_k`` fastest valid records of a workload (a `Workload`, module or hash), all
+        timed with one cache-flush policy: ``cache_flush`` when the workload has records of it,
+        else the one `choose_flush_policy` picks (a warning says so when there were several).
+
+        Example:
+            >>> # best3 = db.get_top_k(wl, 3, cache_flush="weights")
+        """
+        shash = _shash(workload)
         if top_k <= 0:
             return []
         valid = [r for r in self._records_of(shash, tuning_target_key(target)) if r.is_valid]
+        policy = self._pick_policy(shash, _group_by_flush(valid), cache_flush)
+        valid = [r for r in valid if _same(r.cache_flush, policy)]
         valid.sort(key=lambda r: (r.mean_sec, r.timestamp))
         return valid[:top_k]
 
-    def query_best(self, mod: Any, target: Any = None) -> "TuningRecord | None":
-        """The fastest valid record of ``mod`` on ``target`` (``None`` target: any), or None.
+    def query_best(self, mod: Any, target: Any = None, cache_flush: Any = None) -> "TuningRecord | None":
+        """The fastest valid record of ``mod`` on ``target`` (``None`` target: any), or None;
+        compared only with records of the same cache-flush policy (see `get_top_k`).
 
         Example:
-            >>> # rec = db.query_best(mod, "llvm -num-cores=2"); rec.mean_sec
+            >>> # rec = db.query_best(mod, "llvm -num-cores=2", cache_flush="weights"); rec.mean_sec
         """
-        top = self.get_top_k(mod, 1, target)
+        top = self.get_top_k(mod, 1, target, cache_flush)
         return top[0] if top else None
 
-    def query_schedule(self, mod: Any, target: Any = None):
-        """The best record replayed on ``mod`` as a `Schedule` (or None when there is none)."""
+    def _pick_policy(self, shash: str, groups: dict, prefer: Any) -> Any:
+        """`choose_flush_policy`, plus the warning when it had to choose between policies."""
+        if prefer is not None:
+            prefer = check_flush_policy(prefer, "cache_flush")
+        policy = choose_flush_policy(groups, prefer)
+        if len(groups) > 1 and (prefer is None or not _same(policy, prefer)):
+            warned = self.__dict__.setdefault("_warned_mixed", set())
+            key = (shash, tuple(sorted(flush_label(p) for p in groups)), flush_label(prefer))
+            if key not in warned:
+                warned.add(key)
+                logger.warning(
+                    "workload %s... has records timed with %d cache-flush policies (%s); their times are not "
+                    "comparable, so the best is taken among the %s records%s. Pass cache_flush=... to choose",
+                    shash[:16], len(groups), ", ".join(f"{flush_label(p)}: {n}" for p, (n, _) in groups.items()),
+                    flush_label(policy), "" if prefer is None else f" (none timed {flush_label(prefer)!r})")
+        return policy
+
+    def query_schedule(self, mod: Any, target: Any = None, cache_flush: Any = None):
+        """The best record (`query_best`) replayed on ``mod`` as a `Schedule` (or None when there is none).
+
+        Example:
+            >>> # sch = db.query_schedule(mod, "llvm -num-cores=2"); sch.mod.script()
+        """
         from ingot.tir.schedule import Schedule
 
-        rec = self.query_best(mod, target)
+        rec = self.query_best(mod, target, cache_flush)
         if rec is None:
             return None
         sch = Schedule(as_module(mod))
@@ -234,7 +324,8 @@ class Database:
 
     def import_jsonl(self, path: "str | os.PathLike") -> ImportReport:
         """Read records written by `export_jsonl` (or by another Ingot) and merge them in,
-        keeping the faster of duplicates; records that match no workload are reported.
+        keeping the faster of duplicates (same trace, target and flush policy); records that match
+        no workload are reported. Schema-1 lines read as records of `UNKNOWN_FLUSH` policy.
 
         Example:
             >>> # report = db.import_jsonl("records.jsonl"); report.orphans
@@ -258,7 +349,8 @@ class Database:
 
     def merge(self, other: "Database") -> ImportReport:
         """Copy ``other``'s workloads and records into this database, keeping the best of
-        duplicate (workload, target, trace) entries.
+        duplicate (workload, target, trace, flush policy) entries; a trace timed under another
+        policy is another record (`ImportReport.mixed` lists the workloads that now mix policies).
 
         Example:
             >>> # report = db.merge(SQLiteDatabase("other_run/database.db"))
@@ -269,6 +361,7 @@ class Database:
         return [(h, "", "") for h in sorted(self._get_workload_hashes())]
 
     def _merge_rows(self, workloads: list, records: "list[TuningRecord]") -> ImportReport:
+        # Step 1: workloads, then records (a duplicate of trace, target and policy keeps the faster).
         report = ImportReport()
         known = self._get_workload_hashes()
         for shash, name, text in workloads:
@@ -283,10 +376,11 @@ class Database:
             if r.workload_hash not in known:
                 report.orphans[r.workload_hash] = report.orphans.get(r.workload_hash, 0) + 1
                 continue
-            old = existing.get(r.dedup_key())
+            old = existing.get(r.dedup_key())  # same trace, target AND flush policy
             if old is None:
                 new.append(r)
                 existing[r.dedup_key()] = r
+                report.policies[r.cache_flush] = report.policies.get(r.cache_flush, 0) + 1
             elif r.mean_sec < old.mean_sec:
                 replace.append(r)
                 existing[r.dedup_key()] = r
@@ -296,12 +390,30 @@ class Database:
         if new or replace:
             self._put_records(new, replace)
         report.records = len(new)
+        # Step 2: say where the merged workloads now mix policies (the best is chosen among one).
+        touched = {r.workload_hash for r in new + replace}
+        for shash in sorted(touched):
+            groups = _group_by_flush(r for r in existing.values() if r.workload_hash == shash and r.is_valid)
+            if len(groups) > 1:
+                report.mixed[shash] = {p: n for p, (n, _) in groups.items()}
+        if report.mixed:
+            example = next(iter(report.mixed.values()))
+            logger.warning(
+                "%d workload(s) now hold records timed with different cache-flush policies (e.g. %s); times of "
+                "two policies are never compared: query_best(..., cache_flush=...) picks the policy (default: the "
+                "one with the most records)", len(report.mixed),
+                ", ".join(f"{flush_label(p)}: {n}" for p, n in example.items()))
         if report.orphans:
             logger.warning(
                 "%d tuning record(s) match no workload in the database and were not imported "
                 "(workload hashes: %s); import the file that defines those workloads, or commit them first",
                 report.orphan_records, ", ".join(h[:16] for h in report.orphans))
         return report
+
+
+def _shash(workload: Any) -> str:
+    return workload.shash if isinstance(workload, Workload) else (
+        workload if isinstance(workload, str) else workload_hash(workload))
 
 
 def _mod_name(mod: Any) -> str:

@@ -7,13 +7,22 @@ taken up front, so two writers never deadlock on a lock upgrade) and the busy ti
 writer wait for the other instead of failing. A connection is opened per process (and reopened
 after ``fork``), because SQLite connections must not cross processes.
 
-Schema (version 1, also in docs/tuning.md)::
+Schema (version 2, also in docs/tuning.md)::
 
     meta(key TEXT PRIMARY KEY, value TEXT)                -- schema_version
     workloads(shash TEXT PRIMARY KEY, name TEXT, mod_text TEXT, created REAL)
     records(id INTEGER PRIMARY KEY AUTOINCREMENT, workload_hash TEXT, target TEXT,
             trace_json TEXT, run_secs TEXT, mean_sec REAL, error_msg TEXT, args_info TEXT,
-            candidate_hash TEXT, timestamp REAL, schema_version INTEGER)
+            candidate_hash TEXT, timestamp REAL, schema_version INTEGER,
+            measure TEXT, cache_flush TEXT)                 -- the two v2 columns
+
+Note (migration): version 2 added ``measure`` (the record's timing config, JSON) and
+``cache_flush`` (its flush policy as JSON: ``false``, ``true``, ``"weights"``; NULL = unknown,
+the query key). Opening a version-1 file migrates it in place, in the same ``BEGIN IMMEDIATE``
+transaction that reads the version (two processes opening it at once migrate it once): two
+``ALTER TABLE ... ADD COLUMN`` (the old rows get NULL: unknown policy; no row is rewritten or
+lost), then the meta row says 2. An older Ingot refuses the migrated file (version 2 > 1) with
+its message; export to JSON lines first to share records with one.
 
 Example:
     >>> import tempfile, os
@@ -31,7 +40,7 @@ import threading
 import time
 
 from .base import Database
-from .record import SCHEMA_VERSION, ArgInfo, TuningRecord
+from .record import SCHEMA_VERSION, UNKNOWN_FLUSH, ArgInfo, TuningRecord
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT);
@@ -39,11 +48,13 @@ CREATE TABLE IF NOT EXISTS workloads(shash TEXT PRIMARY KEY, name TEXT, mod_text
 CREATE TABLE IF NOT EXISTS records(
     id INTEGER PRIMARY KEY AUTOINCREMENT, workload_hash TEXT NOT NULL, target TEXT NOT NULL,
     trace_json TEXT NOT NULL, run_secs TEXT, mean_sec REAL, error_msg TEXT, args_info TEXT,
-    candidate_hash TEXT, timestamp REAL, schema_version INTEGER);
+    candidate_hash TEXT, timestamp REAL, schema_version INTEGER, measure TEXT, cache_flush TEXT);
 CREATE INDEX IF NOT EXISTS records_by_workload ON records(workload_hash, target, mean_sec);
 """
+#: Columns added by each schema version after 1 (`_migrate` adds them to an older file).
+_ADDED_COLUMNS = {2: (("measure", "TEXT"), ("cache_flush", "TEXT"))}
 _COLUMNS = ("workload_hash, target, trace_json, run_secs, mean_sec, error_msg, args_info, "
-            "candidate_hash, timestamp, schema_version")
+            "candidate_hash, timestamp, schema_version, measure, cache_flush")
 
 
 class SQLiteDatabase(Database):
@@ -69,6 +80,18 @@ class SQLiteDatabase(Database):
                     f"tuning database {self.path!r} has schema version {row[0]}; this Ingot reads up to "
                     f"{SCHEMA_VERSION}. Upgrade Ingot, or export it to JSON lines with the newer version"
                 )
+            elif int(row[0]) < SCHEMA_VERSION:
+                self._migrate(con, int(row[0]))
+
+    def _migrate(self, con: sqlite3.Connection, version: int) -> None:
+        """Bring a file of schema ``version`` to `SCHEMA_VERSION` inside the caller's transaction
+        (see the module note): add the columns later versions added, then record the version."""
+        have = {row[1] for row in con.execute("PRAGMA table_info(records)")}
+        for v in range(version + 1, SCHEMA_VERSION + 1):
+            for name, kind in _ADDED_COLUMNS.get(v, ()):
+                if name not in have:
+                    con.execute(f"ALTER TABLE records ADD COLUMN {name} {kind}")
+        con.execute("UPDATE meta SET value=? WHERE key='schema_version'", (str(SCHEMA_VERSION),))
 
     # -- connection ----------------------------------------------------------------------------------
     def _connect(self) -> sqlite3.Connection:
@@ -79,7 +102,7 @@ class SQLiteDatabase(Database):
         con.execute(f"PRAGMA busy_timeout={int(self.busy_timeout_s * 1000)}")
         con.execute("PRAGMA journal_mode=WAL")
         con.execute("PRAGMA synchronous=NORMAL")
-        con.executescript(_SCHEMA)
+        con.executescript(_SCHEMA)  # a new file gets version 2 tables; an old one is migrated in __init__
         self._local.con, self._local.pid = con, os.getpid()
         return con
 
@@ -127,9 +150,9 @@ class SQLiteDatabase(Database):
     def _put_records(self, records, replace=()) -> None:
         with self._tx() as con:
             for r in replace:
-                con.execute("DELETE FROM records WHERE workload_hash=? AND target=? AND trace_json=?",
-                            (r.workload_hash, r.target, _trace_text(r)))
-            con.executemany(f"INSERT INTO records({_COLUMNS}) VALUES(?,?,?,?,?,?,?,?,?,?)",
+                con.execute("DELETE FROM records WHERE workload_hash=? AND target=? AND trace_json=? "
+                            "AND cache_flush IS ?", (r.workload_hash, r.target, _trace_text(r), _flush_text(r)))
+            con.executemany(f"INSERT INTO records({_COLUMNS}) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)",
                             [_row(r) for r in list(records) + list(replace)])
 
     def _records_of(self, shash, target):
@@ -153,27 +176,32 @@ class SQLiteDatabase(Database):
     def _all_records(self):
         return [_record(row) for row in self._connect().execute(f"SELECT {_COLUMNS} FROM records ORDER BY id")]
 
-    def get_top_k(self, workload, top_k, target=None):
-        # Let SQLite sort (index on mean_sec) instead of loading every record.
-        from .base import tuning_target_key
-        from .record import Workload, workload_hash
+    def get_top_k(self, workload, top_k, target=None, cache_flush=None):
+        # Let SQLite sort (index on mean_sec) instead of loading every record: Step 1 counts the
+        # valid records per flush policy, Step 2 takes the fastest of the chosen policy.
+        from .base import _shash, tuning_target_key
 
-        shash = workload.shash if isinstance(workload, Workload) else (
-            workload if isinstance(workload, str) else workload_hash(workload))
+        shash = _shash(workload)
         if top_k <= 0:
             return []
         key = tuning_target_key(target)
-        sql = f"SELECT {_COLUMNS} FROM records WHERE workload_hash=? AND mean_sec IS NOT NULL"
+        where = "workload_hash=? AND mean_sec IS NOT NULL"
         params: list = [shash]
         if key is not None:
             names = self._matching_targets(shash, key)
             if not names:
                 return []
-            sql += f" AND target IN ({','.join('?' * len(names))})"
+            where += f" AND target IN ({','.join('?' * len(names))})"
             params.extend(names)
-        sql += " ORDER BY mean_sec, timestamp LIMIT ?"
-        params.append(int(top_k))
-        return [_record(row) for row in self._connect().execute(sql, params)]
+        con = self._connect()
+        groups = {_flush_value(text): (n, newest) for text, n, newest in con.execute(
+            f"SELECT cache_flush, COUNT(*), MAX(timestamp) FROM records WHERE {where} GROUP BY cache_flush", params)}
+        policy = self._pick_policy(shash, groups, cache_flush)
+        if policy is None:
+            return []
+        sql = (f"SELECT {_COLUMNS} FROM records WHERE {where} AND cache_flush IS ? "
+               "ORDER BY mean_sec, timestamp LIMIT ?")
+        return [_record(row) for row in con.execute(sql, [*params, _flush_text_of(policy), int(top_k)])]
 
     def __len__(self) -> int:
         return int(self._connect().execute("SELECT COUNT(*) FROM records").fetchone()[0])
@@ -186,6 +214,19 @@ def _trace_text(r: TuningRecord) -> str:
     return json.dumps(r.trace_json, sort_keys=True)
 
 
+def _flush_text_of(policy) -> "str | None":
+    """The ``cache_flush`` column of a policy: its JSON, NULL for `UNKNOWN_FLUSH`."""
+    return None if policy == UNKNOWN_FLUSH else json.dumps(policy)
+
+
+def _flush_text(r: TuningRecord) -> "str | None":
+    return _flush_text_of(r.cache_flush)
+
+
+def _flush_value(text: "str | None"):
+    return UNKNOWN_FLUSH if text is None else json.loads(text)
+
+
 def _row(r: TuningRecord) -> tuple:
     mean = r.mean_sec
     return (
@@ -193,14 +234,16 @@ def _row(r: TuningRecord) -> tuple:
         json.dumps(r.run_secs) if r.run_secs is not None else None,
         mean if math.isfinite(mean) else None, r.error_msg,
         json.dumps([a.as_json() for a in r.args_info]), r.candidate_hash, r.timestamp, r.schema_version,
+        json.dumps(r.measure) if r.measure is not None else None, _flush_text(r),
     )
 
 
 def _record(row: tuple) -> TuningRecord:
-    (shash, target, trace_json, run_secs, _mean, error_msg, args_info, chash, ts, version) = row
+    (shash, target, trace_json, run_secs, _mean, error_msg, args_info, chash, ts, version, measure, _flush) = row
     return TuningRecord(
         trace_json=json.loads(trace_json), workload_hash=shash,
         run_secs=json.loads(run_secs) if run_secs is not None else None, target=target,
         args_info=tuple(ArgInfo.from_json(a) for a in json.loads(args_info or "[]")),
         timestamp=ts, schema_version=version, error_msg=error_msg, candidate_hash=chash,
+        measure=json.loads(measure) if measure is not None else None,
     )

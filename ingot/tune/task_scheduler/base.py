@@ -20,7 +20,7 @@ import time
 from typing import Any, Optional, Sequence
 
 from ..builder import BuilderInput
-from ..database import ArgInfo, TuningRecord
+from ..database import ArgInfo, TuningRecord, measurement
 from ..runner import RunnerInput
 from .progress import Progress
 
@@ -165,9 +165,10 @@ class TaskScheduler:
         # Step 4. record
         t = time.perf_counter()
         records = []
+        measure = measurement(self.runner, kept="all")  # how they were timed (record schema v2)
         for c, (secs, err) in zip(cands, results):
             records.append(TuningRecord(c.sch.trace.as_json(), shash, secs, str(ctx.target), tuple(args_info),
-                                        error_msg=err, candidate_hash=c.candidate_hash))
+                                        error_msg=err, candidate_hash=c.candidate_hash, measure=measure))
         self.database.commit_tuning_records(records)
         means = [r.mean_sec for r in records]
         ctx.search_strategy.notify_runner_results(cands, means)

@@ -3,8 +3,9 @@
 Note, the model tuning work directory (format ``ingot-tune-model`` version 1):
 
 ```
-work_dir/database.db   SQLite tuning database, schema version 1 (docs/tuning.md): every measured
-                       candidate of every task, failed ones included, keyed by workload hash + target
+work_dir/database.db   SQLite tuning database, schema version 2 (docs/tuning.md): every measured
+                       candidate of every task, failed ones included, keyed by workload hash + target;
+                       each record says how it was timed (its cache-flush policy)
 work_dir/tasks.json    {"format": "ingot-tune-model", "version": 1, "target": "...", "source": "...",
                         "tasks": [{"name", "workload_hash", "weight", "flop_count", "kernels",
                                    "default_us", "best_us", "trials"}], "elapsed_s": ...}
@@ -23,10 +24,13 @@ Example:
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
 import re
 from typing import Any, Iterable
+
+logger = logging.getLogger("ingot.tune")
 
 FORMAT = "ingot-tune-model"
 FORMAT_VERSION = 1
@@ -251,50 +255,97 @@ def _finite_or_none(x: Any) -> Any:
     return x if isinstance(x, (int, float)) and math.isfinite(x) else None
 
 
-def merge_records(sources: Iterable[Any], out: "str | os.PathLike", top_k: "int | None" = None) -> TuningRecords:
+def merge_records(sources: Iterable[Any], out: "str | os.PathLike", top_k: "int | None" = None,
+                  cache_flush: Any = None) -> TuningRecords:
     """Merge tuning records from several sources (work dirs, databases, ``.jsonl``) into the
     work directory ``out``; the best record per workload and target wins at apply time.
 
     ``top_k=None`` keeps every record (failed ones too, so resuming from ``out`` measures nothing
-    twice); ``top_k=k`` keeps only the k fastest valid records per workload and target.
+    twice); ``top_k=k`` keeps only the k fastest valid records per workload, target and flush policy.
     Task summaries are merged by workload hash (largest weight, best latency, summed trials).
+
+    Times are compared only among records of one cache-flush policy (record schema v2). The
+    merged work dir's policy: ``cache_flush`` if given, else ``out``'s own (when it holds
+    records), else the first source's that says (work dirs: ``tasks.json``; schema-2 records say
+    it themselves). When the sources were timed with different policies a warning names them;
+    every record is kept, but ``best_us``/``default_us`` and apply-best use the chosen policy's.
 
     Example:
         >>> # merged = merge_records(["tune_a", "tune_b"], "tune_all"); merged.estimated_latency_us
     """
     from ..database import MemoryDatabase, SQLiteDatabase
+    from ..database.record import UNKNOWN_FLUSH, check_flush_policy, flush_label
+    from ..model import measured_flush
 
     out = os.path.abspath(os.fspath(out))
     os.makedirs(out, exist_ok=True)
     dst = SQLiteDatabase(os.path.join(out, DB_FILE))
-    merged: dict = {t["workload_hash"]: dict(t) for t in read_tasks_file(out)["tasks"]}
-    target = read_tasks_file(out).get("target")
+    previous = read_tasks_file(out)
+    target = previous.get("target")
+    # Step 1: every source's database and summary, and the policy it was timed with.
+    loaded = []
     for src in sources:
         db = open_database(src)
+        info = src.info if isinstance(src, TuningRecords) else (
+            read_tasks_file(os.fspath(src)) if isinstance(src, (str, os.PathLike)) and os.path.isdir(src) else {})
+        policy = measured_flush(info) if info.get("tasks") else None
+        if policy is None:  # a .db/.jsonl: the policy its records carry, when they all carry one
+            said = {json.dumps(r.cache_flush) for r in db.get_all_tuning_records()} - {json.dumps(UNKNOWN_FLUSH)}
+            policy = json.loads(next(iter(said))) if len(said) == 1 else None
+        loaded.append((src, db, info, policy))
+    # Step 2: the merged work dir's policy.
+    if cache_flush is not None:
+        chosen = check_flush_policy(cache_flush, "merge_records(cache_flush=...)")
+    else:
+        chosen = measured_flush(previous) if previous.get("tasks") else None
+        if chosen is None:
+            chosen = next((p for *_, p in loaded if p is not None), None)
+    said = {json.dumps(p): p for *_, p in loaded if p is not None}
+    if len(said) > 1 or (said and chosen is not None and json.dumps(chosen) not in said):
+        logger.warning("merge_records: the sources were timed with different cache-flush policies (%s); times of "
+                       "two policies are never compared: %s keeps every record, and takes its best among the %s "
+                       "records (pass cache_flush=... to choose another)",
+                       ", ".join(f"{_source_name(s)}: {flush_label(p)}" for s, _, _, p in loaded if p is not None),
+                       out, flush_label(chosen))
+    # Step 3: records and summaries (a source's latencies count only when timed with the chosen policy).
+    merged: dict = {t["workload_hash"]: dict(t) for t in previous["tasks"]}
+    for _src, db, info, policy in loaded:
         if top_k is not None:
             db = _top_k_copy(db, int(top_k), MemoryDatabase)
         dst.merge(db)
-        info = src.info if isinstance(src, TuningRecords) else (
-            read_tasks_file(os.fspath(src)) if isinstance(src, (str, os.PathLike)) and os.path.isdir(src) else {})
         target = target or info.get("target")
+        comparable = policy is None or chosen is None or json.dumps(policy) == json.dumps(chosen)
         for t in info.get("tasks", []):
+            t = dict(t) if comparable else {**t, "best_us": None, "default_us": None}
             m = merged.get(t["workload_hash"])
             if m is None:
-                merged[t["workload_hash"]] = dict(t)
+                merged[t["workload_hash"]] = t
             else:
                 m["weight"] = max(m["weight"], t["weight"])
                 m["trials"] = m.get("trials", 0) + t.get("trials", 0)
                 for key in ("best_us", "default_us"):
                     vals = [v for v in (m.get(key), t.get(key)) if _finite_or_none(v) is not None]
                     m[key] = min(vals) if vals else None
-    # The merged database decides the best latency (a source may have tuned further than its summary).
+    # Step 4: the merged database decides the latencies (a source may have tuned further than its summary).
     for t in merged.values():
-        best = dst.query_best(t["workload_hash"], target)
+        best = dst.query_best(t["workload_hash"], target, chosen)
         if best is not None:
             t["best_us"] = best.mean_sec * 1e6
+        if chosen is not None and t.get("default_hash"):
+            defaults = [r.mean_sec for r in dst.get_records(t["workload_hash"], target, best.cache_flush if best
+                                                             else chosen)
+                        if r.candidate_hash == t["default_hash"] and r.is_valid]
+            if defaults:
+                t["default_us"] = min(defaults) * 1e6
     info = {"target": target, "source": "merge_records", "tasks": list(merged.values())}
+    if chosen is not None:
+        info["runner_config"] = {**(previous.get("runner_config") or {}), "cache_flush": chosen}
     write_tasks_file(out, info)
     return TuningRecords(out, dst, read_tasks_file(out))
+
+
+def _source_name(src: Any) -> str:
+    return os.fspath(src) if isinstance(src, (str, os.PathLike)) else repr(src)
 
 
 def _top_k_copy(db: Any, k: int, memory_cls: Any) -> Any:
@@ -305,8 +356,8 @@ def _top_k_copy(db: Any, k: int, memory_cls: Any) -> Any:
         mem._put_workload(shash, name, text)
     best: dict = {}
     for r in db.get_all_tuning_records():
-        if r.is_valid:
-            best.setdefault((r.workload_hash, tuning_target_key(r.target)), []).append(r)
+        if r.is_valid:  # per flush policy too: the k fastest of each policy (never compared across)
+            best.setdefault((r.workload_hash, tuning_target_key(r.target), json.dumps(r.cache_flush)), []).append(r)
     keep = []
     for rs in best.values():
         keep += sorted(rs, key=lambda r: r.mean_sec)[:k]

@@ -37,7 +37,7 @@ import time
 from typing import Any, Callable, Optional
 
 from ..builder import BuilderInput
-from ..database import ArgInfo, TuningRecord
+from ..database import ArgInfo, TuningRecord, measurement
 from ..runner import RunnerInput
 from ..task_scheduler.gradient_based import GradientBased
 from .records import APPLY_MIN_GAIN
@@ -369,7 +369,8 @@ class ModelTaskScheduler(GradientBased):
         self.time_split["run"] += time.perf_counter() - t
         t = time.perf_counter()
         rec = TuningRecord(cand.sch.trace.as_json(), shash, secs, str(ctx.target), tuple(args_info),
-                           error_msg=err, candidate_hash=cand.candidate_hash)
+                           error_msg=err, candidate_hash=cand.candidate_hash,
+                           measure=measurement(self.runner, kept="min"))  # how it was timed: schema v2
         self.database.commit_tuning_records([rec])
         if is_baseline:  # timed again by _recheck_default: the fastest time counts
             self.default_secs[i] = min(self.default_secs[i], rec.mean_sec)
