@@ -9,6 +9,7 @@ Example:
     $ ingot run model.ingot --inputs inputs.npz --print-top 5
     $ ingot inspect model.onnx
     $ ingot bench model.ingot --repeat 50
+    $ ingot cache --show-stats
 """
 from __future__ import annotations
 
@@ -230,6 +231,8 @@ def bench_cmd(package: str, repeat: int, warmup: int, inputs: "str | None", prof
 
 from .tune import tune_cmd as _tune_cmd  # noqa: E402 - `ingot tune` lives in ingot/cli/tune.py
 main.add_command(_tune_cmd)
+from .cache import cache_cmd as _cache_cmd  # noqa: E402 - `ingot cache` lives in ingot/cli/cache.py
+main.add_command(_cache_cmd)
 
 
 if __name__ == "__main__":  # pragma: no cover

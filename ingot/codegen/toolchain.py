@@ -9,7 +9,9 @@ The output lands in a content-addressed cache: ``key = sha256(source, full comma
 version, host CPU when -march=native)``; ``<cache>/<key[:2]>/<key>.so`` is written by
 compiling to a temporary file in the same directory and ``os.replace``-ing it, so concurrent
 builders never see a partial library. The cache directory is ``~/.cache/ingot/kernels``,
-``$INGOT_CACHE_DIR`` if set, or an explicit ``cache_dir=`` argument. ``$CC`` may point at the
+``$INGOT_CACHE_DIR`` if set, or an explicit ``cache_dir=`` argument. A hit touches the file and
+every write counts toward the directory's size cap (`ingot.codegen.disk_cache`: LRU eviction,
+default 2 GiB, ``ingot cache``). ``$CC`` may point at the
 compiler (a location override only; flags come from :class:`CompileOptions`).
 
 A large graph module may instead be several translation units
@@ -59,6 +61,8 @@ __all__ = [
 ]
 
 from ingot.ir.error import IngotError
+
+from . import disk_cache
 
 _MAX_MESSAGE_STDERR = 8000
 
@@ -354,13 +358,25 @@ def _build(source: str, options: CompileOptions, mode: str, suffix: str,
     bucket = cache_dir(cache) / key[:2]
     bucket.mkdir(parents=True, exist_ok=True)
     out = bucket / f"{key}{suffix}"
-    if out.exists():
+    if disk_cache.touch(out):  # a hit: marked used now, so eviction keeps it (disk_cache's note)
         return str(out)
     src = bucket / f"{key}.c"
     if not src.exists():
         write_atomic(src, source)
     _run_compiler([*compiler, *flags, "-o", "<out>", str(src), *libs], out, source_path=str(src))
+    _note_written(cache, out, src)
     return str(out)
+
+
+def _note_written(cache: "str | os.PathLike | None", *paths: Path) -> None:
+    """Count new cache files toward the size cap (`ingot.codegen.disk_cache.note_write`)."""
+    size = 0
+    for p in paths:
+        try:
+            size += p.stat().st_size
+        except OSError:
+            pass
+    disk_cache.note_write(size, cache)
 
 
 def _run_compiler(command: list[str], out: Path, source_path: str = "") -> None:
@@ -443,20 +459,21 @@ def compile_shared_library_units(sources: "list[str]", options: CompileOptions |
     root = _cache_root(cache_dir)
     suffix = ".dll" if sys.platform == "win32" else (".dylib" if sys.platform == "darwin" else ".so")
     out = root / lib_key[:2] / f"{lib_key}{suffix}"
-    if out.exists():
+    if disk_cache.touch(out):
         return str(out)
     out.parent.mkdir(parents=True, exist_ok=True)
 
     # Step 2: compile the objects not in the cache, in parallel.
     def compile_one(k: int) -> str:
         obj = root / keys[k][:2] / f"{keys[k]}.o"
-        if obj.exists():
+        if disk_cache.touch(obj):  # used now: eviction leaves it until the link below is long done
             return str(obj)
         obj.parent.mkdir(parents=True, exist_ok=True)
         src = obj.with_suffix(".c")
         if not src.exists():
             write_atomic(src, sources[k])
         _run_compiler([*compiler, *obj_flags, "-o", "<out>", str(src)], obj, source_path=str(src))
+        _note_written(root, obj, src)
         return str(obj)
 
     todo = [k for k in range(len(sources)) if not (root / keys[k][:2] / f"{keys[k]}.o").exists()]
@@ -470,6 +487,7 @@ def compile_shared_library_units(sources: "list[str]", options: CompileOptions |
     # Step 3: link.
     _run_compiler([*compiler, *link_flags, "-o", "<out>", *objects, *libs], out,
                   source_path=" ".join(objects))
+    _note_written(root, out)
     return str(out)
 
 

@@ -30,7 +30,9 @@ Entries live in ``<cache dir>/kernel-c/<key[:2]>/<key>.json`` (the compile cache
 ``cache_dir=``, ``$INGOT_CACHE_DIR`` or ``~/.cache/ingot/kernels``), written to a temp file and
 renamed (concurrent processes never see half an entry). Each entry records its key and the
 SHA-256 of its payload: a truncated, corrupt or foreign file is a miss (and is rewritten),
-never an error.
+never an error. Entries share the compile cache's size cap and LRU eviction
+(`ingot.codegen.disk_cache`: a hit touches the entry, a store counts toward the cap); `stats()`
+and `clear()` here are that module's, for the whole directory (``ingot cache``).
 
 Example:
     >>> from ingot.driver.kernel_cache import kernel_source
@@ -49,10 +51,11 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from ingot.codegen import disk_cache
 from ingot.ir.structural import _Hasher
 
-__all__ = ["CACHE_VERSION", "FINGERPRINTED", "cache_stats", "code_fingerprint", "kernel_cache_key",
-           "kernel_source"]
+__all__ = ["CACHE_VERSION", "FINGERPRINTED", "cache_stats", "clear", "code_fingerprint", "kernel_cache_key",
+           "kernel_source", "stats"]
 
 #: Bump when the entry format or the key's meaning changes (source edits invalidate on their own).
 CACHE_VERSION = 1
@@ -74,6 +77,29 @@ def cache_stats() -> dict:
     """
     with _stats_lock:
         return dict(_stats)
+
+
+def stats(cache_dir: Any = None) -> "disk_cache.CacheStats":
+    """On-disk usage of the whole kernel cache directory (kernel C, libraries, objects) and its cap
+    (`ingot.codegen.disk_cache.stats`; `cache_stats` counts this process's hits instead).
+
+    Example:
+        >>> print(stats().format())                                     # doctest: +SKIP
+        cache directory /root/.cache/ingot/kernels
+        size            1.2 GiB of 2.0 GiB (61.0%), 14210 files
+    """
+    return disk_cache.stats(cache_dir)
+
+
+def clear(cache_dir: Any = None, min_age_s: float = 0.0) -> "disk_cache.EvictReport":
+    """Delete every entry of the kernel cache directory (`ingot.codegen.disk_cache.clear`;
+    ``min_age_s`` keeps recently used files, for use beside running compiles).
+
+    Example:
+        >>> clear("/tmp/ingot-doc-cache-empty").files_removed
+        0
+    """
+    return disk_cache.clear(cache_dir, min_age_s)
 
 
 def _count(what: str) -> None:
@@ -159,10 +185,12 @@ def _load(key: str, cache_dir: Any):
     from ingot.codegen.build import KernelSource
 
     path = entry_path(key, cache_dir)
+    if not disk_cache.touch(path):  # a hit is marked used now (LRU eviction: disk_cache's note)
+        return None
     try:
         with open(path, "rb") as f:
             entry = json.loads(f.read().decode("utf-8", "surrogatepass"))
-    except FileNotFoundError:
+    except FileNotFoundError:  # evicted between the touch and the open
         return None
     except (OSError, ValueError):
         _count("corrupt")
@@ -187,7 +215,9 @@ def _store(key: str, piece: Any, cache_dir: Any) -> None:
     path = entry_path(key, cache_dir)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(path, json.dumps(entry, ensure_ascii=False))
+        text = json.dumps(entry, ensure_ascii=False)
+        write_atomic(path, text)
+        disk_cache.note_write(len(text), cache_dir)
     except OSError:  # a read-only or full cache costs the next compile a lowering, nothing more
         pass
 

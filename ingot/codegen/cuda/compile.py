@@ -24,6 +24,7 @@ import shutil
 import subprocess
 import tempfile
 
+from ingot.codegen import disk_cache
 from ingot.codegen.toolchain import CompileError, ToolchainError, cache_dir, unlink_quietly, write_atomic
 
 __all__ = ["find_nvcc", "nvcc_version", "compile_cuda", "normalize_arch", "DEFAULT_ARCH", "OUTPUT_KINDS"]
@@ -116,7 +117,7 @@ def compile_cuda(source: str, arch: "str | None" = None, output: str = "fatbin",
     bucket = cache_dir(cache) / "cuda" / key[:2]
     bucket.mkdir(parents=True, exist_ok=True)
     out = bucket / f"{key}{suffix}"
-    if out.exists():
+    if disk_cache.touch(out):  # a hit is marked used now (LRU eviction, ingot.codegen.disk_cache)
         return str(out)
     src = bucket / f"{key}.cu"
     if not src.exists():
@@ -140,4 +141,5 @@ def compile_cuda(source: str, arch: "str | None" = None, output: str = "fatbin",
             command=command, stderr=stderr, source_path=str(src), returncode=proc.returncode,
         )
     os.replace(tmp_out, out)
+    disk_cache.note_write(out.stat().st_size + len(source), cache)
     return str(out)
