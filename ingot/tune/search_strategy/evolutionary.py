@@ -138,10 +138,20 @@ class EvolutiveSearch(SearchStrategy):
         return w / w.sum()
 
     def _evolve(self, population: list, seed_secs: dict, pool: dict) -> None:
-        """Step 2: ``genetic_num_iters`` generations; every scored candidate goes to ``pool``."""
+        """Step 2: ``genetic_num_iters`` generations; every scored candidate goes to ``pool``.
+
+        A generation's quota (``population_size - n_elite`` children) counts unmeasured children
+        only. A child already measured is kept as a stepping stone (up to ``n_elite`` of them:
+        its own children are two mutations from the parent) but fills no slot: once the search
+        has converged most one-mutation children of the elites are measured, and when they
+        filled the quota the pool held about as many unmeasured candidates as the round needed,
+        so Step 3 took all of them, poorly scored random members included (issue #4: per-round
+        means fell from ~250 to ~120 GFLOP/s after round 5 of a 1000-trial GEMM run).
+        """
         informed = self.cost_model is not None and getattr(self.cost_model, "is_trained", True)
         iters = self.genetic_num_iters if informed else 0
         n_elite = max(1, int(round(self.population_size * self.elite_ratio)))
+        quota = self.population_size - n_elite
         for it in range(iters + 1):
             scores = self._score(population)
             for c, s in zip(population, scores):
@@ -151,9 +161,11 @@ class EvolutiveSearch(SearchStrategy):
             keys = _measured_first(population, scores, seed_secs)
             weights = self._rank_weights(keys)
             children: list = []
+            stepping: list = []
             seen = {c.candidate_hash for c in population}
             attempts = 0
-            while len(children) < self.population_size - n_elite and attempts < 3 * self.population_size:
+            # measured children are cheap (memoized replays) but cost attempts: allow more
+            while len(children) < quota and attempts < 6 * self.population_size:
                 attempts += 1
                 parent = population[int(self.rng.choice(len(population), p=weights))]
                 if self.rng.random() >= self.genetic_mutate_prob:
@@ -162,16 +174,19 @@ class EvolutiveSearch(SearchStrategy):
                 if child is None or child.candidate_hash in seen:
                     continue
                 seen.add(child.candidate_hash)
-                # a measured child stays as a stepping stone (its own children are two mutations
-                # from the parent); counted because it shows the neighbourhood running out
-                self._n_children_measured += child.candidate_hash in self.measured
                 root = self._origin.get(parent.candidate_hash, ("random", ""))[0]
                 self._origin.setdefault(child.candidate_hash, (root, how))
+                if child.candidate_hash in self.measured:
+                    # counted because it shows the neighbourhood running out
+                    self._n_children_measured += 1
+                    if len(stepping) < n_elite:
+                        stepping.append(child)
+                    continue
                 children.append(child)
-            if not children:
+            if not children and not stepping:
                 break
             elites = [population[j] for j in np.argsort(-keys, kind="stable")[:n_elite]]
-            population = elites + children
+            population = elites + children + stepping
 
     def generate_measure_candidates(self, num):
         t0 = time.perf_counter()
@@ -218,7 +233,7 @@ class EvolutiveSearch(SearchStrategy):
         self._carry = [c for c, _ in ranked if c.candidate_hash not in taken][: self.population_size // 2]
         chosen += explore
         self._picked = {c.candidate_hash: s for c, s in greedy}
-        self._log_round(greedy, explore, len(seeds), len(pool), time.perf_counter() - t0)
+        self._log_round(greedy, explore, len(seeds), len(pool), len(ranked), time.perf_counter() - t0)
         return chosen or None
 
     def _select(self, ranked: list, n: int) -> list:
@@ -233,7 +248,8 @@ class EvolutiveSearch(SearchStrategy):
         return sorted(local + rest, key=lambda v: -v[1])
 
     # -- diagnostics ---------------------------------------------------------------------------------
-    def _log_round(self, greedy: list, explore: list, n_seeds: int, n_pool: int, secs: float) -> None:
+    def _log_round(self, greedy: list, explore: list, n_seeds: int, n_pool: int, n_unmeasured: int,
+                   secs: float) -> None:
         """Record where this round's picks come from (issue #4's evidence) in ``round_log``."""
         origin: dict = {}
         mutators: dict = {}
@@ -243,13 +259,14 @@ class EvolutiveSearch(SearchStrategy):
             origin[tag] = origin.get(tag, 0) + 1
             if how:
                 mutators[how] = mutators.get(how, 0) + 1
-        entry = {"round": len(self.round_log) + 1, "seeds": n_seeds, "pool": n_pool, "origin": origin,
+        entry = {"round": len(self.round_log) + 1, "seeds": n_seeds, "pool": n_pool, "unmeasured": n_unmeasured,
+                 "origin": origin,
                  "mutators": mutators, "explore": len(explore), "children_measured": self._n_children_measured,
                  "search_s": round(secs, 3)}
         self.round_log.append(entry)
-        logger.info("evolutionary round %d: %d measured seeds, %d scored (%d children already measured); picks %s, "
-                    "eps-random %d; mutators %s; search %.2f s", entry["round"], n_seeds, n_pool,
-                    self._n_children_measured, origin, len(explore), mutators, secs)
+        logger.info("evolutionary round %d: %d measured seeds, %d scored (%d unmeasured, %d children already "
+                    "measured); picks %s, eps-random %d; mutators %s; search %.2f s", entry["round"], n_seeds, n_pool,
+                    n_unmeasured, self._n_children_measured, origin, len(explore), mutators, secs)
 
     def notify_runner_results(self, candidates, mean_secs) -> None:
         """Also logs how the model-guided picks ranked: Spearman of predicted score against the
