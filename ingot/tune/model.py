@@ -311,6 +311,11 @@ def tune_model(model: Any, target: Any = "llvm", *, trials: "int | None" = None,
             ctxs = [TuneContext(t.mod, target, search_strategy=strategy, task_name=t.name, weight=t.weight,
                                 seed=seed, flop_count=t.flop_count) for t in extracted]
             database = SQLiteDatabase(os.path.join(work_dir, "database.db"))
+            if measured_flush(previous) is not None:  # schema-1 records of this work dir: its tasks.json's policy
+                adopted = database.assume_flush_policy(runner_config.cache_flush)
+                if adopted:
+                    logger.info("work dir %s: %d record(s) from before record schema 2 marked as timed with "
+                                "cache_flush=%r (tasks.json)", work_dir, adopted, runner_config.cache_flush)
             builder = LocalBuilder(max_workers=num_workers)
             runner = LocalRunner(runner_config)
             display = _Display(verbose, budget_s, trials)

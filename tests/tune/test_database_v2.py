@@ -173,3 +173,34 @@ def test_merge_warm_and_cold_dirs(tmp_path, caplog):
     defaults = [r.mean_sec for r in merged.database.get_records(shash, "llvm -num-cores=2", best.cache_flush)
                 if r.candidate_hash == "c0"]
     assert defaults == [4e-3] and hook.cache_flush == "weights"
+
+
+def test_work_dir_policy_adopts_its_v1_records(tmp_path, caplog):
+    """A session-4 work dir (v1 records, tasks.json says "weights") resumed or merged: its old
+    records join the weights group instead of being shelved as "unknown"."""
+    from ingot.tune.tasks.records import merge_records, write_tasks_file
+
+    shash = SQLiteDatabase(tmp_path / "probe.db").commit_workload(matmul_func()).shash
+    old_dir = tmp_path / "old"
+    old_dir.mkdir()
+    _v1_database(str(old_dir / "database.db"), shash, [[3e-3], [1e-3]])
+    write_tasks_file(str(old_dir), {"target": "llvm -num-cores=2", "runner_config": {"cache_flush": "weights"},
+                                    "tasks": [{"name": "mm", "workload_hash": shash, "weight": 1, "flop_count": 1.0,
+                                               "default_us": 3e3, "best_us": 1e3, "trials": 2}]})
+    new = MemoryDatabase()
+    new.commit_workload(matmul_func())
+    new.commit_tuning_record(TuningRecord(_trace(5), shash, [2e-3], "llvm -num-cores=2", measure=COLD))
+    new.export_jsonl(tmp_path / "new.jsonl")
+    with caplog.at_level(logging.WARNING, logger="ingot.tune"):
+        merged = merge_records([old_dir, tmp_path / "new.jsonl"], tmp_path / "all")
+    assert "different cache-flush policies" not in caplog.text and "2 cache-flush policies" not in caplog.text
+    assert merged.tasks[0]["best_us"] == pytest.approx(1e3)
+    assert {r.cache_flush for r in merged.database.get_all_tuning_records()} == {"weights"}
+    assert SQLiteDatabase(old_dir / "database.db").get_all_tuning_records()[0].cache_flush == UNKNOWN_FLUSH  # source untouched
+    # In place (what tune_model does on resume): rows keep their order, lines round-trip as v2.
+    db = SQLiteDatabase(old_dir / "database.db")
+    assert db.assume_flush_policy("weights") == 2 and db.assume_flush_policy("weights") == 0
+    recs = db.get_all_tuning_records()
+    assert [r.run_secs for r in recs] == [[3e-3], [1e-3]] and recs[0].measure == {"cache_flush": "weights",
+                                                                                  "assumed": "tasks.json"}
+    assert TuningRecord.from_json(recs[0].as_json()) == recs[0]

@@ -222,6 +222,25 @@ class Database:
         if records:
             self._put_records(records)
 
+    def assume_flush_policy(self, policy: Any, source: str = "tasks.json") -> int:
+        """Stamp the records of `UNKNOWN_FLUSH` policy (schema 1) as timed with ``policy``; returns
+        how many. Only for a store whose records are known to share one policy by other means — a
+        model work dir's ``tasks.json`` (resume refuses another policy) — so that its old records
+        stay comparable with the new ones. Their ``measure`` becomes ``{"cache_flush": policy,
+        "assumed": source}`` and their schema version 2.
+
+        Example:
+            >>> # SQLiteDatabase("w/database.db").assume_flush_policy("weights")
+        """
+        policy = check_flush_policy(policy, "assume_flush_policy")
+        if policy == UNKNOWN_FLUSH:
+            return 0
+        return self._set_unknown_measure({"cache_flush": policy, "assumed": str(source)})
+
+    def _set_unknown_measure(self, measure: dict) -> int:
+        """Give every record of unknown policy ``measure`` (and schema version 2); returns how many."""
+        raise NotImplementedError
+
     def get_all_tuning_records(self) -> "list[TuningRecord]":
         """Every record, in insertion order."""
         return self._all_records()

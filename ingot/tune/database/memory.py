@@ -45,6 +45,19 @@ class MemoryDatabase(Database):
                 self._records = [keys.pop(r.dedup_key(), r) for r in self._records]
             self._records.extend(records)
 
+    def _set_unknown_measure(self, measure):
+        import dataclasses
+
+        from .record import SCHEMA_VERSION, UNKNOWN_FLUSH
+
+        with self._lock:
+            n = 0
+            for k, r in enumerate(self._records):
+                if r.cache_flush == UNKNOWN_FLUSH:
+                    self._records[k] = dataclasses.replace(r, measure=dict(measure), schema_version=SCHEMA_VERSION)
+                    n += 1
+            return n
+
     def _records_of(self, shash, target):
         from .base import tuning_target_key
 

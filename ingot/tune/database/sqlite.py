@@ -155,6 +155,12 @@ class SQLiteDatabase(Database):
             con.executemany(f"INSERT INTO records({_COLUMNS}) VALUES(?,?,?,?,?,?,?,?,?,?,?,?)",
                             [_row(r) for r in list(records) + list(replace)])
 
+    def _set_unknown_measure(self, measure):
+        with self._tx() as con:  # in place: ids (insertion order) kept
+            cur = con.execute("UPDATE records SET measure=?, cache_flush=?, schema_version=? WHERE cache_flush IS NULL",
+                              (json.dumps(measure), json.dumps(measure["cache_flush"]), SCHEMA_VERSION))
+            return cur.rowcount
+
     def _records_of(self, shash, target):
         if target is None:
             rows = self._connect().execute(

@@ -289,6 +289,8 @@ def merge_records(sources: Iterable[Any], out: "str | os.PathLike", top_k: "int 
         info = src.info if isinstance(src, TuningRecords) else (
             read_tasks_file(os.fspath(src)) if isinstance(src, (str, os.PathLike)) and os.path.isdir(src) else {})
         policy = measured_flush(info) if info.get("tasks") else None
+        if policy is not None:  # its schema-1 records were timed so (tasks.json): say it, in a copy
+            db = _with_policy(db, policy, MemoryDatabase)
         if policy is None:  # a .db/.jsonl: the policy its records carry, when they all carry one
             said = {json.dumps(r.cache_flush) for r in db.get_all_tuning_records()} - {json.dumps(UNKNOWN_FLUSH)}
             policy = json.loads(next(iter(said))) if len(said) == 1 else None
@@ -342,6 +344,21 @@ def merge_records(sources: Iterable[Any], out: "str | os.PathLike", top_k: "int 
         info["runner_config"] = {**(previous.get("runner_config") or {}), "cache_flush": chosen}
     write_tasks_file(out, info)
     return TuningRecords(out, dst, read_tasks_file(out))
+
+
+def _with_policy(db: Any, policy: Any, memory_cls: Any) -> Any:
+    """``db``, or an in-memory copy whose records of unknown policy say ``policy`` (the source
+    itself is not modified)."""
+    from ..database.record import UNKNOWN_FLUSH
+
+    if all(r.cache_flush != UNKNOWN_FLUSH for r in db.get_all_tuning_records()):
+        return db
+    mem = memory_cls()
+    for shash, name, text in db._workload_rows():
+        mem._put_workload(shash, name, text)
+    mem._put_records(db.get_all_tuning_records())
+    mem.assume_flush_policy(policy, "source tasks.json")
+    return mem
 
 
 def _source_name(src: Any) -> str:

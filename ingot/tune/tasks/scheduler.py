@@ -141,10 +141,20 @@ class ModelTaskScheduler(GradientBased):
         self._records[i] = records
         # Distinct candidates: a default timed twice is one trial.
         self.trials[i] = len({r.candidate_hash or id(r) for r in records})
-        valid = [r.mean_sec for r in records if r.is_valid]
+        # The best so far among records timed as this run times (a merged work dir may hold others).
+        valid = [r.mean_sec for r in records if r.is_valid and self._comparable(r)]
         self.best_secs[i] = min(valid) if valid else math.inf
         if records:
             self.best_history[i].append(self.best_secs[i])
+
+    def _comparable(self, record: Any) -> bool:
+        """Whether ``record`` was timed with this run's flush policy (record schema v2; a record
+        that does not say counts: tune_model stamps a work dir's own old records on resume)."""
+        from ..database.record import UNKNOWN_FLUSH
+
+        mine = (measurement(self.runner) or {}).get("cache_flush", UNKNOWN_FLUSH)
+        theirs = record.cache_flush
+        return UNKNOWN_FLUSH in (mine, theirs) or (theirs == mine and type(theirs) is type(mine))
 
     def _start_search(self, i: int) -> None:
         """Set up task ``i``'s search (design space, cost model warm-started on earlier records)."""
@@ -400,7 +410,7 @@ class ModelTaskScheduler(GradientBased):
             logger.info("task %s: no default-schedule baseline (%s: %s)", ctx.task_name, type(err).__name__, err)
             return None
         known = [r.mean_sec for r in self.database.get_records(ctx.mod, ctx.target)
-                 if r.candidate_hash == cand.candidate_hash]
+                 if r.candidate_hash == cand.candidate_hash and self._comparable(r)]
         if known:  # resumed: measured by an earlier run (the fastest of its timings counts)
             self.default_secs[i] = min(known)
             return None
