@@ -13,8 +13,10 @@ prints a Markdown table of GFLOP/s and speedups over the default, and the load a
 and after. Every point is in `NhwcConv`'s space (its structure is a branch, its factors are
 perfect tiles of its sampled loops).
 
-``--trials N`` tunes each layer with the default space (``ingot.tune.tune_tir``, N trials) and
-prints tuned vs default vs PyTorch (channels_last) vs ONNX Runtime.
+``--trials N [M ...]`` tunes each layer with the default space (``ingot.tune.tune_tir``, one run of
+the largest N) and prints, for the best candidate measured by each checkpoint, tuned vs default
+vs PyTorch (channels_last) vs ONNX Runtime, plus the seconds per trial and the tuner's split of
+them (search / build / run). ``benchmarks/tune_gemm.py --conv`` calls `tune` for "res2 3x3".
 
 Usage:
     python benchmarks/tune_conv.py --explore --threads 1            # hand search, 1 thread
@@ -172,10 +174,44 @@ def explore(layers, threads: int, rounds: int, max_points: int) -> None:
     print(f"load average after: {load_average()}")
 
 
-def _tune_layer(layer, trials: int, threads: int, rounds: int) -> list:
+def layer_named(name: str):
+    """The `LAYERS` tuple called ``name`` (e.g. ``"res2 3x3"``).
+
+    Example:
+        >>> layer_named("res2 3x3")[1:]
+        (64, 56, 64, 3, 1, 1)
+    """
+    for layer in LAYERS:
+        if layer[0] == name:
+            return layer
+    raise KeyError(f"no layer {name!r} in tune_conv.LAYERS: use one of {[x[0] for x in LAYERS]}")
+
+
+def _tune_run(func, target: str, trials: int, work_dir: str):
+    """One evolutionary tuning run of ``trials``: (records in measuring order, wall s, time split)."""
+    import shutil
+    import time
+
+    from ingot import tune as ms
+
+    shutil.rmtree(work_dir, ignore_errors=True)
+    t0 = time.time()
+    ms.tune_tir(func, target, work_dir, max_trials_global=trials, num_trials_per_iter=min(64, trials), seed=0,
+                verbose=0)
+    wall = time.time() - t0
+    split = dict(ms.tune_tasks.last_scheduler.time_split)
+    db = ms.SQLiteDatabase(os.path.join(work_dir, "database.db"))
+    recs = sorted(db.get_records(ingot.ir.IRModule({"main": func}), target), key=lambda r: r.timestamp)
+    return recs, wall, split
+
+
+def _tune_layer(layer, checkpoints, threads: int, rounds: int, work_dir: str) -> "tuple[list, list]":
+    """Tune ``layer`` once for ``max(checkpoints)`` trials; for each checkpoint, the best record
+    measured by then re-timed interleaved with the default, PyTorch and ORT. Returns (table
+    rows, tuning curve: best GFLOP/s after each trial)."""
     import torch
 
-    from ingot.tune import tune_tir
+    from ingot.tir.schedule import Schedule
 
     target = f"llvm -num-cores={threads}"
     func, shapes, pack, _ = nhwc_layer_func(*layer[1:])
@@ -183,10 +219,12 @@ def _tune_layer(layer, trials: int, threads: int, rounds: int) -> list:
     x_nchw = np.ascontiguousarray(x.transpose(0, 3, 1, 2))
     w_oihw = np.ascontiguousarray(w.transpose(3, 2, 0, 1))
     args = [x, pack(w), b, np.zeros_like(y)]
-    with tempfile.TemporaryDirectory() as work:
-        best = tune_tir(func, target, work, max_trials_global=trials, num_trials_per_iter=min(64, trials),
-                        seed=0, verbose=0)
-    tuned = ingot.build(best.mod, target)["main"]
+    gf = flops(layer) / 1e9
+    recs, wall, split = _tune_run(func, target, max(checkpoints), work_dir)
+    # where a trial's seconds go (the tuner's own split: search = replay + features + model)
+    print(f"  {layer[0]}: {len(recs)} trials in {wall:.0f} s = {wall / max(1, len(recs)):.2f} s/trial (search "
+          f"{split['search']:.0f} s, build {split['build']:.0f} s, run {split['run']:.0f} s, other "
+          f"{split['other']:.0f} s)", flush=True)
     default = build_point(layer, None, threads)["main"]
     xt = torch.from_numpy(x_nchw).contiguous(memory_format=torch.channels_last)
     wt = torch.from_numpy(w_oihw).contiguous(memory_format=torch.channels_last)
@@ -198,14 +236,28 @@ def _tune_layer(layer, trials: int, threads: int, rounds: int) -> list:
             torch.relu(torch.nn.functional.conv2d(xt, wt, bt, stride=s, padding=k // 2))
 
     sess = _onnxruntime_session(layer, x_nchw, w_oihw, b, threads)
-    fns = [lambda: tuned(*args), lambda: default(*args), run_torch]
-    if sess is not None:
-        fns.append(lambda: sess.run(None, {"x": x_nchw}))
-    t = _interleaved_min(fns, rounds)
-    gf = flops(layer) / 1e9
-    ort = f"{gf / t[3]:.1f}" if sess is not None else "-"
-    return [layer[0], f"{gf / t[0]:.1f}", f"{gf / t[1]:.1f}", f"{gf / t[2]:.1f}", ort,
-            f"{t[1] / t[0]:.2f}", f"{min(t[2:]) / t[0]:.2f}", _describe(best)]
+    rows = []
+    for n in checkpoints:
+        valid = [r for r in recs[:n] if r.is_valid]
+        if not valid:
+            rows.append([layer[0], n] + ["-"] * 8)
+            continue
+        best = min(valid, key=lambda r: r.mean_sec)
+        sch = Schedule(func)
+        best.trace.apply_to_schedule(sch)
+        tuned = ingot.build(sch.mod, target)["main"]
+        fns = [lambda fn=tuned: fn(*args), lambda: default(*args), run_torch]
+        if sess is not None:
+            fns.append(lambda: sess.run(None, {"x": x_nchw}))
+        t = _interleaved_min(fns, rounds)
+        ort = f"{gf / t[3]:.1f}" if sess is not None else "-"
+        rows.append([layer[0], n, f"{gf / best.mean_sec:.1f}", f"{gf / t[0]:.1f}", f"{gf / t[1]:.1f}",
+                     f"{gf / t[2]:.1f}", ort, f"{t[1] / t[0]:.2f}", f"{min(t[2:]) / t[0]:.2f}", _describe(sch)])
+    curve, best_s = [], float("inf")
+    for r in recs:
+        best_s = min(best_s, r.mean_sec) if r.is_valid else best_s
+        curve.append(gf / best_s if best_s < float("inf") else 0.0)
+    return rows, curve
 
 
 def _describe(sch) -> str:
@@ -219,22 +271,38 @@ def _describe(sch) -> str:
     return "NhwcConv " + " ".join(str(list(t)) for t in tiles)
 
 
-def tune(layers, trials: int, threads: int, rounds: int) -> None:
-    """Tune each layer (default space) and time tuned / default / PyTorch / ORT interleaved."""
+def tune(layers, trials, threads: int, rounds: int, work_dir: str = "") -> dict:
+    """Tune each layer (default space, one run of ``max(trials)``) and, at each checkpoint of
+    ``trials`` (an int or a list), time tuned / default / PyTorch / ORT interleaved. Returns
+    the tuning curves {layer name: best GFLOP/s after each trial}.
+
+    Example:
+        >>> # tune([layer_named("res2 3x3")], [64, 256], threads=2, rounds=150)
+    """
     import torch
 
+    checkpoints = sorted({trials} if isinstance(trials, int) else set(trials))
     torch.set_num_threads(threads)
-    banner(f"NHWC conv tuning ({trials} trials, {threads} threads): tuned vs default vs PyTorch / ORT")
-    rows = [_tune_layer(layer, trials, threads, rounds) for layer in layers]
-    print(markdown_table(["layer", "tuned GFLOP/s", "default", "PyTorch", "ORT", "tuned/default",
-                          "tuned vs best ref", "best"], rows))
+    banner(f"NHWC conv tuning ({', '.join(map(str, checkpoints))} trials, {threads} threads): tuned vs default vs "
+           "PyTorch / ORT")
+    rows, curves = [], {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for layer in layers:
+            wd = os.path.join(work_dir or tmp, layer[0].replace(" ", "_"))
+            layer_rows, curves[layer[0]] = _tune_layer(layer, checkpoints, threads, rounds, wd)
+            rows += layer_rows
+    print(markdown_table(["layer", "trials", "tuned GFLOP/s (tuner)", "tuned (re-timed)", "default", "PyTorch", "ORT",
+                          "tuned/default", "tuned vs best ref", "best"], rows))
     print(f"load average after: {load_average()}")
+    return curves
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--explore", action="store_true", help="time explicit points of the space vs the default")
-    p.add_argument("--trials", type=int, default=0, help="tune each layer with this many trials")
+    p.add_argument("--trials", type=int, nargs="+", default=[], help="tune each layer: one run of the largest, "
+                   "the best of each checkpoint re-timed")
+    p.add_argument("--work-dir", default="", help="keep the tuning work dirs here (default: a temporary dir)")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--rounds", type=int, default=150)
     p.add_argument("--max-points", type=int, default=12, help="points per layer in --explore")
@@ -245,7 +313,7 @@ def main() -> None:
         explore(layers, args.threads, args.rounds, args.max_points)
     if args.trials:
         keep = layers if args.only else [layer for layer in LAYERS if layer[0] in TUNE_LAYERS]
-        tune(keep, args.trials, args.threads, args.rounds)
+        tune(keep, args.trials, args.threads, args.rounds, args.work_dir)
     if not args.explore and not args.trials:
         p.print_help()
 

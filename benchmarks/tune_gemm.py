@@ -3,7 +3,9 @@
 For each workload one evolutionary tuning run of ``max(--trials)`` trials (64 per round) is made;
 the figures at 64 / 256 / 1000 trials are read off the same run (an evolutionary run of 64 trials
 *is* the first round of a longer one): the best GFLOP/s the tuner measured by then, the tuning
-wall time by then, and the best candidate re-timed here beside numpy (GEMM) or PyTorch (conv).
+wall time by then, and the best candidate re-timed here beside numpy (GEMM). ``--conv`` tunes the
+NHWC ResNet-50 res2 3×3 layer (fused conv + bias + relu, as the models run it) with
+`tune_conv.tune`: tuned vs default vs PyTorch vs ONNX Runtime at each checkpoint.
 A random-search run (``ReplayTrace``) of the same space and the same number of trials gives the
 "best of equal random samples" column. The tuning curves (best GFLOP/s vs trials) are saved as
 ``tune_gemm.png``. Apache TVM 0.27's reference on this machine: 299 GFLOP/s after 64 trials,
@@ -36,7 +38,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import ingot  # noqa: E402
-from ingot import te  # noqa: E402
 from common import gemm_func, load_average, markdown_table, median_seconds  # noqa: E402
 
 TARGET = "llvm -num-cores=2"
@@ -51,16 +52,6 @@ def wait_quiet(max_load: float, enabled: bool) -> None:
         print(f"  load {load:.2f} >= {max_load}: waiting", flush=True)
         time.sleep(30)
 
-
-
-def conv_func():
-    """ResNet-50 res2 3×3 conv: x (1, 64, 56, 56), w (64, 64, 3, 3), pad 1."""
-    from ingot import ops
-
-    x = te.placeholder((1, 64, 56, 56), "float32", name="x")
-    w = te.placeholder((64, 64, 3, 3), "float32", name="w")
-    y = ops.nn.conv2d_nchw(x, w, strides=1, padding=1)
-    return te.create_prim_func([x, w, y])
 
 
 def random_args(func, rng):
@@ -201,7 +192,8 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--n", type=int, default=1024, help="GEMM size (n x n x n)")
     p.add_argument("--trials", type=int, nargs="+", default=[64], help="checkpoints; the run has max(trials)")
-    p.add_argument("--conv", action="store_true", help="also tune the ResNet-50 3x3 conv2d (vs PyTorch)")
+    p.add_argument("--conv", action="store_true", help="also tune the ResNet-50 NHWC 3x3 conv layer (vs default, "
+                   "PyTorch, ORT: benchmarks/tune_conv.py)")
     p.add_argument("--no-gemm", action="store_true")
     p.add_argument("--no-random", action="store_true", help="skip the random-search comparison run")
     p.add_argument("--work-dir", default="./tune_gemm_tmp")
@@ -218,16 +210,14 @@ def main() -> None:
         curves[f"GEMM {n}^3"] = run_workload(f"gemm{n}", gemm_func(n), 2.0 * n ** 3, trials, args,
                                              lambda: ("numpy", median_seconds(lambda: a @ b)))
     if args.conv:
-        def torch_ref():
-            import torch
+        # the NHWC layer the models run (fused conv + bias + relu, packed weights), through
+        # tune_conv's machinery: one run, each checkpoint's best vs default / PyTorch / ORT
+        import tune_conv
 
-            torch.set_num_threads(2)
-            x, w = torch.rand(1, 64, 56, 56), torch.rand(64, 64, 3, 3)
-            with torch.no_grad():
-                return "PyTorch", median_seconds(lambda: torch.nn.functional.conv2d(x, w, padding=1))
-
-        flop = 2.0 * 64 * 56 * 56 * 64 * 9
-        curves["conv2d 3x3 56x56x64->64"] = run_workload("conv3x3", conv_func(), flop, trials, args, torch_ref)
+        wait_quiet(args.max_load, not args.no_wait)
+        conv_curves = tune_conv.tune([tune_conv.layer_named("res2 3x3")], trials, 2, 150,
+                                     os.path.join(args.work_dir, "conv_nhwc"))
+        curves["conv2d NHWC 3x3 56x56x64->64"] = {"evolutionary": conv_curves["res2 3x3"]}
     print(f"load average at the end: {load_average()}", flush=True)
     save_plot(curves, args.plot)
 
