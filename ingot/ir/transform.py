@@ -82,6 +82,11 @@ register_pass_config(
     "{'auto_max_step': int, 'explicit_unroll': bool, 'max_extent': int} for the UnrollLoop pass",
 )
 register_pass_config("tir.disable_compact_buffer", bool, "keep intermediate allocations at their full size")
+register_pass_config(
+    "graph.winograd", bool,
+    "PackWeights turns eligible 3x3 stride-1 NHWC convs with constant weights into Winograd F(m, 3) "
+    "(default True; False keeps the direct conv, bit-closer to the reference)",
+)
 
 
 def _check_config(config: Mapping[str, Any]) -> dict[str, Any]:

@@ -34,5 +34,6 @@ from .unary import (
 )
 from . import packed  # noqa: E402 - registers the pre-packed weight ops (PackWeights)
 from .packed import (  # noqa: E402
-    conv2d_nhwc_packed_weight, conv2d_packed_weight, dense_packed_weight, depthwise_conv2d_packed_weight,
+    conv2d_nhwc_packed_weight, conv2d_nhwc_winograd, conv2d_packed_weight, dense_packed_weight,
+    depthwise_conv2d_packed_weight,
 )

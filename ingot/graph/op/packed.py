@@ -34,7 +34,7 @@ from . import _ref
 from ._common import known_shape, tensor_sinfo, topi
 from .nn import _window_attrs, _window_out
 
-__all__ = ["dense_packed_weight", "conv2d_packed_weight", "depthwise_conv2d_packed_weight",
+__all__ = ["dense_packed_weight", "conv2d_packed_weight", "depthwise_conv2d_packed_weight", "conv2d_nhwc_winograd",
            "conv2d_nhwc_packed_weight"]
 
 
@@ -254,3 +254,68 @@ def conv2d_nhwc_packed_weight(x: Expr, w_packed: Expr, strides: Any = 1, padding
     """
     return make_call("conv2d_nhwc_packed_weight", [x, w_packed], strides=strides, padding=padding,
                      dilation=dilation, out_dtype=out_dtype)
+
+
+# -- conv2d, NHWC, Winograd ------------------------------------------------------------------------
+
+_WINOGRAD_ATTRS = {"padding": 1, "out_dtype": None}
+
+
+def _norm_winograd(attrs: Any, args: Any) -> dict:
+    out = dict(attrs)
+    out["padding"] = _window_attrs("conv2d_nhwc_winograd", {**attrs, "strides": 1, "dilation": 1})["padding"]
+    return out
+
+
+def _infer_winograd(args: Any, attrs: Any) -> TensorStructInfo:
+    name = "conv2d_nhwc_winograd"
+    x, u = tensor_sinfo(name, args[0], 0), tensor_sinfo(name, args[1], 1)
+    sx, su = known_shape(name, x, 0), known_shape(name, u, 1)
+    if len(sx) != 4 or len(su) != 4 or not all(isinstance(d, int) for d in su):
+        raise op_error(name, f"data must be 4-D NHWC and the weight 4-D (α², O/P, C, P) with static dims, got {sx} "
+                             f"and {su}; transform a 3x3 HWIO weight with ingot.ops.winograd.transform_weight")
+    _same_dtype(name, x, u)
+    aa, oo, cu, p = su
+    alpha = int(round(aa ** 0.5))
+    from ingot.ops.winograd import WINOGRAD_TILES
+
+    if alpha * alpha != aa or alpha - 2 not in WINOGRAD_TILES:
+        raise op_error(name, f"the weight's first dimension {aa} is not (m + 2)² for an output tile m in "
+                             f"{WINOGRAD_TILES}")
+    n, h, wd, c = sx
+    if not dims_equal(c, cu):
+        raise op_error(name, f"input channels {c} != the transformed weight's {cu}")
+    pt, pl, pb, pr = attrs["padding"]
+    shape = (n, _window_out(h, pt, pb, 3, 1, 1), _window_out(wd, pl, pr, 3, 1, 1), oo * p)
+    return TensorStructInfo(shape, attrs["out_dtype"] or x.dtype)
+
+
+def _np_winograd(args: Any, attrs: Any) -> np.ndarray:
+    from ingot.ops.winograd import winograd_reference
+
+    return winograd_reference(args[0], args[1], attrs["padding"]).astype(attrs["out_dtype"] or args[0].dtype)
+
+
+register_op(
+    "conv2d_nhwc_winograd", num_inputs=2, pattern=OpPattern.OUT_ELEMWISE_FUSABLE, attrs=dict(_WINOGRAD_ATTRS),
+    normalize_attrs=_norm_winograd, infer=_infer_winograd, numpy=_np_winograd,
+    legalize=lambda inputs, attrs, out: topi("winograd").conv2d_nhwc_winograd(
+        inputs[0], inputs[1], attrs["padding"], out_dtype=str(out.dtype)),
+    doc="NHWC 3x3 conv2d (stride 1, groups 1) by Winograd F(m, 3), the weight transformed and packed as "
+        "[α², O/P, C, P] (PackWeights).",
+)
+
+
+def conv2d_nhwc_winograd(x: Expr, u_packed: Expr, padding: Any = 1, out_dtype: "str | None" = None) -> Call:
+    """NHWC 3×3 ``conv2d`` (stride 1, dilation 1, groups 1) by Winograd F(m×m, 3×3), with the weight
+    in the Winograd domain as ``[α², O / P, C, P]`` (`ingot.ops.winograd.transform_weight`, α = m + 2).
+
+    Example:
+        >>> import numpy as np
+        >>> from ingot import graph as G
+        >>> x = G.Var("x", G.TensorStructInfo((1, 8, 8, 4), "float32"))
+        >>> u = G.const(np.zeros((36, 1, 4, 16), "float32"))
+        >>> G.op.packed.conv2d_nhwc_winograd(x, u, padding=1).struct_info.shape
+        (1, 8, 8, 16)
+    """
+    return make_call("conv2d_nhwc_winograd", [x, u_packed], padding=padding, out_dtype=out_dtype)

@@ -11,6 +11,8 @@ reads the panels directly; the schedule rules recognize the panel layout and ski
     conv2d(x, W[O, C, KH, KW]), NCHW, groups 1   → conv2d_packed_weight(x, W'[O/P, C, KH, KW, P])
     conv2d(x, W[C, 1, KH, KW]), NCHW, groups C   → depthwise_conv2d_packed_weight(x, W'[C/L, KH, KW, L])
     conv2d(x, W[KH, KW, C, O]), NHWC, groups 1   → conv2d_nhwc_packed_weight(x, W'[O/P, KH, KW, C, P])
+    conv2d(x, W[3, 3, C, O]), NHWC, stride 1     → conv2d_nhwc_winograd(x, U[α², O/P, C, P])  (when
+                                                   `ingot.ops.winograd.choose_tile` picks a tile)
     linear(x, W[N, K], b?)                       → dense_packed_weight(x, W'[N/P, K, P], b?)
     matmul(x, W[K, N]), x of rank ≥ 2            → dense_packed_weight(x, (W.T)'[N/P, K, P])
     matmul(x, W[K, N]), N fits no panel, ≤ 4 rows → linear(x, W.T)   (gemv_rule's row layout)
@@ -92,7 +94,26 @@ def _static(shape: Any) -> bool:
     return shape is not None and all(isinstance(d, int) for d in shape)
 
 
-def _rewrite(call: Call, panel: int, lanes: int) -> "Call | None":
+def _winograd_tile(call: Call, x_shape: Any, lanes: int) -> "int | None":
+    """The Winograd tile for an NHWC conv2d call (`ingot.ops.winograd.choose_tile`), None if it stays direct."""
+    from ingot.ops.winograd import choose_tile
+
+    attrs, w = call.attrs, call.args[1].data
+    if w.shape[:2] != (3, 3) or tuple(attrs["strides"]) != (1, 1) or tuple(attrs["dilation"]) != (1, 1):
+        return None
+    out = getattr(call.struct_info, "shape", None)
+    if not _static(x_shape) or not _static(out) or _out_dtype_differs(call):
+        return None
+    return choose_tile((out[1], out[2]), x_shape[3], w.shape[3], lanes)
+
+
+def _out_dtype_differs(call: Call) -> bool:
+    """Whether a call asks for an output dtype other than its data's (Winograd keeps one dtype)."""
+    want = call.attrs.get("out_dtype")
+    return bool(want) and str(want) != str(call.args[0].struct_info.dtype)
+
+
+def _rewrite(call: Call, panel: int, lanes: int, winograd: bool = False) -> "Call | None":
     """The packed-weight call replacing ``call``, or None when it keeps its operator."""
     from ingot.ops import packed
 
@@ -119,6 +140,12 @@ def _rewrite(call: Call, panel: int, lanes: int) -> "Call | None":
             p = _panel_for(w.shape[3], panel, lanes) if attrs["groups"] == 1 else None
             if p is None:
                 return None
+            tile = _winograd_tile(call, x_shape, lanes) if winograd else None
+            if tile is not None:
+                from ingot.ops.winograd import transform_weight
+
+                return make_call("conv2d_nhwc_winograd", [call.args[0], Constant(transform_weight(w, tile, p))],
+                                 padding=attrs["padding"], out_dtype=out_dtype)
             return make_call("conv2d_nhwc_packed_weight", [call.args[0],
                                                            Constant(packed.pack_conv2d_nhwc_weight(w, p))], **conv)
         if attrs["data_layout"] != "NCHW" or attrs["kernel_layout"] != "OIHW":
@@ -163,7 +190,8 @@ def _callers(mod: IRModule) -> "dict[str, list]":
     return sites
 
 
-def _pack_primitive(func: Function, calls: list, panel: int, lanes: int) -> "tuple[Function, dict] | None":
+def _pack_primitive(func: Function, calls: list, panel: int, lanes: int,
+                    winograd: bool) -> "tuple[Function, dict] | None":
     """``func`` (a fused group) with its weight parameters packed, and ``{id(call): {arg index:
     packed Constant}}`` for its call sites; None when nothing packs. A parameter is packed only
     when it is used once, as the weight of a packable call, and every call site passes a Constant."""
@@ -182,7 +210,7 @@ def _pack_primitive(func: Function, calls: list, panel: int, lanes: int) -> "tup
                 continue
             # The rewrite depends on shapes and attributes only: the same for every call site.
             rewritten = [_rewrite(Call(call.op, [call.args[0], c, *call.args[2:]], call.attrs, call.sinfo_args,
-                                       call.struct_info), panel, lanes) for c in consts]
+                                       call.struct_info), panel, lanes, winograd) for c in consts]
             if rewritten[0] is None:
                 continue
             new = rewritten[0]
@@ -201,12 +229,19 @@ def _pack_primitive(func: Function, calls: list, panel: int, lanes: int) -> "tup
     return Function(params, body.body, func.ret_struct_info, func.attrs), site_args
 
 
-def pack_weights_module(mod: IRModule, panel: "int | None" = None, lanes: "int | None" = None) -> IRModule:
-    """Apply PackWeights to every graph function of ``mod`` (see the module note).
+def pack_weights_module(mod: IRModule, panel: "int | None" = None, lanes: "int | None" = None,
+                        winograd: "bool | None" = None) -> IRModule:
+    """Apply PackWeights to every graph function of ``mod`` (see the module note). ``winograd``
+    (default: the ``graph.winograd`` pass config, else True) lets eligible 3×3 convs become
+    Winograd convs.
 
     Example:
         >>> mod2 = pack_weights_module(IRModule({}))
     """
+    if winograd is None:
+        from ingot.ir.transform import PassContext
+
+        winograd = bool(PassContext.current().get_config("graph.winograd", True))
     if panel is None or lanes is None:
         default_p, default_l = default_panel()
         panel, lanes = panel or default_p, lanes or default_l
@@ -217,7 +252,7 @@ def pack_weights_module(mod: IRModule, panel: "int | None" = None, lanes: "int |
     site_args: dict = {}
     for name, func in graph_functions(mod):
         if func.attrs.get("Primitive") and name in sites:
-            done = _pack_primitive(func, sites[name], panel, lanes)
+            done = _pack_primitive(func, sites[name], panel, lanes, winograd)
             if done is not None:
                 mod = mod.with_function(name, done[0])
                 site_args.update(done[1])
@@ -232,18 +267,21 @@ def pack_weights_module(mod: IRModule, panel: "int | None" = None, lanes: "int |
             if id(value) in site_args:
                 args = [site_args[id(value)].get(k, a) for k, a in enumerate(value.args)]
                 return VarBinding(b.var, Call(value.op, args, value.attrs, value.sinfo_args, value.struct_info))
-            new = _rewrite(value, panel, lanes)
+            new = _rewrite(value, panel, lanes, winograd)
             return b if new is None else VarBinding(b.var, new)
 
         mod = mod.with_function(name, map_bindings(func, rewrite))
     return mod
 
 
-def PackWeights(panel: "int | None" = None, lanes: "int | None" = None) -> Any:  # noqa: N802 - TVM's pass naming
+def PackWeights(panel: "int | None" = None, lanes: "int | None" = None,  # noqa: N802 - TVM's pass naming
+                winograd: "bool | None" = None) -> Any:
     """The PackWeights pass (module note). ``panel``/``lanes`` default to `default_panel()` of
-    the current target (two / one float32 vectors: 32 / 16 with AVX-512).
+    the current target (two / one float32 vectors: 32 / 16 with AVX-512); ``winograd`` to the
+    ``graph.winograd`` pass config (True unless set).
 
     Example:
         >>> p = PackWeights()
+        >>> direct = PackWeights(winograd=False)
     """
-    return make_pass(lambda mod: pack_weights_module(mod, panel, lanes), "PackWeights")
+    return make_pass(lambda mod: pack_weights_module(mod, panel, lanes, winograd), "PackWeights")

@@ -37,6 +37,7 @@ from .conv import conv_oc_rule
 from .conv_nhwc import conv_nhwc_rule, nhwc_window_rule
 from .reduction import gemv_rule, row_reduction_rule
 from .rules import elementwise_rule, gemm_rule, parallel_vectorize, reduction_rule
+from .winograd import winograd_rule
 
 __all__ = ["default_schedule", "schedule_blocks", "inline_injective", "RULES"]
 
@@ -74,9 +75,14 @@ def schedule_blocks(sch: Schedule, target: Target, *, log: Optional[list] = None
     Example:
         >>> # sch = schedule_blocks(Schedule(func), Target("llvm -num-cores=2"))
     """
-    inline_injective(sch, log=log)
     func = sch.mod[sch.func_working_on or "main"]
     cores = max(1, int(target.num_cores or 1))
+    # A Winograd conv's stages need each other's layout (ops/schedule/winograd.py): one rule for all.
+    scheduled = winograd_rule(sch, _top_level_blocks(func), target.vector_lanes("float32"), cores, RULES["gemm"])
+    if log is not None:
+        log.extend(scheduled)
+    inline_injective(sch, log=log)
+    func = sch.mod[sch.func_working_on or "main"]
     for name in _top_level_blocks(func):
         try:
             info = analyze_block(sch, sch.get_block(name))
@@ -151,6 +157,8 @@ def inline_injective(sch: Schedule, *, log: Optional[list] = None) -> list[str]:
             block = sch.get_block(name)
         except ScheduleError:
             continue
+        if _already_scheduled(sch, name):
+            continue  # placed by a whole-function rule (winograd_rule)
         consumers = sch.get_consumers(block)
         if not consumers or not all(_spatial(sch, b) for b in consumers):
             continue

@@ -42,14 +42,17 @@ from ..stmt import Allocate, Block, BlockRealize, BufferStore, For, LetStmt
 _Linear = tuple[dict, int]
 
 
-def _linear(expr: PrimExpr) -> Optional[_Linear]:
-    """``expr`` as a linear form over its variables, or None when it is not linear."""
+def _linear(expr: PrimExpr, opaque: bool = False) -> Optional[_Linear]:
+    """``expr`` as a linear form over its variables, or None when it is not linear. With ``opaque``
+    (for indices that use no relaxed variable, so every sub-expression is one fixed value), a
+    non-linear integer sub-expression such as ``t // 2 % 2`` is an atom, keyed by its structure:
+    ``(t // 2 % 2) * 4 + a`` for the constants a = 0..5 then has the exact hull of extent 6."""
     if isinstance(expr, IntImm):
         return {}, expr.value
     if isinstance(expr, Var):
         return {id(expr): (expr, 1)}, 0
     if isinstance(expr, (Add, Sub)):
-        a, b = _linear(expr.a), _linear(expr.b)
+        a, b = _linear(expr.a, opaque), _linear(expr.b, opaque)
         if a is None or b is None:
             return None
         sign = 1 if isinstance(expr, Add) else -1
@@ -59,7 +62,7 @@ def _linear(expr: PrimExpr) -> Optional[_Linear]:
             terms[key] = (var, old + sign * coeff)
         return {k: v for k, v in terms.items() if v[1] != 0}, a[1] + sign * b[1]
     if isinstance(expr, Mul):
-        a, b = _linear(expr.a), _linear(expr.b)
+        a, b = _linear(expr.a, opaque), _linear(expr.b, opaque)
         if a is None or b is None:
             return None
         if not a[0]:
@@ -68,6 +71,10 @@ def _linear(expr: PrimExpr) -> Optional[_Linear]:
             return None  # product of two variable terms
         c = b[1]
         return {k: (v, coeff * c) for k, (v, coeff) in a[0].items() if coeff * c != 0}, a[1] * c
+    if opaque and expr.dtype.is_integer and expr.dtype.is_scalar:
+        from ingot.arith.canonical import expr_key
+
+        return {("atom", expr_key(expr)): (expr, 1)}, 0
     return None
 
 
@@ -153,7 +160,7 @@ class _DimHull:
             self.exact = index
             self.dtype = index.dtype
             return
-        form = _linear(index)
+        form = _linear(index, opaque=True)
         if form is None:
             self.full = True
             return
@@ -161,7 +168,7 @@ class _DimHull:
 
     def add_bounds(self, lo: _Linear, hi: _Linear, dtype) -> None:
         if self.exact is not None:
-            form = _linear(self.exact)
+            form = _linear(self.exact, opaque=True)
             self.exact = None
             if form is None:
                 self.full = True

@@ -147,6 +147,60 @@ def _iterations_disjoint(analyzer: Analyzer, buffer: Buffer, loop: For) -> bool:
     return False
 
 
+class _StoreCollector(_AccessCollector):
+    """The stores to ``buffer`` only."""
+
+    def visit_BufferLoad(self, node: BufferLoad) -> None:
+        self.generic_visit(node)
+
+
+def _dense_box_store(analyzer: Analyzer, buffer: Buffer, stmt: Stmt) -> bool:
+    """Whether ``stmt`` is a loop nest whose one statement stores ``buffer`` at ``loop var + offset``
+    in every dimension (each loop in one dimension, 0-based): it writes every element of the box it
+    touches, and reads nothing of ``buffer``. A `compute_at` producer has this shape."""
+    loops = []
+    while isinstance(stmt, For):
+        if as_const_int(stmt.min) != 0:
+            return False
+        loops.append(stmt.loop_var)
+        stmt = stmt.body
+    if not isinstance(stmt, BufferStore) or stmt.buffer is not buffer or _uses(stmt.value, buffer):
+        return False
+    used = []
+    for index in stmt.indices:
+        in_nest = [v for v in collect_vars(index) if any(v is lv for lv in loops)]
+        if len(in_nest) > 1:
+            return False
+        if in_nest:
+            offset = analyzer.simplify(index - in_nest[0])
+            if any(any(v is lv for lv in loops) for v in collect_vars(offset)):
+                return False
+            used.append(in_nest[0])
+    return len(used) == len(loops) and all(any(u is lv for u in used) for lv in loops)
+
+
+def _written_before_read(analyzer: Analyzer, buffer: Buffer, loop: For) -> bool:
+    """Whether each iteration of ``loop`` first writes a whole box of ``buffer`` and then only
+    reads inside that box: then no value flows between iterations, even when the boxes of
+    neighbouring iterations overlap (a `compute_at` producer whose consumer's windows overlap:
+    a convolution's halo, a Winograd tile)."""
+    if not isinstance(loop.body, SeqStmt):
+        return False
+    seq = [s for s in loop.body.seq if _uses(s, buffer)]
+    if len(seq) < 2 or not _dense_box_store(analyzer, buffer, seq[0]):
+        return False
+    rest = SeqStmt(seq[1:])
+    stores = _StoreCollector(buffer)
+    stores.visit(rest)
+    if stores.accesses:
+        return False
+    written, read = _region(analyzer, buffer, seq[0]), _region(analyzer, buffer, rest)
+    if written is None or read is None:
+        return False
+    return all(analyzer.can_prove(w_lo <= r_lo) and analyzer.can_prove(r_hi <= w_hi)
+               for (w_lo, w_hi), (r_lo, r_hi) in zip(written, read))
+
+
 class _Rewriter(Mutator):
     def __init__(self, old: Buffer, new: Buffer, offsets: list) -> None:
         self.old, self.new, self.offsets = old, new, offsets
@@ -192,7 +246,8 @@ class _Compactor(Mutator):
         elif isinstance(stmt, For):
             sinkable = stmt.kind != ForKind.THREAD_BINDING or buffer.scope == "local"
             self.analyzer.bind(stmt.loop_var, Range.from_min_extent(stmt.min, stmt.extent))
-            if sinkable and _iterations_disjoint(self.analyzer, buffer, stmt):
+            if sinkable and (_iterations_disjoint(self.analyzer, buffer, stmt)
+                             or _written_before_read(self.analyzer, buffer, stmt)):
                 return stmt.replace(body=self._sink(buffer, stmt.body))
         elif isinstance(stmt, (LetStmt, Allocate, AssertStmt)):
             return stmt.replace(body=self._sink(buffer, stmt.body))
