@@ -1,0 +1,120 @@
+"""Winograd F(m, 3) convolution: the transform matrices, the compile-time weight transform, the
+kernel under the default schedule (numbers vs PyTorch, each stage scheduled by its own rule), and
+PackWeights choosing it in a graph (numbers vs numpy, `graph.winograd` turning it off)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import ingot
+from ingot import graph as G
+from ingot import ops, te
+from ingot.graph.transform import PackWeights
+from ingot.ops import winograd as W
+
+from .schedule_testutil import run, schedule
+
+torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.compiler
+
+RNG = np.random.default_rng(11)
+
+
+def _rand(*shape, scale=1.0):
+    return (RNG.standard_normal(shape) * scale).astype("float32")
+
+
+def _torch_conv(x_nhwc, w_hwio, pad):
+    with torch.no_grad():
+        y = torch.nn.functional.conv2d(torch.from_numpy(x_nhwc).permute(0, 3, 1, 2),
+                                       torch.from_numpy(w_hwio).permute(3, 2, 0, 1), padding=pad)
+    return y.permute(0, 2, 3, 1).numpy()
+
+
+@pytest.mark.parametrize("m", [2, 4])
+def test_matrices_compute_the_correlation(m):
+    at, g, bt = W.winograd_matrices(m)
+    for _ in range(5):
+        d, w = RNG.standard_normal(m + 2), RNG.standard_normal(3)
+        np.testing.assert_allclose(at @ ((g @ w) * (bt @ d)), np.correlate(d, w, "valid"), rtol=1e-12, atol=1e-12)
+
+
+def test_weight_transform_round_trips_and_checks_its_input():
+    w = _rand(3, 3, 8, 32)
+    u = W.transform_weight(w, 4, 16)
+    assert u.shape == (36, 2, 8, 16) and u.dtype == np.float32
+    np.testing.assert_allclose(W.untransform_weight(u), w, rtol=1e-5, atol=1e-5)
+    with pytest.raises(ValueError, match="3x3 kernel"):
+        W.transform_weight(_rand(5, 5, 8, 32), 4, 16)
+    with pytest.raises(ValueError, match="not supported"):
+        W.transform_weight(w, 6, 16)
+    with pytest.raises(ValueError, match="panel width"):
+        W.transform_weight(_rand(3, 3, 8, 24), 4, 16)
+
+
+# (batch, size, in channels, out channels, tile, padding): whole tiles, a cropped last tile (9, 13),
+# a valid conv (padding 0), a batch of 2.
+CASES = [(1, 8, 16, 32, 2, 1), (1, 9, 16, 16, 4, 1), (2, 13, 16, 32, 2, 1), (1, 10, 16, 16, 2, 0)]
+
+
+@pytest.mark.parametrize("n,hw,c,o,m,pad", CASES)
+def test_kernel_matches_pytorch_with_fused_epilogue(n, hw, c, o, m, pad):
+    x, w, b = _rand(n, hw, hw, c), _rand(3, 3, c, o, scale=0.2), _rand(o)
+    u = W.transform_weight(w, m, 16)
+    X, U, B = te.placeholder(x.shape, name="x"), te.placeholder(u.shape, name="u"), te.placeholder((o,), name="b")
+    conv = W.conv2d_nhwc_winograd(X, U, padding=pad)
+    R = te.placeholder(tuple(int(d) for d in conv.shape), name="res")
+    r = _rand(*R.shape)
+    sch, picked = schedule([X, U, B, R, ops.relu(ops.add(ops.add(conv, B), R))])
+    assert picked["winograd_input"] == "winograd_input" and picked["winograd_output"] == "winograd_output"
+    assert picked["winograd_gemm"] is not None and picked["conv2d_nhwc_winograd"] == "winograd_epilogue"
+    out = run(sch, [x, u, b, r], tuple(R.shape))
+    expected = np.maximum(_torch_conv(x, w, pad) + b + r, 0)
+    np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4 * np.abs(expected).max())
+
+
+def test_kernel_rejects_what_it_cannot_compute():
+    x = te.placeholder((1, 8, 8, 16), name="x")
+    with pytest.raises(ValueError, match="α², O/P, 16, P"):
+        W.conv2d_nhwc_winograd(x, te.placeholder((36, 1, 8, 16), name="u"))
+    with pytest.raises(ValueError, match="not supported"):
+        W.conv2d_nhwc_winograd(x, te.placeholder((64, 1, 16, 16), name="u"))
+
+
+def test_choose_tile():
+    assert W.choose_tile((56, 56), 64, 64, 16) == 4
+    assert W.choose_tile((14, 14), 256, 256, 16) == 2
+    assert W.choose_tile((7, 7), 512, 512, 16) is None
+    assert W.choose_tile((56, 56), 3, 64, 16) is None      # channels not whole vectors
+    assert W.choose_tile((56, 56), 16, 16, 16) is None     # too few channels to pay for the transforms
+
+
+def _conv_graph(x_shape, w, stride=1):
+    x = G.Var("x", G.TensorStructInfo(x_shape, "float32"))
+    bb = G.BlockBuilder()
+    with bb.function("main", [x]):
+        y = bb.emit(G.op.conv2d(x, G.const(w), strides=stride, padding=1, data_layout="NHWC", kernel_layout="HWIO"))
+        bb.emit_func_output(bb.emit(G.op.relu(y)))
+    return bb.get()
+
+
+def _ops(mod):
+    return [b.value.op.name for b in mod["main"].body.blocks[0].bindings if hasattr(b.value.op, "name")]
+
+
+def test_pack_weights_chooses_winograd_and_the_graph_runs():
+    w = _rand(3, 3, 32, 32, scale=0.1)
+    mod = _conv_graph((1, 14, 14, 32), w)
+    assert "conv2d_nhwc_winograd" in _ops(PackWeights(panel=32, lanes=16)(mod))
+    assert "conv2d_nhwc_packed_weight" in _ops(PackWeights(panel=32, lanes=16, winograd=False)(mod))
+    # Stride 2 and small maps stay direct.
+    assert "conv2d_nhwc_winograd" not in _ops(PackWeights(panel=32, lanes=16)(_conv_graph((1, 28, 28, 32), w, 2)))
+    assert "conv2d_nhwc_winograd" not in _ops(PackWeights(panel=32, lanes=16)(_conv_graph((1, 7, 7, 32), w)))
+    with ingot.transform.PassContext(config={"graph.winograd": False}):
+        assert "conv2d_nhwc_winograd" not in _ops(PackWeights(panel=32, lanes=16)(mod))
+
+    x = _rand(1, 14, 14, 32)
+    exe = G.build(mod, "llvm -num-cores=2")
+    assert "conv2d_nhwc_winograd" in str(exe.mod)
+    expected = np.maximum(_torch_conv(x, w, 1), 0)
+    np.testing.assert_allclose(G.Executor(exe)["main"](x).numpy(), expected, rtol=1e-4, atol=1e-5)
