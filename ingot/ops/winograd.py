@@ -210,9 +210,10 @@ def winograd_reference(x_nhwc: np.ndarray, u_packed: np.ndarray, padding: Any) -
 
 
 def _linear_form(coeffs: "list[tuple[Fraction, Any]]", dtype: str) -> Any:
-    """``Σ c·x`` over the nonzero coefficients, ±1 without a multiply (None when all are zero)."""
+    """``Σ c·x`` over the nonzero coefficients, ±1 without a multiply (None when all are zero); a
+    positive term first, so the sum never starts from ``0 - x``."""
     out = None
-    for c, x in coeffs:
+    for c, x in sorted(coeffs, key=lambda cx: cx[0] < 0):
         if c == 0:
             continue
         negative = c < 0

@@ -183,10 +183,18 @@ def _written_before_read(analyzer: Analyzer, buffer: Buffer, loop: For) -> bool:
     """Whether each iteration of ``loop`` first writes a whole box of ``buffer`` and then only
     reads inside that box: then no value flows between iterations, even when the boxes of
     neighbouring iterations overlap (a `compute_at` producer whose consumer's windows overlap:
-    a convolution's halo, a Winograd tile)."""
-    if not isinstance(loop.body, SeqStmt):
+    a convolution's halo, a Winograd tile). The check looks through the loops nested directly in
+    ``loop``: if every iteration of the innermost one is self-contained, so is every iteration of
+    the loops around it."""
+    body = loop.body
+    if isinstance(body, For):
+        analyzer = fork(analyzer)
+        while isinstance(body, For):
+            analyzer.bind(body.loop_var, Range.from_min_extent(body.min, body.extent))
+            body = body.body
+    if not isinstance(body, SeqStmt):
         return False
-    seq = [s for s in loop.body.seq if _uses(s, buffer)]
+    seq = [s for s in body.seq if _uses(s, buffer)]
     if len(seq) < 2 or not _dense_box_store(analyzer, buffer, seq[0]):
         return False
     rest = SeqStmt(seq[1:])

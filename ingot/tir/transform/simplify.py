@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ingot.ir.expr import IntImm, PrimExpr, Range, as_const_int
+from ingot.ir.expr import IntImm, PrimExpr, Range, Select, as_const_int
 from ingot.ir.functor import Mutator, substitute
 
 from ..function import PrimFunc
@@ -41,6 +41,16 @@ class _Simplifier(Mutator):
 
     def visit_Var(self, node: Any) -> Any:
         return node
+
+    def visit_Select(self, node: Any) -> Any:
+        # A float Select whose condition folds (an unrolled copy of a table lookup, e.g. the
+        # Winograd transforms) becomes its chosen branch: exact, and the rest is never visited.
+        if node.dtype.is_integer or node.dtype.is_bool:
+            return self.analyzer.simplify(node)
+        cond = self.visit(node.condition)
+        if _const_bool(cond) is not None:
+            return self.visit(node.true_value if _const_bool(cond) else node.false_value)
+        return Select(cond, self.visit(node.true_value), self.visit(node.false_value))
 
     def visit_For(self, node: For) -> Stmt:
         lo = self.analyzer.simplify(node.min)
