@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from ingot.ir import IRModule, Var, assert_structural_equal, decl_buffer
-from ingot.ir.expr import Broadcast, Ramp
+from ingot.ir.expr import Broadcast, IntImm, IterVar, Ramp, Range, Select
 from ingot.ir.transform import PassContext
 from ingot.tir import (
     Allocate, Block, BlockRealize, BufferRegion, BufferStore, Evaluate, For, ForKind, IfThenElse, PrimFunc, SeqStmt,
@@ -207,6 +207,60 @@ def test_compact_keeps_accumulator_outside_reduce_loop():
     a, b = np.arange(8, dtype="float32"), np.zeros(1, "float32")
     run_prim_func(out, a, b)
     assert b[0] == 28
+
+
+def _window_sum(overlap_read_offset: int = 0):
+    """for t in 0..4: tile[0..4] = A[2t + j]; B[t] = tile[0] + tile[3 + offset]: windows overlap by 2."""
+    A = decl_buffer((12,), "float32", "A")
+    B = decl_buffer((4,), "float32", "B")
+    tile = decl_buffer((12,), "float32", "tile")
+    t, j = Var("t"), Var("j")
+    body = _serial(t, 4, SeqStmt([
+        _serial(j, 4, BufferStore(tile, A[t * 2 + j], [t * 2 + j])),
+        BufferStore(B, tile[t * 2] + tile[t * 2 + 3 + overlap_read_offset], [t]),
+    ]))
+    return PrimFunc([A, B], Allocate(tile, body))
+
+
+def test_compact_sinks_an_overlapping_producer_written_before_read():
+    # Neighbouring iterations write overlapping parts of `tile` (a conv halo), but each iteration
+    # writes its whole window before reading it: one 4-element buffer per iteration is correct.
+    out = _apply(tt.CompactBufferAllocation(), _window_sum())
+    alloc = out.body.body.seq[0] if isinstance(out.body.body, SeqStmt) else out.body.body
+    assert isinstance(out.body, For) and isinstance(alloc, Allocate)
+    assert [d.value for d in alloc.buffer.shape] == [4]
+    a, b = np.arange(12, dtype="float32"), np.zeros(4, "float32")
+    run_prim_func(out, a, b)
+    np.testing.assert_array_equal(b, [a[2 * k] + a[2 * k + 3] for k in range(4)])
+    # A read outside the written window (it would see the previous iteration's value) keeps the
+    # allocation outside the loop.
+    kept = _apply(tt.CompactBufferAllocation(), _window_sum(overlap_read_offset=1))
+    assert isinstance(kept.body, Allocate)
+
+
+def test_access_region_of_a_nonlinear_tile_origin_is_exact():
+    from ingot.tir.analysis.access_regions import infer_block_access_regions
+
+    A = decl_buffer((10,), "float32", "A")
+    B = decl_buffer((4, 6), "float32", "B")
+    vt, vk = Var("vt"), Var("vk")
+    origin = vt // 2 % 2 * 4
+    value = A[origin] + A[origin + 5]  # the window [origin, origin + 5] of a tile indexed by div/mod
+    blk = Block([IterVar(Range(0, 4), vt, "S"), IterVar(Range(0, 6), vk, "S")], [], [], "B",
+                BufferStore(B, value, [vt, vk]))
+    reads, _ = infer_block_access_regions(blk)
+    assert [r.extent.value for r in reads[0].region] == [6]
+
+
+def test_simplify_folds_a_float_select_with_a_constant_condition():
+    A = decl_buffer((4,), "float32", "A")
+    i = Var("i")
+    body = _serial(i, 4, BufferStore(A, Select(IntImm("int32", 2) == 2, A[i] * 2.0, A[i] * 3.0), [i]))
+    out = _apply(tt.Simplify(), PrimFunc([A], body))
+    assert not isinstance(out.body.body.value, Select)
+    a = np.ones(4, "float32")
+    run_prim_func(out, a)
+    np.testing.assert_array_equal(a, 2.0)
 
 
 def test_vectorize_loop_before_after():
