@@ -13,10 +13,17 @@ A random-search run (``ReplayTrace``) of the same space and the same number of t
 
 Timed phases wait until the 1-minute load average is below ``--max-load`` (the machine is shared).
 
+Apache TVM in the same run: ``--tvm-python <venv>/bin/python`` (a venv made by
+``benchmarks/setup_tvm.sh``) runs ``benchmarks/tvm_reference.py`` in that interpreter as a
+subprocess *after* Ingot's tuning of each GEMM (never at the same time), with the same checkpoints;
+the table gains TVM's re-timed GFLOP/s (median, as the other columns), its ratio to numpy and its
+tuning wall time, and the plot gains TVM's curve. ``--mlc`` adds the MLC course's 128³ matmul.
+
 Usage:
     python benchmarks/tune_gemm.py --trials 64                 # GEMM, 64 trials (~10 min)
     python benchmarks/tune_gemm.py --trials 64 256 1000 --conv # the full table (hours)
     python benchmarks/tune_gemm.py --n 256 --trials 64 --no-random   # a quick look
+    python benchmarks/tune_gemm.py --trials 64 256 --mlc --tvm-python /work/tvm-venv/bin/python
 
 Besides the table it prints trials/s of the evolutionary run, its time split and the default
 schedule's GFLOP/s as the tuner measured it (the tuned column can never be below it: the
@@ -29,6 +36,7 @@ import json
 import math
 import os
 import shutil
+import subprocess
 import sys
 import time
 
@@ -89,7 +97,53 @@ def retime(func, record, rng) -> float:
     return median_seconds(lambda: lib["main"](*args))
 
 
-def run_workload(name, func, flop, trials, args, reference):
+def run_tvm(n: int, trials, args) -> "dict | None":
+    """Apache TVM's MetaSchedule on the n³ GEMM, via benchmarks/tvm_reference.py in the
+    ``--tvm-python`` interpreter: {"rows": {trials: checkpoint dict}, "curve": [...], "info": {...}},
+    or None when it failed (its stderr is kept in ``<work-dir>/tvm_<workload>.log``).
+
+    Example:
+        >>> run_tvm(128, [8], argparse.Namespace(tvm_python="/work/tvm-venv/bin/python",
+        ...         tvm_mcpu=None, work_dir="/tmp/tg"))  # doctest: +SKIP
+        {'rows': {8: {'gflops': 99.3, ...}}, 'curve': [...], 'info': {...}}
+    """
+    workload = "mlc128" if n == 128 else f"gemm{n}"
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "tvm_reference.py")
+    cmd = [args.tvm_python, script, "--workloads", workload, "--trials", *map(str, trials),
+           "--work-dir", os.path.join(os.path.abspath(args.work_dir), "tvm")]
+    if args.tvm_mcpu:
+        cmd += ["--mcpu", args.tvm_mcpu]
+    os.makedirs(args.work_dir, exist_ok=True)
+    log_path = os.path.join(args.work_dir, f"tvm_{workload}.log")
+    # TVM's venv must not see Ingot's import path (it has its own numpy)
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    t0 = time.time()
+    with open(log_path, "w") as err:
+        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=err, text=True, env=env)
+    if proc.returncode != 0:
+        print(f"  TVM failed (exit {proc.returncode}); its log: {log_path}", flush=True)
+        return None
+    out: dict = {"rows": {}, "curve": [], "info": {}}
+    for line in proc.stdout.splitlines():
+        if not line.startswith("{"):  # not ours (tvm_reference sends other output to stderr)
+            continue
+        rec = json.loads(line)
+        if rec["kind"] == "checkpoint":
+            out["rows"][rec["trials"]] = rec
+        elif rec["kind"] == "curve":
+            out["curve"] = rec["gflops"]
+        else:
+            out["info"].update(rec)
+    info = out["info"]
+    print(f"  TVM {info.get('tvm')} ({info.get('mcpu')}): {time.time() - t0:.0f} s in all, its "
+          f"tensor_intrin import (paid again by every builder worker) {info.get('startup_s')} s; "
+          f"log {log_path}", flush=True)
+    return out
+
+
+def run_workload(name, func, flop, trials, args, reference, tvm_n=None):
+    """Tune ``func`` with Ingot (and, with ``--tvm-python`` and ``tvm_n``, TVM on the tvm_n³ GEMM
+    afterwards); print the table; return the tuning curves for the plot."""
     rng = np.random.default_rng(0)
     wait_quiet(args.max_load, not args.no_wait)
     ref_name, ref_secs = reference()
@@ -126,11 +180,16 @@ def run_workload(name, func, flop, trials, args, reference):
     if not args.no_random:
         wait_quiet(args.max_load, not args.no_wait)
         rand = tune_curve(func, top, "replay", os.path.join(args.work_dir, name + "_rand"), 0)[0]
+    tvm, with_tvm = None, bool(args.tvm_python and tvm_n)
+    if with_tvm:
+        # after Ingot's tuning, never beside it: two things timed at once are both wrong
+        wait_quiet(args.max_load, not args.no_wait)
+        tvm = run_tvm(tvm_n, trials, args)
     rows = []
     for k in trials:
         best = best_until(recs, k)
         if best is None:
-            rows.append([k, "-", "-", "-", "-", "-"])
+            rows.append([k, "-", "-", "-", "-", "-"] + (["-", "-", "-"] if with_tvm else []))
             continue
         at = max(r.timestamp for r in recs[:k]) - t0
         wait_quiet(args.max_load, not args.no_wait)
@@ -139,12 +198,29 @@ def run_workload(name, func, flop, trials, args, reference):
         rows.append([k, f"{flop / best.mean_sec / 1e9:.1f}", f"{flop / secs / 1e9:.1f}",
                      f"{flop / secs / 1e9 / (flop / ref_secs / 1e9):.2f}",
                      f"{flop / rb.mean_sec / 1e9:.1f}" if rb else "-", f"{at:.0f}"])
-    print(markdown_table(["trials", "tuned GFLOP/s (tuner)", "tuned GFLOP/s (re-timed)", f"/ {ref_name}",
-                          "best random GFLOP/s", "tuning s"], rows), flush=True)
+        if with_tvm:
+            rows[-1] += _tvm_cells(tvm, k, flop / ref_secs / 1e9)
+    header = ["trials", "tuned GFLOP/s (tuner)", "tuned GFLOP/s (re-timed)", f"/ {ref_name}",
+              "best random GFLOP/s", "tuning s"]
+    if with_tvm:
+        header += ["TVM GFLOP/s (re-timed)", f"TVM / {ref_name}", "TVM tuning s"]
+    print(markdown_table(header, rows), flush=True)
     curves = {"evolutionary": _curve(recs, flop)}
     if rand:
         curves["random (ReplayTrace)"] = _curve(rand, flop)
+    if tvm and tvm["curve"]:
+        curves["Apache TVM MetaSchedule"] = tvm["curve"]
     return curves
+
+
+def _tvm_cells(tvm, k: int, ref_gflops: float) -> list:
+    """TVM's three table cells at checkpoint ``k``: re-timed GFLOP/s (median, like the Ingot and
+    numpy columns), its ratio to the reference, tuning wall seconds; dashes when TVM failed."""
+    row = tvm["rows"].get(k) if tvm else None
+    if not row or row.get("gflops_median") is None:
+        return ["-", "-", "-"]
+    gflops = row["gflops_median"]
+    return [f"{gflops:.1f}", f"{gflops / ref_gflops:.2f}", f"{row['tuning_s']:.0f}"]
 
 
 def blocked_branch(trace_json) -> "str | None":
@@ -200,15 +276,22 @@ def main() -> None:
     p.add_argument("--max-load", type=float, default=1.0)
     p.add_argument("--no-wait", action="store_true", help="do not wait for a quiet machine")
     p.add_argument("--plot", default="tune_gemm.png")
+    p.add_argument("--mlc", action="store_true", help="also tune the MLC course's 128^3 matmul (TVM's 2nd reference)")
+    p.add_argument("--tvm-python", default=None, metavar="PYTHON",
+                   help="python of an Apache TVM venv (benchmarks/setup_tvm.sh): TVM tunes the same GEMMs after Ingot")
+    p.add_argument("--tvm-mcpu", default=None, help="LLVM -mcpu for TVM (default: LLVM's host CPU)")
     args = p.parse_args()
     trials = sorted(set(args.trials))
     curves = {}
-    if not args.no_gemm:
-        n = args.n
+    if args.tvm_python and not os.path.exists(args.tvm_python):
+        raise SystemExit(f"--tvm-python {args.tvm_python} does not exist: make the venv with "
+                         "bash benchmarks/setup_tvm.sh <dir>, then pass <dir>/bin/python")
+    sizes = ([] if args.no_gemm else [args.n]) + ([128] if args.mlc and args.n != 128 else [])
+    for n in sizes:
         rng = np.random.default_rng(0)
         a, b = rng.random((n, n), dtype="float32"), rng.random((n, n), dtype="float32")
         curves[f"GEMM {n}^3"] = run_workload(f"gemm{n}", gemm_func(n), 2.0 * n ** 3, trials, args,
-                                             lambda: ("numpy", median_seconds(lambda: a @ b)))
+                                             lambda a=a, b=b: ("numpy", median_seconds(lambda: a @ b)), tvm_n=n)
     if args.conv:
         # the NHWC layer the models run (fused conv + bias + relu, packed weights), through
         # tune_conv's machinery: one run, each checkpoint's best vs default / PyTorch / ORT

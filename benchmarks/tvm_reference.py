@@ -9,10 +9,10 @@ space, xgb cost model, local builder/runner, 64 trials per round: TVM's defaults
 every checkpoint are read off that run, as tune_gemm.py does for Ingot: a measure callback records,
 after each measured batch, the wall time and the best schedule so far, trial by trial. After tuning
 each checkpoint's best schedule is compiled again and re-timed here with ``time_evaluator`` (the
-MIN over many repeats). One JSON object per line on stdout::
+MIN over many repeats as ``gflops``, the median as ``gflops_median``). One JSON object per line on stdout::
 
     {"kind": "checkpoint", "workload": "gemm1024", "trials": 64, "measured": 64, "valid": 61,
-     "tuner_gflops": 290.1, "gflops": 301.5, "tuning_s": 142.3, ...}
+     "tuner_gflops": 290.1, "gflops": 301.5, "gflops_median": 297.0, "tuning_s": 142.3, ...}
     {"kind": "curve", "workload": "gemm1024", "gflops": [12.0, 80.3, ...]}   # best-so-far per trial
     {"kind": "info", ...}                                                      # target, start-up
 
@@ -49,14 +49,26 @@ def log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
+_JSON_OUT = sys.stdout
+
+
 def emit(obj: dict) -> None:
-    """One JSON line on stdout.
+    """One JSON line on the real stdout (``main`` sends everything else printed there to stderr).
 
     Example:
         >>> emit({"kind": "info", "x": 1})
         {"kind": "info", "x": 1}
     """
-    print(json.dumps(obj), flush=True)
+    print(json.dumps(obj), file=_JSON_OUT, flush=True)
+
+
+def keep_stdout_for_json() -> None:
+    """Point fd 1 at stderr and keep a private copy of the original stdout for ``emit``: TVM's C++
+    logging and its workers print to fd 1, and the caller parses stdout line by line as JSON."""
+    global _JSON_OUT
+    sys.stdout.flush()
+    _JSON_OUT = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)
 
 
 def host_mcpu() -> str:
@@ -160,9 +172,9 @@ def progress_callback(progress: Progress):
     return _Record()
 
 
-def retime_min(mod, target, n: int, repeat: int, min_repeat_ms: int) -> float:
-    """Compile ``mod`` and time its main: MIN over ``repeat`` time_evaluator samples (seconds).
-    Checks the result against numpy first (a wrong kernel must not win)."""
+def retime(mod, target, n: int, repeat: int, min_repeat_ms: int) -> "tuple[float, float]":
+    """Compile ``mod`` and time its main: (MIN, median) over ``repeat`` time_evaluator samples, in
+    seconds. Checks the result against numpy first (a wrong kernel must not win)."""
     import tvm
 
     lib = tvm.compile(mod, target).jit()  # a runtime Module (has time_evaluator)
@@ -174,7 +186,8 @@ def retime_min(mod, target, n: int, repeat: int, min_repeat_ms: int) -> float:
     lib["main"](a, b, c)
     np.testing.assert_allclose(c.numpy(), a_np @ b_np, rtol=1e-3, atol=1e-3 * n)
     evaluator = lib.time_evaluator("main", dev, number=1, repeat=repeat, min_repeat_ms=min_repeat_ms)
-    return float(min(evaluator(a, b, c).results))
+    samples = sorted(float(x) for x in evaluator(a, b, c).results)
+    return samples[0], samples[len(samples) // 2]
 
 
 def tune_workload(name: str, target, args) -> None:
@@ -213,8 +226,9 @@ def tune_workload(name: str, target, args) -> None:
                "tuner_gflops": None, "gflops": None}
         if best_mod is not None:
             row["tuner_gflops"] = round(flop / best_sec / 1e9, 1)
-            secs = retime_min(best_mod, target, n, args.repeat, args.min_repeat_ms)
+            secs, median = retime(best_mod, target, n, args.repeat, args.min_repeat_ms)
             row["gflops"] = round(flop / secs / 1e9, 1)
+            row["gflops_median"] = round(flop / median / 1e9, 1)
             row["ms"] = round(secs * 1e3, 4)
         emit(row)
     best, curve = math.inf, []
@@ -240,6 +254,7 @@ def main() -> None:
     p.add_argument("--min-repeat-ms", type=int, default=50)
     args = p.parse_args()
     args.trials = sorted(set(args.trials))
+    keep_stdout_for_json()
     for name in args.workloads:
         parse_workload(name)  # fail before the slow imports
 
