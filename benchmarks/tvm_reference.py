@@ -49,7 +49,7 @@ def log(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
-_JSON_OUT = sys.stdout
+_JSON_OUT = None  # set by keep_stdout_for_json; None: sys.stdout
 
 
 def emit(obj: dict) -> None:
@@ -59,7 +59,7 @@ def emit(obj: dict) -> None:
         >>> emit({"kind": "info", "x": 1})
         {"kind": "info", "x": 1}
     """
-    print(json.dumps(obj), file=_JSON_OUT, flush=True)
+    print(json.dumps(obj), file=_JSON_OUT or sys.stdout, flush=True)
 
 
 def keep_stdout_for_json() -> None:
