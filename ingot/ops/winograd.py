@@ -114,10 +114,13 @@ def winograd_matrices(m: int, r: int = _KERNEL) -> "tuple[np.ndarray, np.ndarray
     return tuple(np.array([[float(v) for v in row] for row in mat]) for mat in _exact_matrices(m, r))
 
 
-#: Below this many output rows/columns Winograd loses: too few tiles to amortize the transforms and
-#: α²/9 times the weight traffic (ResNet-50's 7×7 stage is 1.3-2× slower with it; benchmarks/conv2d.py).
+#: Below this many output rows/columns Winograd loses inside a model: too few tiles to amortize the
+#: transforms, and α²/9 times the weight traffic from L3/DRAM. Measured on ResNet-50 (2 threads, one
+#: interleaved run): F(2, 3) at 7×7 is 20% faster alone but costs the model 1.1 ms (weights 1.8× larger).
 MIN_WINOGRAD_SIZE = 14
-#: From this size up F(4, 3) (4× fewer multiplies) beats F(2, 3) (2.25×): enough tiles per image.
+#: From this size up F(4, 3) (4× fewer multiplies) beats F(2, 3) (2.25×). At 14×14 F(4, 3) wins alone
+#: (554 vs 652 µs, 256 channels) but loses in the model (weights 4× larger; the whole model: F(2, 3) at
+#: 14×14 28.90 ms, F(4, 3) 29.68 ms, direct 31.59 ms, ONNX Runtime 29.35 ms).
 MIN_F4_SIZE = 28
 #: Fewer channels than this leave the GEMMs too small to pay for the transforms.
 MIN_WINOGRAD_CHANNELS = 32
