@@ -89,6 +89,13 @@ class PostOrderApply(SpaceGenerator):
 
         base = Schedule(mod, seed=0)
         names = [(f, n) for f in base.state.func_names() for n in base.state.blocks(f) if n != "root"]
+        if self.include_default_schedule and _has_winograd_stages(base, names):
+            # The generic rules know nothing of a Winograd kernel's unrolled table lookups: their
+            # candidates are all slower than `winograd_rule`, and some compile for minutes (gcc on
+            # un-unrolled 36-way selects). Until a Winograd rule exists, the space is the default.
+            default = default_schedule_space(mod, getattr(getattr(self, "context", None), "target", None))
+            if default is not None:
+                return [default]
         spaces = [base]
         for func_name, name in reversed(names):
             for rule in self.rules:
@@ -104,6 +111,12 @@ class PostOrderApply(SpaceGenerator):
             if default is not None:
                 spaces.append(default)
         return spaces
+
+
+def _has_winograd_stages(sch: Any, names: list) -> bool:
+    from ingot.ops.winograd import STAGE_KEY
+
+    return any(STAGE_KEY in sch.get(sch.get_block(n, f)).annotations for f, n in names)
 
 
 def default_schedule_space(mod: Any, target: Any) -> "Optional[Any]":
