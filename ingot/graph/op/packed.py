@@ -205,18 +205,26 @@ def depthwise_conv2d_packed_weight(x: Expr, w_packed: Expr, strides: Any = 1, pa
 # -- conv2d, NHWC ----------------------------------------------------------------------------------
 
 
-def _infer_conv_nhwc(args: Any, attrs: Any) -> TensorStructInfo:
-    name = "conv2d_nhwc_packed_weight"
+def _nhwc_operands(name: str, args: Any, weight_layout: "tuple[str, ...]", fix: str) -> tuple:
+    """``(data struct info, data shape, weight shape)`` of an NHWC conv on a pre-laid-out weight, checked:
+    4-D data, a static weight of the layout's rank, one dtype, the weight's ``C`` = the data's channels."""
     x, w = tensor_sinfo(name, args[0], 0), tensor_sinfo(name, args[1], 1)
     sx, sw = known_shape(name, x, 0), known_shape(name, w, 1)
-    if len(sx) != 4 or len(sw) != 5 or not all(isinstance(d, int) for d in sw):
-        raise op_error(name, f"data must be 4-D NHWC and the packed weight 5-D (O/P, KH, KW, C, P) with static dims, "
-                             f"got {sx} and {sw}; pack an HWIO weight with ingot.ops.packed.pack_conv2d_nhwc_weight")
+    layout = ", ".join(weight_layout)
+    if len(sx) != 4 or len(sw) != len(weight_layout) or not all(isinstance(d, int) for d in sw):
+        raise op_error(name, f"data must be 4-D NHWC and the weight {len(weight_layout)}-D ({layout}) with static "
+                             f"dims, got {sx} and {sw}; {fix}")
     _same_dtype(name, x, w)
-    n, h, wd, c = sx
-    oo, kh, kw, cw, p = sw
-    if not dims_equal(c, cw):
-        raise op_error(name, f"input channels {c} != the packed weight's {cw}")
+    cw = sw[weight_layout.index("C")]
+    if not dims_equal(sx[3], cw):
+        raise op_error(name, f"input channels {sx[3]} != the weight's {cw}")
+    return x, sx, sw
+
+
+def _infer_conv_nhwc(args: Any, attrs: Any) -> TensorStructInfo:
+    x, (n, h, wd, _), (oo, kh, kw, _, p) = _nhwc_operands(
+        "conv2d_nhwc_packed_weight", args, ("O/P", "KH", "KW", "C", "P"),
+        "pack an HWIO weight with ingot.ops.packed.pack_conv2d_nhwc_weight")
     (sh, sw_), (dh, dw), (pt, pl, pb, pr) = attrs["strides"], attrs["dilation"], attrs["padding"]
     shape = (n, _window_out(h, pt, pb, kh, sh, dh), _window_out(wd, pl, pr, kw, sw_, dw), oo * p)
     return TensorStructInfo(shape, attrs["out_dtype"] or x.dtype)
@@ -268,23 +276,15 @@ def _norm_winograd(attrs: Any, args: Any) -> dict:
 
 
 def _infer_winograd(args: Any, attrs: Any) -> TensorStructInfo:
-    name = "conv2d_nhwc_winograd"
-    x, u = tensor_sinfo(name, args[0], 0), tensor_sinfo(name, args[1], 1)
-    sx, su = known_shape(name, x, 0), known_shape(name, u, 1)
-    if len(sx) != 4 or len(su) != 4 or not all(isinstance(d, int) for d in su):
-        raise op_error(name, f"data must be 4-D NHWC and the weight 4-D (α², O/P, C, P) with static dims, got {sx} "
-                             f"and {su}; transform a 3x3 HWIO weight with ingot.ops.winograd.transform_weight")
-    _same_dtype(name, x, u)
-    aa, oo, cu, p = su
-    alpha = int(round(aa ** 0.5))
     from ingot.ops.winograd import WINOGRAD_TILES
 
+    name = "conv2d_nhwc_winograd"
+    x, (n, h, wd, _), (aa, oo, _, p) = _nhwc_operands(
+        name, args, ("α²", "O/P", "C", "P"), "transform a 3x3 HWIO weight with ingot.ops.winograd.transform_weight")
+    alpha = int(round(aa ** 0.5))
     if alpha * alpha != aa or alpha - 2 not in WINOGRAD_TILES:
         raise op_error(name, f"the weight's first dimension {aa} is not (m + 2)² for an output tile m in "
                              f"{WINOGRAD_TILES}")
-    n, h, wd, c = sx
-    if not dims_equal(c, cu):
-        raise op_error(name, f"input channels {c} != the transformed weight's {cu}")
     pt, pl, pb, pr = attrs["padding"]
     shape = (n, _window_out(h, pt, pb, 3, 1, 1), _window_out(wd, pl, pr, 3, 1, 1), oo * p)
     return TensorStructInfo(shape, attrs["out_dtype"] or x.dtype)
