@@ -52,7 +52,7 @@ from ._window import conv_window
 from .nn import pad_hw
 
 __all__ = ["winograd_matrices", "choose_tile", "transform_weight", "untransform_weight", "conv2d_nhwc_winograd",
-           "winograd_reference", "WINOGRAD_TILES", "STAGE_KEY", "TILE_GRID_KEY"]
+           "WINOGRAD_TILES", "STAGE_KEY", "TILE_GRID_KEY"]
 
 #: Output tile sizes m offered (F(m×m, 3×3)); see the module note for why not 6.
 WINOGRAD_TILES = (2, 4)
@@ -172,7 +172,7 @@ def transform_weight(w_hwio: np.ndarray, tile: int, panel: int) -> np.ndarray:
 
 def untransform_weight(u_packed: np.ndarray) -> np.ndarray:
     """The HWIO 3×3 weight ``g`` of a `transform_weight` result (``g = G⁺ U G⁺ᵀ``: G has full column
-    rank, so this is exact up to rounding). Used by the operator's numpy reference.
+    rank, so this is exact up to rounding). The graph operator's numpy reference convolves with it.
 
     Example:
         >>> w = np.random.rand(3, 3, 4, 16)
@@ -187,26 +187,6 @@ def untransform_weight(u_packed: np.ndarray) -> np.ndarray:
     pinv = np.linalg.pinv(g)  # [3, α]
     u = u_packed.astype(np.float64).transpose(0, 2, 1, 3).reshape(alpha, alpha, c, oo * p)
     return np.einsum("ae,euco,bu->abco", pinv, u, pinv).astype(u_packed.dtype)
-
-
-def winograd_reference(x_nhwc: np.ndarray, u_packed: np.ndarray, padding: Any) -> np.ndarray:
-    """numpy NHWC conv2d (stride 1) computed from a Winograd-domain weight: the operator's reference.
-
-    Example:
-        >>> x, w = np.random.rand(1, 6, 6, 2), np.random.rand(3, 3, 2, 16)
-        >>> y = winograd_reference(x, transform_weight(w, 2, 16), (1, 1, 1, 1))
-        >>> y.shape
-        (1, 6, 6, 16)
-    """
-    w = untransform_weight(u_packed).astype(np.float64)
-    pt, pl, pb, pr = padding
-    xp = np.pad(x_nhwc.astype(np.float64), ((0, 0), (pt, pb), (pl, pr), (0, 0)))
-    oh, ow = xp.shape[1] - _KERNEL + 1, xp.shape[2] - _KERNEL + 1
-    out = np.zeros((x_nhwc.shape[0], oh, ow, w.shape[3]))
-    for ky in range(_KERNEL):
-        for kx in range(_KERNEL):
-            out += np.einsum("nhwc,co->nhwo", xp[:, ky:ky + oh, kx:kx + ow, :], w[ky, kx])
-    return out.astype(x_nhwc.dtype)
 
 
 # -- the TE kernel ----------------------------------------------------------------------------

@@ -291,9 +291,11 @@ def _infer_winograd(args: Any, attrs: Any) -> TensorStructInfo:
 
 
 def _np_winograd(args: Any, attrs: Any) -> np.ndarray:
-    from ingot.ops.winograd import winograd_reference
+    from ingot.ops.winograd import untransform_weight
 
-    return winograd_reference(args[0], args[1], attrs["padding"]).astype(attrs["out_dtype"] or args[0].dtype)
+    x, w = args[0], untransform_weight(args[1])  # HWIO
+    out = _ref.conv2d_nchw(x.transpose(0, 3, 1, 2), w.transpose(3, 2, 0, 1), (1, 1), attrs["padding"], (1, 1), 1)
+    return out.transpose(0, 2, 3, 1).astype(attrs["out_dtype"] or x.dtype)
 
 
 register_op(
