@@ -115,12 +115,13 @@ def winograd_matrices(m: int, r: int = _KERNEL) -> "tuple[np.ndarray, np.ndarray
 
 
 #: Below this many output rows/columns Winograd loses inside a model: too few tiles to amortize the
-#: transforms, and α²/9 times the weight traffic from L3/DRAM. Measured on ResNet-50 (2 threads, one
-#: interleaved run): F(2, 3) at 7×7 is 20% faster alone but costs the model 1.1 ms (weights 1.8× larger).
+#: transforms, and α²/9 times the weight traffic from L3/DRAM. `python benchmarks/winograd.py --layers
+#: --model` (BENCHMARKS.md, session 5): F(2, 3) at 7×7 is 1.27× faster alone (678 vs 861 µs) but makes
+#: the model 0.5 ms slower (29.27 vs 28.79 ms; its weights are 1.8× larger).
 MIN_WINOGRAD_SIZE = 14
 #: From this size up F(4, 3) (4× fewer multiplies) beats F(2, 3) (2.25×). At 14×14 F(4, 3) wins alone
-#: (554 vs 652 µs, 256 channels) but loses in the model (weights 4× larger; the whole model: F(2, 3) at
-#: 14×14 28.90 ms, F(4, 3) 29.68 ms, direct 31.59 ms, ONNX Runtime 29.35 ms).
+#: (406 vs 478 µs, 256 channels) but loses in the model, its weights 4× larger (same run: F(2, 3) at
+#: 14×14 27.60 ms, F(4, 3) 28.79 ms, direct 30.61 ms, ONNX Runtime 28.05 ms).
 MIN_F4_SIZE = 28
 #: Fewer channels than this leave the GEMMs too small to pay for the transforms.
 MIN_WINOGRAD_CHANNELS = 32

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from typing import Optional
 
+from ingot.arith.canonical import expr_key
 from ingot.ir.buffer import Buffer, BufferRegion
 from ingot.ir.expr import (
     Add, BufferLoad, FloorDiv, FloorMod, IntImm, Mul, PrimExpr, Range, Sub, Var,
@@ -72,8 +73,6 @@ def _linear(expr: PrimExpr, opaque: bool = False) -> Optional[_Linear]:
         c = b[1]
         return {k: (v, coeff * c) for k, (v, coeff) in a[0].items() if coeff * c != 0}, a[1] * c
     if opaque and expr.dtype.is_integer and expr.dtype.is_scalar:
-        from ingot.arith.canonical import expr_key
-
         return {("atom", expr_key(expr)): (expr, 1)}, 0
     return None
 
