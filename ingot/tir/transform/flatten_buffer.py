@@ -7,6 +7,9 @@ so a parameter stays the same pointer: `PrimFunc.params` keep the original N-D b
 argument checks use their shapes and dtypes) while the body uses the 1-D views. The element
 offset is folded into the index, so every flat buffer has ``elem_offset`` 0 and no strides.
 ``Allocate`` statements allocate the flat buffer (same scope). A 0-d buffer becomes a 1-element one.
+An allocated buffer named in the function attribute ``"buffer_dim_align"`` (`Schedule.storage_align`,
+recorded by `ConvertBlocksToLoops`) is flattened with padded strides
+(`ingot.tir.transform.storage_align`); the attribute is dropped.
 
 This is the lowered-form contract with codegen (see docs/passes.md).
 
@@ -28,6 +31,7 @@ from ingot.ir.functor import Mutator
 from ..function import PrimFunc
 from ..stmt import Allocate, Block, BlockRealize, BufferStore
 from .base import prim_func_pass
+from .storage_align import DIM_ALIGN_ATTR, aligned_strides, dim_aligns_by_name
 
 __all__ = ["FlattenBuffer", "flatten_buffer", "flat_index"]
 
@@ -46,8 +50,9 @@ def _cast(e: PrimExpr, dtype: Any) -> PrimExpr:
     return e if e.dtype == dtype else e.astype(dtype)
 
 
-def flat_index(buffer: Buffer, indices: "tuple[PrimExpr, ...]") -> PrimExpr:
-    """The 1-D element index of ``buffer[indices]`` (strides and elem_offset applied).
+def flat_index(buffer: Buffer, indices: "tuple[PrimExpr, ...]", strides: "tuple | None" = None) -> PrimExpr:
+    """The 1-D element index of ``buffer[indices]`` (strides and elem_offset applied; ``strides``
+    overrides the buffer's own, e.g. storage-aligned ones).
 
     Example:
         >>> from ingot.ir import decl_buffer, Var
@@ -56,7 +61,8 @@ def flat_index(buffer: Buffer, indices: "tuple[PrimExpr, ...]") -> PrimExpr:
         'i * 8 + j'
     """
     dtype = _index_dtype(buffer, indices)
-    strides = buffer.compact_strides()
+    strides = buffer.compact_strides() if strides is None else tuple(IntImm(dtype, s) if isinstance(s, int) else s
+                                                                      for s in strides)
     result: "PrimExpr | None" = None
     for idx, stride in zip(indices, strides):
         term = _cast(idx, dtype) if as_const_int(stride) == 1 else _cast(idx, dtype) * _cast(stride, dtype)
@@ -68,9 +74,11 @@ def flat_index(buffer: Buffer, indices: "tuple[PrimExpr, ...]") -> PrimExpr:
     return result
 
 
-def _flat_size(buffer: Buffer) -> PrimExpr:
+def _flat_size(buffer: Buffer, strides: "tuple | None" = None) -> PrimExpr:
     if not buffer.shape:
         return IntImm("int32", 1)
+    if strides is not None:  # storage-aligned (constant): the last element's offset + 1
+        return IntImm(buffer.shape[0].dtype, 1 + sum((as_const_int(d) - 1) * s for d, s in zip(buffer.shape, strides)))
     if not buffer.strides:
         size = buffer.shape[0]
         for dim in buffer.shape[1:]:
@@ -84,16 +92,20 @@ def _flat_size(buffer: Buffer) -> PrimExpr:
 
 
 class _Flattener(Mutator):
-    def __init__(self) -> None:
+    def __init__(self, dim_aligns: "dict | None" = None) -> None:
         self.flat: dict[Buffer, Buffer] = {}
+        self.dim_aligns = dim_aligns or {}
+        self.strides: dict[Buffer, tuple] = {}  # storage-aligned allocations
 
     def flat_buffer(self, buffer: Buffer) -> Buffer:
         # Already-flat buffers (1-D, compact, no offset) are kept as they are.
-        if buffer.ndim == 1 and not buffer.strides and as_const_int(buffer.elem_offset) == 0:
+        strides = self.strides.get(buffer)
+        if buffer.ndim == 1 and not buffer.strides and as_const_int(buffer.elem_offset) == 0 and strides is None:
             return buffer
         flat = self.flat.get(buffer)
         if flat is None:
-            flat = Buffer(buffer.data, buffer.dtype, (_flat_size(buffer),), (), 0, buffer.name, buffer.scope)
+            size = _flat_size(buffer, strides)
+            flat = Buffer(buffer.data, buffer.dtype, (size,), (), 0, buffer.name, buffer.scope)
             self.flat[buffer] = flat
         return flat
 
@@ -102,16 +114,21 @@ class _Flattener(Mutator):
         flat = self.flat_buffer(node.buffer)
         if flat is node.buffer:
             return node
-        return BufferLoad(flat, (flat_index(node.buffer, node.indices),))
+        return BufferLoad(flat, (flat_index(node.buffer, node.indices, self.strides.get(node.buffer)),))
 
     def visit_BufferStore(self, node: BufferStore) -> Any:
         node = self.generic_visit(node)
         flat = self.flat_buffer(node.buffer)
         if flat is node.buffer:
             return node
-        return BufferStore(flat, node.value, (flat_index(node.buffer, node.indices),))
+        return BufferStore(flat, node.value, (flat_index(node.buffer, node.indices, self.strides.get(node.buffer)),))
 
     def visit_Allocate(self, node: Allocate) -> Any:
+        aligns = self.dim_aligns.get(node.buffer.name)
+        if aligns and not node.buffer.strides and as_const_int(node.buffer.elem_offset) == 0:
+            strides = aligned_strides(node.buffer.shape, aligns)
+            if strides is not None:  # before the body: its accesses use them
+                self.strides[node.buffer] = strides
         body = self.visit(node.body)
         return Allocate(self.flat_buffer(node.buffer), body)
 
@@ -136,8 +153,11 @@ def flatten_buffer(func: PrimFunc) -> PrimFunc:
         >>> f.body.body.buffer.shape[0].value, f.body.body.buffer.data is A.data
         (32, True)
     """
-    flattener = _Flattener()
+    aligns = func.attrs.get(DIM_ALIGN_ATTR)
+    flattener = _Flattener(dim_aligns_by_name(aligns))
     body = flattener.visit(func.body)
+    if aligns is not None:
+        func = func.replace(attrs=func.attrs.without(DIM_ALIGN_ATTR))
     return func.with_body(body)
 
 

@@ -11,7 +11,9 @@ Note: below the block level the C code generator only understands loops and stor
 * ``alloc_buffers`` turned into `Allocate` statements at the block's position (the root block's
   intermediates are therefore allocated around the whole function body; `CompactBufferAllocation`
   later sinks and shrinks them),
-* read/write regions and annotations dropped.
+* read/write regions and annotations dropped — except `storage_align`'s ``"buffer_dim_align"``
+  requests, which move to a function attribute of that name for `FlattenBuffer`
+  (`ingot.tir.transform.storage_align`).
 
 A remaining ``init`` is lowered first (`lower_init_block`), so the pass is correct even when
 `LowerInitBlock` did not run. Blocks are rewritten innermost first: an inner block's bindings may
@@ -41,6 +43,7 @@ from ..function import PrimFunc
 from ..stmt import Allocate, Block, BlockRealize, BufferStore, IfThenElse, Stmt
 from .base import prim_func_pass
 from .lower_init_block import lower_init_block
+from .storage_align import DIM_ALIGN_ATTR, collect_dim_aligns
 
 __all__ = ["ConvertBlocksToLoops", "LowerBlocks", "convert_blocks_to_loops"]
 
@@ -127,6 +130,9 @@ def ConvertBlocksToLoops():  # noqa: N802
     """
 
     def transform(func: PrimFunc, mod, ctx) -> PrimFunc:
+        aligns = collect_dim_aligns(func.body)
+        if aligns:  # the blocks carrying them are about to go (module note)
+            func = func.with_attr(DIM_ALIGN_ATTR, tuple(func.attrs.get(DIM_ALIGN_ATTR, ())) + aligns)
         return func.with_body(convert_blocks_to_loops(func.body))
 
     return prim_func_pass(transform, opt_level=0, name="ConvertBlocksToLoops")
