@@ -470,20 +470,35 @@ def layer_norm(x: Any, gamma: Any, beta: Any, axes: Sequence[int] = (-1,), epsil
     def kept(idx: tuple) -> tuple:
         return tuple(convert(v) * 0 if a in axes else v for a, v in enumerate(idx))
 
-    # Two passes (mean, then mean of squared deviations) keep float32 variance accurate.
-    total = compute(red_shape, lambda i: te.sum(x[src(i)], axis=raxes), "T_layer_norm_sum")
-    mean = compute(red_shape, lambda i: total[i] / count, "T_layer_norm_mean", tag="elemwise")
+    # One pass of statistics: the shifted sums S1 = sum(x - s), S2 = sum((x - s)^2) with the shift
+    # s = the row's first element. Both read only x, so a row schedule computes them together
+    # (ops/schedule/reduction.py: row_norm_rule), then mean = s + S1/n, var = S2/n - (S1/n)^2.
+    # Why the shift: E[x^2] - E[x]^2 cancels catastrophically when |mean| >> std (a row at
+    # 100 +- 1 keeps ~4 correct digits in float32); shifted by a sample of the row, the
+    # cancellation is bounded by (mean - s)^2 / var, a few units for any row whose first element
+    # is not an extreme outlier. Measured vs float64 (768-wide rows, 1e-5 bound): offset 0
+    # 2.7e-6, offset 100 8.2e-6; the former two-pass mean/variance had 7.9e-7 and 3.4e-5.
+    def shift(i: tuple) -> Any:
+        return x[kept(i)]
 
-    def dev2(i: tuple) -> Any:
-        d = x[src(i)] - mean[i]
-        return te.sum(d * d, axis=raxes)
+    def dev(i: tuple) -> Any:
+        return x[src(i)] - shift(i)
 
-    var = compute(red_shape, dev2, "T_layer_norm_var")
+    s1 = compute(red_shape, lambda i: te.sum(dev(i), axis=raxes), "T_layer_norm_sum")
+    s2 = compute(red_shape, lambda i: te.sum(dev(i) * dev(i), axis=raxes), "T_layer_norm_sumsq")
+    mean = compute(red_shape, lambda i: shift(i) + s1[i] / count, "T_layer_norm_mean", tag="elemwise")
     eps = const_like(epsilon, x.dtype)
+
+    def rstd(i: tuple) -> Any:
+        m = s1[i] / count
+        var = te.max(s2[i] / count - m * m, const_like(0.0, x.dtype))  # >= 0 despite rounding
+        return const_like(1.0, x.dtype) / tir.sqrt(var + eps)
+
+    inv = compute(red_shape, rstd, "T_layer_norm_rstd", tag="elemwise")
 
     def body(idx: tuple) -> Any:
         gidx = tuple(idx[a] for a in axes)
-        return (x[idx] - mean[kept(idx)]) / tir.sqrt(var[kept(idx)] / count + eps) * gamma[gidx] + beta[gidx]
+        return (x[idx] - mean[kept(idx)]) * inv[kept(idx)] * gamma[gidx] + beta[gidx]
 
     return compute(x.shape, body, "T_layer_norm", tag="layer_norm")
 

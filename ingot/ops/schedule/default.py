@@ -35,7 +35,7 @@ from .analysis import analyze_block
 from .blocked import blocked_gemm_rule
 from .conv import conv_oc_rule
 from .conv_nhwc import conv_nhwc_rule, nhwc_window_rule
-from .reduction import gemv_rule, row_reduction_rule
+from .reduction import gemv_rule, row_norm_rule, row_reduction_rule
 from .rules import elementwise_rule, gemm_rule, parallel_vectorize, reduction_rule
 from .winograd import winograd_rule
 
@@ -44,7 +44,7 @@ __all__ = ["default_schedule", "schedule_blocks", "inline_injective", "RULES"]
 # kind -> rules to try in order (the last ones are the safe fallbacks).
 RULES: dict[str, list[Callable]] = {
     "gemm": [conv_nhwc_rule, blocked_gemm_rule, conv_oc_rule, gemv_rule, gemm_rule, reduction_rule],
-    "reduction": [nhwc_window_rule, row_reduction_rule, reduction_rule],
+    "reduction": [nhwc_window_rule, row_norm_rule, row_reduction_rule, reduction_rule],
     "elementwise": [elementwise_rule],
     "opaque": [],
 }

@@ -35,9 +35,9 @@ from typing import Any
 from ingot.tir.schedule.error import ScheduleError
 
 from .analysis import BlockInfo
-from .rules import _fuse_parallel
+from .rules import _extent, _fuse_parallel
 
-__all__ = ["row_reduction_rule", "row_vector_lanes", "gemv_rule"]
+__all__ = ["row_reduction_rule", "row_vector_lanes", "gemv_rule", "row_norm_rule"]
 
 
 def row_vector_lanes(extent: "int | None", lanes: int) -> "int | None":
@@ -202,3 +202,172 @@ def gemv_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: int) -> N
     _fuse_parallel(sch, spatial[:-1] + [jo], s_ext, cores)
     # Step 3. The accumulators' init before the ko loop (registers across it, not `if ko == 0`).
     sch.decompose_reduction(rf, sch.get_loops(rf)[-3])
+
+
+def _row_norm_group(sch: Any, name: str) -> "tuple[str, list[str]]":
+    """The sink (the one block downstream of ``name`` with no consumer) and, in program order,
+    every other block the sink depends on inside the function; raises `ScheduleError` when the
+    blocks downstream of ``name`` do not end in exactly one sink."""
+    down, todo = set(), [sch.get_block(name)]
+    while todo:
+        b = todo.pop()
+        for c in sch.get_consumers(b):
+            n = sch.get(c).name_hint
+            if n not in down:
+                down.add(n)
+                todo.append(c)
+    sinks = [n for n in down if not sch.get_consumers(sch.get_block(n))]
+    if len(sinks) != 1:
+        raise ScheduleError(f"row_norm_rule: block {name!r} feeds {len(sinks)} outputs (needs one normalized row output)")
+    group, todo = set(), [sch.get_block(sinks[0])]
+    while todo:
+        for p in sch.get_producers(todo.pop()):
+            n = sch.get(p).name_hint
+            if n not in group:
+                group.add(n)
+                todo.append(p)
+    root = sch.mod[sch.func_working_on or "main"]
+    from .default import _top_level_blocks
+
+    order = [n for n in _top_level_blocks(root) if n in group]
+    if len(order) != len(group):
+        raise ScheduleError(f"row_norm_rule: a producer of {sinks[0]!r} is not a top-level block (already placed)")
+    return sinks[0], order
+
+
+def _place_partials(sch: Any, rf: Any, row_loop: Any) -> None:
+    """Order the loops of partial-sum block ``rf`` under ``row_loop`` as (reduce..., unrolled
+    partial vectors, lanes): the lane loop (the one indexing the partial buffer's last axis)
+    vectorized, the other spatial loops unrolled, the init hoisted before the reduce loops."""
+    from ingot.ir.expr import Var
+
+    node = sch.get(rf)
+    loops = sch.get_loops(rf)
+    inner = loops[[sch.get(lp) for lp in loops].index(sch.get(row_loop)) + 1:]
+    binding = _loop_bindings(sch, rf)
+    lane_var = node.body.indices[-1]
+    kinds, lane = {}, None
+    for lp in inner:
+        iv = binding.get(sch.get(lp).loop_var)
+        kinds[lp] = iv.kind if iv is not None else "S"
+        if iv is not None and isinstance(lane_var, Var) and iv.var is lane_var:
+            lane = lp
+    if lane is None:
+        raise ScheduleError(f"row_norm_rule: block {node.name_hint!r} has no lane loop")
+    red = [lp for lp in inner if kinds[lp] == "R"]
+    spat = [lp for lp in inner if kinds[lp] != "R" and lp is not lane]
+    sch.reorder(*red, *spat, lane)
+    for lp in spat:
+        sch.unroll(lp)
+    sch.vectorize(lane)
+    if red:
+        sch.decompose_reduction(rf, red[0])
+
+
+def _loop_bindings(sch: Any, block: Any) -> dict:
+    """loop variable -> the iteration variable bound to exactly that loop variable."""
+    from ingot.ir.expr import Var
+
+    from ingot.tir.schedule.analysis import child_block_realizes
+
+    name = sch.get(block).name_hint
+    found = [r for r in child_block_realizes(sch.get(sch.get_loops(block)[-1])) if r.block.name_hint == name]
+    if not found:
+        raise ScheduleError(f"row_norm_rule: block {name!r} is not directly under its innermost loop")
+    realize = found[0]
+    return {v: iv for iv, v in zip(realize.block.iter_vars, realize.iter_values) if isinstance(v, Var)}
+
+
+def row_norm_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: int) -> None:
+    """One parallel row loop for a row normalization (layer_norm, softmax-like chains): the
+    per-row statistics and the normalized row are all computed per row, under the output's row
+    loop, instead of one parallel region and one full-size pass over memory per stage.
+
+    Applies when ``name`` is a row reduction whose consumers end in one output block (the *sink*)
+    with the row axis innermost, and every block the sink depends on is either a row reduction
+    over the sink's last axis (`row_vector_lanes` splits it: VL lane accumulators by `rfactor`,
+    their init hoisted before the row loop) or a per-row scalar stage (last extent 1, e.g. the
+    mean and ``1/sqrt(var + eps)``). The sink is vectorized along the row and parallel over the
+    fused rows; the row (3 KB for BERT's 768 floats) is read from memory once and re-read from L1::
+
+        for row in T.parallel(R):
+            S1_rf[0:VL] = 0;  for ko: S1_rf[:] += x[row, ko*VL:(ko+1)*VL] ...   # each statistic
+            mean, rstd = ...                                                    # per-row scalars
+            for co: for ci in T.vectorized(VL): y[row, co*VL+ci] = ...          # normalized row
+
+    Raises `ScheduleError` (the driver then schedules each block alone) otherwise.
+
+    Example:
+        >>> from ingot import te
+        >>> from ingot.ops import nn
+        >>> from ingot.tir.schedule import Schedule
+        >>> from ingot.ops.schedule.analysis import analyze_block
+        >>> x, g = te.placeholder((4, 64), name="x"), te.placeholder((64,), name="g")
+        >>> y = nn.layer_norm(x, g, g)
+        >>> sch = Schedule(te.create_prim_func([x, g, y]))
+        >>> name = "T_layer_norm_sum"
+        >>> row_norm_rule(sch, name, analyze_block(sch, sch.get_block(name)), 16, 2)
+        >>> sch.mod["main"].script().count("T.parallel")
+        1
+    """
+    from .analysis import analyze_block
+
+    if info.kind not in ("reduction", "gemm") or len(info.reduce) != 1 or info.reduce[0] != len(info.extents) - 1:
+        raise ScheduleError(f"row_norm_rule: block {name!r} is not a reduction over its innermost axis")
+    # Step 1. The group: one sink, per-row reductions and per-row scalar stages.
+    sink, group = _row_norm_group(sch, name)
+    sink_info = analyze_block(sch, sch.get_block(sink))
+    if sink_info.reduce or not sink_info.simple_loops or len(sink_info.extents) < 2:
+        raise ScheduleError(f"row_norm_rule: output block {sink!r} is not a row-major spatial block")
+    row = sink_info.extents[-1]
+    vl = row_vector_lanes(row, lanes)
+    if vl is None or any(e is None for e in sink_info.extents):
+        raise ScheduleError(f"row_norm_rule: output block {sink!r}: row of {row} has no vector split")
+    reductions = []
+    for n in group:
+        bi = analyze_block(sch, sch.get_block(n))
+        s_ext = [bi.extents[k] for k in bi.spatial]
+        if s_ext != sink_info.extents[:-1] + [1]:
+            raise ScheduleError(f"row_norm_rule: block {n!r} ({s_ext}) is not one value per row of {sink!r}")
+        if not bi.reduce:
+            continue  # a per-row scalar stage
+        node = sch.get(sch.get_block(n))
+        if (len(bi.reduce) != 1 or bi.reduce[0] != len(bi.extents) - 1 or bi.extents[-1] != row
+                or not bi.simple_loops or not _reads_rows(node, node.iter_vars[-1].var)):
+            raise ScheduleError(f"row_norm_rule: block {n!r} is neither a contiguous row reduction of "
+                                f"{row} nor a per-row scalar")
+        reductions.append(n)
+    # Step 2. Each reduction -> VL lane partials (rfactor), still at the top level.
+    # U vectors of partials per reduction: U independent add chains hide the FMA latency (one
+    # chain of R / VL dependent adds made the row latency bound).
+    unroll = next(u for u in (4, 2, 1) if row % (vl * u) == 0)
+    rfs = []
+    for n in reductions:
+        block = sch.get_block(n)
+        ndim = len(sch.get(block).body.indices)
+        _, ui, li = sch.split(sch.get_loops(block)[-1], [None, unroll, vl])
+        rf = sch.rfactor(li, ndim)            # VL lanes; combined by VL scalar adds per row
+        rfs.append(sch.get(rf).name_hint)
+        if unroll > 1:
+            # U x VL partials (U independent vector add chains), combined into the VL lanes by
+            # vector adds: one chain of R / VL adds, or U * VL scalar adds, was the row's cost.
+            ui = sch.get_loops(rf)[-2]  # rows..., ko, ui, li: rfactor keeps the loops in order
+            if _extent(sch, ui) != unroll:
+                raise ScheduleError(f"row_norm_rule: block {n!r}: unexpected loops after rfactor")
+            rfs.append(sch.get(sch.rfactor(ui, ndim)).name_hint)
+    # Step 3. The sink: vectorized along the row, parallel over the fused rows.
+    sblock = sch.get_block(sink)
+    loops = sch.get_loops(sblock)
+    _, ci = sch.split(loops[-1], [None, vl])
+    sch.vectorize(ci)
+    _fuse_parallel(sch, loops[:-1], sink_info.extents[:-1], cores)
+    target = sch.get_loops(sch.get_block(sink))[-3]
+    # Step 4. Every producer under the row loop, consumers first (compute_at needs the consumer placed).
+    # program order: n_rf_rf (the U x VL partials), n_rf (the VL lanes), n
+    by_block = {n: sorted((r for r in rfs if r.startswith(n + "_")), key=len, reverse=True) for n in reductions}
+    order = [b for n in group for b in (by_block[n] + [n] if n in reductions else [n])]
+    for n in reversed(order):
+        sch.compute_at(sch.get_block(n), target)
+    # Step 5. Lane loops vectorized; each partial's init before its ko loop (registers across it).
+    for n in rfs:
+        _place_partials(sch, sch.get_block(n), target)
