@@ -42,6 +42,7 @@ _LAZY = {
     "TuningRecords": ("ingot.tune.tasks.records", "TuningRecords"),
     "merge_records": ("ingot.tune.tasks.records", "merge_records"),
     "apply_records": ("ingot.tune.apply", "apply_records"),
+    "validate_in_model": ("ingot.tune.tasks.validate", "validate_in_model"),
 }
 
 

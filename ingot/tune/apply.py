@@ -13,6 +13,12 @@ Step 3. on a miss, returns None: the graph layer uses the default schedule (``"d
 Step 2b. when the best record is the default schedule itself, or beat it by less than
    `APPLY_MIN_GAIN` (the default's record of the same flush policy is the one whose candidate hash is the default
    schedule's, measured first by the model tuner), returns None: ``"kept-default"``;
+Step 2c. when the best record was validated inside the model (`ingot.tune.tasks.validate`: records
+   of policy ``"in-model"`` for this candidate and the default, from one validation run) and its
+   calls there were not `IN_MODEL_MIN_GAIN` faster than the default's, returns None:
+   ``"kept-default-in-model"`` (a schedule that won alone with cold weights but loses in the model).
+   A best record that was never validated (a resumed tune found a new one) is applied on its
+   isolated time alone until `validate_in_model` runs again;
 Step 4. when the trace does not replay, warns (``RuntimeWarning`` naming the kernel and the
    error) and returns None (``"failed"``: default schedule).
 A tuned kernel that the build then rejects (lowering/codegen) falls back in the graph layer too;
@@ -31,7 +37,7 @@ import warnings
 from typing import Any, Mapping
 
 from .tasks.extract import workload_module
-from .tasks.records import APPLY_MIN_GAIN, open_database
+from .tasks.records import APPLY_MIN_GAIN, IN_MODEL_MIN_GAIN, open_database
 
 
 class ScheduleReport(dict):
@@ -70,7 +76,10 @@ class ScheduleReport(dict):
                 f"{c['failed']} failed to apply (default used)")
         if c.get("kept-default"):
             text += f", {c['kept-default']} kept default (no tuned schedule beat it)"
-        other = {k: v for k, v in c.items() if k not in ("tuned", "default", "failed", "kept-default")}
+        if c.get("kept-default-in-model"):
+            text += f", {c['kept-default-in-model']} kept default (slower in the model)"
+        other = {k: v for k, v in c.items()
+                 if k not in ("tuned", "default", "failed", "kept-default", "kept-default-in-model")}
         if other:
             text += ", " + ", ".join(f"{v} {k}" for k, v in sorted(other.items()))
         return text
@@ -79,14 +88,17 @@ class ScheduleReport(dict):
 class ApplyBest:
     """The hook returned by `apply_records`; call it with a fused kernel (see the module note).
 
-    ``status`` maps each kernel seen to ``"tuned"``, ``"default"`` or ``"failed"``; ``errors``
-    holds the replay error of failed kernels.
+    ``status`` maps each kernel seen to ``"tuned"``, ``"default"``, ``"kept-default"``,
+    ``"kept-default-in-model"`` or ``"failed"``; ``errors`` holds the replay error of failed
+    kernels; ``applied`` maps each tuned kernel to ``(workload, record, default_hash)`` (what
+    in-model validation compares). ``in_model=False`` ignores in-model verdicts (Step 2c): the
+    package the validation times as "tuned".
 
     Example:
         >>> # hook = ApplyBest(SQLiteDatabase("w/database.db"), "llvm"); scheduled = hook(kernel)
     """
 
-    def __init__(self, database: Any, target: Any, cache_flush: Any = None):
+    def __init__(self, database: Any, target: Any, cache_flush: Any = None, in_model: bool = True):
         from ingot.target import as_target
 
         self.database = database
@@ -94,8 +106,11 @@ class ApplyBest:
         # The flush policy whose records are preferred (record schema v2): times of two policies
         # are never compared, neither between candidates nor with the default's record.
         self.cache_flush = cache_flush
+        self.in_model = in_model
         self.status: dict = {}
         self.errors: dict = {}
+        self.applied: dict = {}
+        self._default_hashes: dict = {}
 
     def __call__(self, func: Any) -> Any:
         from ingot.tir.function import PrimFunc
@@ -108,8 +123,12 @@ class ApplyBest:
         if record is None:  # Step 3: miss
             self.status[kernel] = "default"
             return None
-        if not self._beats_default(workload, record):  # Step 2b
+        default_hash = self._default_hash(workload, record.workload_hash)
+        if not self._beats_default(workload, record, default_hash):  # Step 2b
             self.status[kernel] = "kept-default"
+            return None
+        if self.in_model and in_model_verdict(self.database, record, default_hash, self.target) is False:  # Step 2c
+            self.status[kernel] = "kept-default-in-model"
             return None
         # Step 2: replay on a fresh schedule of the normalized kernel.
         try:
@@ -125,19 +144,28 @@ class ApplyBest:
                           RuntimeWarning, stacklevel=2)
             return None
         self.status[kernel] = "tuned"
+        self.applied[kernel] = (workload, record, default_hash)
         # The kernel keeps its own name and attributes (the workload had them normalized).
         return PrimFunc(scheduled.params, scheduled.body, {**dict(scheduled.attrs), **dict(func.attrs)})
 
-    def _beats_default(self, workload: Any, record: Any) -> bool:
-        """Whether ``record`` is faster than the workload's default schedule by `APPLY_MIN_GAIN`
-        (True when the default was never measured: the record is all there is to compare)."""
+    def _default_hash(self, workload: Any, shash: str) -> "str | None":
+        """The candidate hash of ``workload``'s default schedule (None: it has none); memoized per
+        workload, since a model calls structurally equal kernels many times."""
         from ingot.ir import structural_hash
         from ingot.ops.schedule import schedule_blocks
         from ingot.tir.schedule import Schedule
 
-        try:
-            default_hash = structural_hash(schedule_blocks(Schedule(workload), self.target).mod)
-        except Exception:  # noqa: BLE001 - no default schedule: nothing to compare with
+        if shash not in self._default_hashes:
+            try:
+                self._default_hashes[shash] = structural_hash(schedule_blocks(Schedule(workload), self.target).mod)
+            except Exception:  # noqa: BLE001 - no default schedule: nothing to compare with
+                self._default_hashes[shash] = None
+        return self._default_hashes[shash]
+
+    def _beats_default(self, workload: Any, record: Any, default_hash: "str | None") -> bool:
+        """Whether ``record`` is faster than the workload's default schedule by `APPLY_MIN_GAIN`
+        (True when the default was never measured: the record is all there is to compare)."""
+        if default_hash is None:
             return True
         if record.candidate_hash == default_hash:
             return False
@@ -170,9 +198,35 @@ class ApplyBest:
         return out
 
 
-def apply_records(records: Any, target: Any, cache_flush: Any = None) -> ApplyBest:
+def in_model_verdict(database: Any, record: Any, default_hash: "str | None", target: Any) -> "bool | None":
+    """Whether ``record`` (a workload's best isolated record) ran faster inside the model than the
+    default schedule by `IN_MODEL_MIN_GAIN`, per the newest in-model validation of this very
+    candidate (`ingot.tune.tasks.validate`); None when it was never validated there.
+
+    Example:
+        >>> # in_model_verdict(db, db.query_best(wl, "llvm"), default_hash, "llvm")   # True / False / None
+    """
+    from .database.record import IN_MODEL
+
+    if default_hash is None or record.candidate_hash is None:
+        return None
+    rows = [r for r in database.get_records(record.workload_hash, target, IN_MODEL) if r.is_valid]
+    mine = [r for r in rows if r.candidate_hash == record.candidate_hash]
+    if not mine:
+        return None
+    newest = max(mine, key=lambda r: r.timestamp)
+    run = (newest.measure or {}).get("validation")
+    # The default timed in the same validation run: times of two runs are never compared.
+    base = [r for r in rows if r.candidate_hash == default_hash and (r.measure or {}).get("validation") == run]
+    if not base:
+        return None
+    return newest.mean_sec < base[0].mean_sec * (1.0 - IN_MODEL_MIN_GAIN)
+
+
+def apply_records(records: Any, target: Any, cache_flush: Any = None, in_model: bool = True) -> ApplyBest:
     """The apply-best hook for ``ingot.graph.build`` from tuning records: a `TuningRecords`, a
-    work directory, a ``.db`` or ``.jsonl`` file, or a `Database`.
+    work directory, a ``.db`` or ``.jsonl`` file, or a `Database`; an `ApplyBest` is returned as is.
+    ``in_model=False`` ignores the verdicts of in-model validation (module note, Step 2c).
 
     ``cache_flush``: the flush policy whose records are preferred where a kernel has records of
     several (a merge of warm and cold work dirs); default: the policy the work dir's ``tasks.json``
@@ -183,9 +237,11 @@ def apply_records(records: Any, target: Any, cache_flush: Any = None) -> ApplyBe
         >>> # hook = apply_records("tune_resnet50", "llvm -num-cores=2")
         >>> # package = ingot.compile(model, "llvm -num-cores=2", tuning_records="tune_resnet50")
     """
+    if isinstance(records, ApplyBest):
+        return records
     if cache_flush is None:
         cache_flush = preferred_flush(records)
-    return ApplyBest(open_database(records), target, cache_flush)
+    return ApplyBest(open_database(records), target, cache_flush, in_model)
 
 
 def preferred_flush(records: Any) -> Any:
@@ -212,4 +268,4 @@ def preferred_flush(records: Any) -> Any:
     return MODEL_FLUSH_POLICY if policy is None else policy
 
 
-__all__ = ["apply_records", "preferred_flush", "ApplyBest", "ScheduleReport"]
+__all__ = ["apply_records", "preferred_flush", "in_model_verdict", "ApplyBest", "ScheduleReport"]

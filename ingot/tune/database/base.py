@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from .record import (
-    SCHEMA_VERSION, UNKNOWN_FLUSH, TuningRecord, Workload, as_module, check_flush_policy, flush_label, workload_hash,
+    IN_MODEL, SCHEMA_VERSION, UNKNOWN_FLUSH, TuningRecord, Workload, as_module, check_flush_policy, flush_label, workload_hash,
 )
 
 logger = logging.getLogger("ingot.tune")
@@ -99,12 +99,16 @@ def choose_flush_policy(groups: "dict[Any, tuple[int, float]]", prefer: Any = No
         'weights'
         >>> choose_flush_policy({"unknown": (99, 3.0), "weights": (1, 2.0)})
         'weights'
+        >>> choose_flush_policy({"in-model": (99, 3.0), "weights": (1, 2.0)})
+        'weights'
     """
     if not groups:
         return None
     if prefer is not None and _has(groups, prefer):
         return prefer
-    return max(groups, key=lambda p: (p != UNKNOWN_FLUSH, groups[p][0], groups[p][1]))
+    # In-model validation records (`IN_MODEL`) come last: they time a few validated candidates of a
+    # workload inside the model and are only asked for by name (apply-best's in-model verdict).
+    return max(groups, key=lambda p: (not _same(p, IN_MODEL), p != UNKNOWN_FLUSH, groups[p][0], groups[p][1]))
 
 
 def _same(a: Any, b: Any) -> bool:
@@ -293,7 +297,8 @@ class Database:
         if prefer is not None:
             prefer = check_flush_policy(prefer, "cache_flush")
         policy = choose_flush_policy(groups, prefer)
-        if len(groups) > 1 and (prefer is None or not _same(policy, prefer)):
+        timed = {p: g for p, g in groups.items() if not _same(p, IN_MODEL)}  # in-model records never compete
+        if len(timed) > 1 and (prefer is None or not _same(policy, prefer)):
             warned = self.__dict__.setdefault("_warned_mixed", set())
             key = (shash, tuple(sorted(flush_label(p) for p in groups)), flush_label(prefer))
             if key not in warned:

@@ -42,6 +42,11 @@ SCHEMA_VERSION = 2
 #: records of a known policy.
 UNKNOWN_FLUSH = "unknown"
 
+#: The "policy" of in-model validation records (`ingot.tune.tasks.validate`): a kernel's time summed
+#: over its calls inside the compiled model, default and tuned packages timed in turn. Never a
+#: runner's policy: the tuner never compares these times with its own (a different quantity).
+IN_MODEL = "in-model"
+
 #: What `measurement` records: `RunnerConfig` fields that describe how a time was taken.
 MEASURE_FIELDS = ("cache_flush", "number", "repeat", "min_repeat_ms")
 
@@ -72,18 +77,18 @@ def measurement(config: Any, kept: str = "all") -> "dict | None":
 
 def check_flush_policy(policy: Any, what: str = "cache_flush") -> Any:
     """``policy`` if it is a cache-flush policy a record can carry (`RunnerConfig.cache_flush`'s
-    values or `UNKNOWN_FLUSH`), else ``ValueError`` naming ``what``.
+    values, `UNKNOWN_FLUSH` or `IN_MODEL`), else ``ValueError`` naming ``what``.
 
     Example:
-        >>> check_flush_policy("weights"), check_flush_policy(False)
-        ('weights', False)
+        >>> check_flush_policy("weights"), check_flush_policy(False), check_flush_policy("in-model")
+        ('weights', False, 'in-model')
     """
     from ingot.tune.runner.base import FLUSH_POLICIES
 
-    if isinstance(policy, bool) or policy in FLUSH_POLICIES or policy == UNKNOWN_FLUSH:
+    if isinstance(policy, bool) or policy in FLUSH_POLICIES or policy in (UNKNOWN_FLUSH, IN_MODEL):
         return policy
     raise ValueError(f"{what}: {policy!r} is not a cache-flush policy; use one of "
-                     f"{list(FLUSH_POLICIES) + [UNKNOWN_FLUSH]}")
+                     f"{list(FLUSH_POLICIES) + [UNKNOWN_FLUSH, IN_MODEL]}")
 
 
 def flush_label(policy: Any) -> str:

@@ -159,6 +159,10 @@ def _fmt_us(x: Any) -> str:
     return f"{x:.1f}" if isinstance(x, (int, float)) and math.isfinite(x) else "N/A"
 
 
+#: In-model validation (`ingot.tune.tasks.validate`): a validated tuned schedule stays only when its
+#: kernel's calls, summed, ran at least this much faster inside the model than the default's did.
+#: Two packages of the same code differ by ~1% per kernel when timed in turn (min of 20 rounds).
+IN_MODEL_MIN_GAIN = 0.02
 #: A tuned record replaces the default schedule only when it measured at least this much faster
 #: (relative): smaller gains are within measurement noise, and applying them could slow a kernel.
 APPLY_MIN_GAIN = 0.02
@@ -274,7 +278,7 @@ def merge_records(sources: Iterable[Any], out: "str | os.PathLike", top_k: "int 
         >>> # merged = merge_records(["tune_a", "tune_b"], "tune_all"); merged.estimated_latency_us
     """
     from ..database import MemoryDatabase, SQLiteDatabase
-    from ..database.record import UNKNOWN_FLUSH, check_flush_policy, flush_label
+    from ..database.record import IN_MODEL, UNKNOWN_FLUSH, check_flush_policy, flush_label
     from ..model import measured_flush
 
     out = os.path.abspath(os.fspath(out))
@@ -292,7 +296,8 @@ def merge_records(sources: Iterable[Any], out: "str | os.PathLike", top_k: "int 
         if policy is not None:  # its schema-1 records were timed so (tasks.json): say it, in a copy
             db = _with_policy(db, policy, MemoryDatabase)
         if policy is None:  # a .db/.jsonl: the policy its records carry, when they all carry one
-            said = {json.dumps(r.cache_flush) for r in db.get_all_tuning_records()} - {json.dumps(UNKNOWN_FLUSH)}
+            said = ({json.dumps(r.cache_flush) for r in db.get_all_tuning_records()}
+                    - {json.dumps(UNKNOWN_FLUSH), json.dumps(IN_MODEL)})
             policy = json.loads(next(iter(said))) if len(said) == 1 else None
         loaded.append((src, db, info, policy))
     # Step 2: the merged work dir's policy.
