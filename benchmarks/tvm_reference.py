@@ -190,6 +190,55 @@ def retime(mod, target, n: int, repeat: int, min_repeat_ms: int) -> "tuple[float
     return samples[0], samples[len(samples) // 2]
 
 
+def save_best(mod, target, stem: str) -> "tuple[str, str]":
+    """Compile ``mod`` and write ``<stem>.so`` (``tvm.runtime.load_module`` reads it back; `serve_timer`
+    times it) and ``<stem>.py`` (its TIR as TVMScript); returns the two paths.
+
+    Example:
+        >>> save_best(best_mod, target, "/tmp/tg/tvm/mlc128/best_64")  # doctest: +SKIP
+        ('/tmp/tg/tvm/mlc128/best_64.so', '/tmp/tg/tvm/mlc128/best_64.py')
+    """
+    import tvm
+
+    tvm.compile(mod, target).export_library(stem + ".so")
+    with open(stem + ".py", "w") as f:
+        f.write(mod.script())
+    return stem + ".so", stem + ".py"
+
+
+def serve_timer(lib_path: str, n: int) -> None:
+    """Time the n³ matmul kernel in ``lib_path`` (written by `save_best`) on request: one JSON
+    line on stdin per request, ``{"number": 1, "repeat": 50, "min_repeat_ms": 2}``, answered by
+    ``{"kind": "times", "results": [seconds per call of each repeat]}`` on stdout; EOF ends it.
+    The thread count is ``TVM_NUM_THREADS`` (read once by TVM's thread pool: the caller starts
+    one server per count). `time_evaluator` has the semantics of Ingot's, so a caller that
+    alternates requests here with its own timings compares both kernels under one methodology.
+
+    Example:
+        >>> # TVM_NUM_THREADS=1 python tvm_reference.py --timer best_64.so --n 128 <<< '{"repeat": 5}'
+    """
+    import tvm
+
+    lib = tvm.runtime.load_module(lib_path)
+    dev = tvm.cpu()
+    rng = np.random.default_rng(0)
+    a_np, b_np = rng.random((n, n), dtype="float32"), rng.random((n, n), dtype="float32")
+    a, b = tvm.runtime.tensor(a_np, dev), tvm.runtime.tensor(b_np, dev)
+    c = tvm.runtime.empty((n, n), "float32", dev)
+    lib["main"](a, b, c)
+    np.testing.assert_allclose(c.numpy(), a_np @ b_np, rtol=1e-3, atol=1e-3 * n)
+    threads = tvm.get_global_func("runtime.NumThreads")()
+    emit({"kind": "ready", "threads": threads, "lib": lib_path})
+    for line in sys.stdin:
+        if not line.strip():
+            continue
+        req = json.loads(line)
+        evaluator = lib.time_evaluator("main", dev, number=int(req.get("number", 1)),
+                                       repeat=int(req.get("repeat", 50)),
+                                       min_repeat_ms=int(req.get("min_repeat_ms", 2)))
+        emit({"kind": "times", "results": [float(x) for x in evaluator(a, b, c).results]})
+
+
 def tune_workload(name: str, target, args) -> None:
     """Step 1: tune ``max(trials)``; Step 2: re-time each checkpoint's best; emit JSON lines."""
     from tvm.s_tir import meta_schedule as ms
@@ -230,6 +279,8 @@ def tune_workload(name: str, target, args) -> None:
             row["gflops"] = round(flop / secs / 1e9, 1)
             row["gflops_median"] = round(flop / median / 1e9, 1)
             row["ms"] = round(secs * 1e3, 4)
+            # the kernel itself, for timing beside Ingot's in one methodology (--timer) and reading
+            row["lib"], row["tir"] = save_best(best_mod, target, os.path.join(work_dir, f"best_{k}"))
         emit(row)
     best, curve = math.inf, []
     for s in progress.secs:
@@ -252,9 +303,15 @@ def main() -> None:
     p.add_argument("--runner-timeout", type=float, default=60.0)
     p.add_argument("--repeat", type=int, default=50, help="time_evaluator samples when re-timing (MIN taken)")
     p.add_argument("--min-repeat-ms", type=int, default=50)
+    p.add_argument("--timer", default=None, metavar="LIB",
+                   help="serve timing requests for a saved kernel (see serve_timer) instead of tuning")
+    p.add_argument("--n", type=int, default=128, help="matmul size of the --timer kernel")
     args = p.parse_args()
     args.trials = sorted(set(args.trials))
     keep_stdout_for_json()
+    if args.timer:
+        serve_timer(args.timer, args.n)
+        return
     for name in args.workloads:
         parse_workload(name)  # fail before the slow imports
 

@@ -3,7 +3,7 @@
 Example:
     >>> from ingot.tune.runner import LocalRunner, RunnerConfig, RunnerInput
 """
-from .base import FLUSH_MIN_REPEAT, FLUSH_POLICIES, Runner, RunnerConfig, RunnerInput, RunnerResult, flush_args
+from .base import FLUSH_MIN_REPEAT, FLUSH_POLICIES, SHORT_WINDOWS, Runner, RunnerConfig, RunnerInput, RunnerResult, flush_args
 from .local import LocalRunner
 
-__all__ = ["FLUSH_MIN_REPEAT", "FLUSH_POLICIES", "flush_args", "Runner", "RunnerConfig", "RunnerInput", "RunnerResult", "LocalRunner"]
+__all__ = ["FLUSH_MIN_REPEAT", "FLUSH_POLICIES", "SHORT_WINDOWS", "flush_args", "Runner", "RunnerConfig", "RunnerInput", "RunnerResult", "LocalRunner"]

@@ -16,6 +16,17 @@ from typing import Any, Optional, Sequence
 FLUSH_MIN_REPEAT = 10
 
 
+#: How `ingot.tune.tune_tir` / `tune_tasks` time candidates when given no ``runner_config``:
+#: warm, 10 windows of at least 2 ms each (one call per window at least), the fastest window
+#: recorded (record ``kept="min"``). On a shared 2-core machine a single long window (the
+#: `RunnerConfig` default: 3 calls, 20 ms) catches any time slice another process takes, and a
+#: 2-thread kernel loses a whole slice (milliseconds) whenever its second thread is descheduled:
+#: at load 1.5 the 128³ GEMM's 2-thread windows ranged 24-340 µs, the fastest of short windows
+#: stayed within a few percent. Per candidate this costs about what the default did (20 ms) for
+#: kernels under 2 ms, and 10 calls for longer ones.
+SHORT_WINDOWS = dict(number=1, repeat=10, min_repeat_ms=2)
+
+
 @dataclass(frozen=True)
 class RunnerConfig:
     """How to measure (TVM's evaluator config) and when to give up.
