@@ -11,6 +11,7 @@ from ingot import graph as G
 from ingot import ops, te
 from ingot.graph.transform import PackWeights
 from ingot.ops import winograd as W
+from ingot.ops.schedule import winograd as WS
 
 from .schedule_testutil import run, schedule
 
@@ -53,8 +54,10 @@ def test_weight_transform_round_trips_and_checks_its_input():
 
 
 # (batch, size, in channels, out channels, tile, padding): whole tiles, a cropped last tile (9, 13),
-# a valid conv (padding 0), a batch of 2.
-CASES = [(1, 8, 16, 32, 2, 1), (1, 9, 16, 16, 4, 1), (2, 13, 16, 32, 2, 1), (1, 10, 16, 16, 2, 0)]
+# a valid conv (padding 0), a batch of 2; from 14 tiles per row (28, 29) the kernel runs per tile row
+# (`winograd_tile_rows`), with a cropped last tile row/column and a batch of 2 at 29.
+CASES = [(1, 8, 16, 32, 2, 1), (1, 9, 16, 16, 4, 1), (2, 13, 16, 32, 2, 1), (1, 10, 16, 16, 2, 0),
+         (1, 28, 16, 32, 2, 1), (2, 29, 16, 16, 2, 1)]
 
 
 @pytest.mark.parametrize("n,hw,c,o,m,pad", CASES)
@@ -66,8 +69,12 @@ def test_kernel_matches_pytorch_with_fused_epilogue(n, hw, c, o, m, pad):
     R = te.placeholder(tuple(int(d) for d in conv.shape), name="res")
     r = _rand(*R.shape)
     sch, picked = schedule([X, U, B, R, ops.relu(ops.add(ops.add(conv, B), R))])
-    assert picked["winograd_input"] == "winograd_input" and picked["winograd_output"] == "winograd_output"
-    assert picked["winograd_gemm"] is not None and picked["conv2d_nhwc_winograd"] == "winograd_epilogue"
+    if -(-(hw + 2 * pad - 2) // m) >= WS.MIN_ROW_TILES:
+        assert all(picked[f"winograd_{s}"] == "winograd_tile_rows" for s in ("input", "gemm", "output"))
+        assert picked["conv2d_nhwc_winograd"] == "winograd_tile_rows"
+    else:
+        assert picked["winograd_input"] == "winograd_input" and picked["winograd_output"] == "winograd_output"
+        assert picked["winograd_gemm"] is not None and picked["conv2d_nhwc_winograd"] == "winograd_epilogue"
     out = run(sch, [x, u, b, r], tuple(R.shape))
     expected = np.maximum(_torch_conv(x, w, pad) + b + r, 0)
     np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4 * np.abs(expected).max())
@@ -118,3 +125,30 @@ def test_pack_weights_chooses_winograd_and_the_graph_runs():
     assert "conv2d_nhwc_winograd" in str(exe.mod)
     expected = np.maximum(_torch_conv(x, w, 1), 0)
     np.testing.assert_allclose(G.Executor(exe)["main"](x).numpy(), expected, rtol=1e-4, atol=1e-5)
+
+
+def test_tile_rows_keep_the_stage_buffers_per_row_and_log_no_type_errors():
+    # 28x28 F(2,3): 14 tiles per row -> per-row V/M (aligned planes), the padded α×α tile per
+    # (tile, channel vector) on the stack (CompactBufferAllocation sinks it through the row loop).
+    x, u = te.placeholder((1, 28, 28, 16), name="x"), te.placeholder((16, 1, 16, 16), name="u")
+    sch, picked = schedule([x, u, W.conv2d_nhwc_winograd(x, u)])
+    assert picked["winograd_input"] == "winograd_tile_rows"
+    sizes = {}
+
+    class _Allocs(ingot.ir.functor.Visitor):
+        def visit_Allocate(self, node):
+            sizes[node.buffer.name] = int(node.buffer.shape[0])
+            self.generic_visit(node)
+
+    _Allocs().visit(ingot.lower(sch.mod)["main"].body)
+    assert sizes["pad_temp"] == 4 * 4 * 16
+    # 16 planes of 14 tiles x 16 channels (224 floats), padded to 1040 (= 16 mod 1024: 4K aliasing).
+    assert sizes["winograd_input"] == sizes["winograd_gemm"] == 15 * 1040 + 224
+    # The stage-by-stage path (7 tiles per row) tries gemv_rule without the epilogue keyword.
+    x = te.placeholder((1, 14, 14, 16), name="x")
+    log: list = []
+    from ingot.ops.schedule.default import schedule_blocks
+    from ingot.target import Target
+    from ingot.tir.schedule import Schedule
+    schedule_blocks(Schedule(te.create_prim_func([x, u, W.conv2d_nhwc_winograd(x, u)])), Target("llvm"), log=log)
+    assert not any("unexpected keyword" in e for _, _, errs in log for e in errs or ())

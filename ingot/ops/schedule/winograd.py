@@ -13,6 +13,10 @@ so this rule finds them without guessing from names. Per stage:
   α² independent GEMMs, ξ is a batch axis.
 * **output** ``Y_tile[t, ij, o]``: the same as the input transform, over output-channel vectors,
   with the m² output positions unrolled.
+* **planes**: V and M are α² planes of ``tiles × channels`` each; when a plane is a multiple of
+  4 KiB (F(2, 3) at 56×56, 64 channels: 784·64·4 B = 49 × 4 KiB) the α² stores or loads of one
+  tile hit the same L1 set and trip 4K aliasing. Both buffers get ``storage_align`` on the plane axis
+  (stride ≡ 64 B mod 4 KiB), so consecutive planes fall on consecutive cache sets.
 * **crop** and the fused epilogue (bias, residual add, relu): the crop is a gather; it and every
   elementwise block after it but the last are inlined into one pass (parallel, vectorized).
 
@@ -25,13 +29,14 @@ Example:
 """
 from __future__ import annotations
 
+import inspect
 from typing import Any, Callable, Optional
 
 from ingot.tir.schedule.error import ScheduleError
 
 from ..winograd import STAGE_KEY, TILE_GRID_KEY
 from .analysis import analyze_block
-from .rules import _extent, _fuse_parallel, parallel_vectorize
+from .rules import _extent, _fuse_parallel, _vectorize_tail, parallel_vectorize
 
 __all__ = ["winograd_stages", "winograd_rule"]
 
@@ -79,12 +84,147 @@ def _transform(sch: Any, name: str, position_axis: int, channel_axis: int, lanes
     sch.vectorize(ci)
 
 
+#: Plane alignment (bytes): planes' starts step through the 4 KiB page one cache line apart.
+_PAGE_BYTES, _LINE_BYTES = 4096, 64
+
+
+def _align_planes(sch: Any, block_name: str, buffer_name: str) -> None:
+    """``storage_align`` of the α² plane axis (axis 0) of ``buffer_name``, written by ``block_name``."""
+    block = sch.get_block(block_name)
+    writes = sch.get(block).writes
+    index = next((k for k, w in enumerate(writes) if w.buffer.name == buffer_name), None)
+    if index is None:
+        raise ScheduleError(f"winograd planes: block {block_name!r} does not write {buffer_name!r}")
+    item = max(1, writes[index].buffer.dtype.bits // 8)
+    sch.storage_align(block, index, axis=0, factor=_PAGE_BYTES // item, offset=_LINE_BYTES // item)
+
+
+def _gemm_writer(sch: Any, output: str, gemm_buffer: str) -> str:
+    """The block that writes the GEMM result read by the output stage (the GEMM rule may have
+    moved the accumulation into a local cache block and left a write-back block)."""
+    for producer in sch.get_producers(sch.get_block(output)):
+        node = sch.get(producer)
+        if any(w.buffer.name == gemm_buffer for w in node.writes):
+            return node.name_hint
+    raise ScheduleError(f"winograd planes: no producer of {output!r} writes {gemm_buffer!r}")
+
+
+def _takes_epilogue(rule: Callable) -> bool:
+    try:
+        params = inspect.signature(rule).parameters
+    except (TypeError, ValueError):  # a builtin or C callable: assume the plain rule signature
+        return False
+    return "epilogue" in params or any(p.kind is p.VAR_KEYWORD for p in params.values())
+
+
 def _epilogue(sch: Any, crop: str, blocks_after: "list[str]", lanes: int, cores: int) -> None:
     """Inline the crop and the elementwise chain after it into the last block; schedule that one."""
     chain = [crop] + blocks_after
     for name in chain[:-1]:
         sch.compute_inline(sch.get_block(name))
     parallel_vectorize(sch, chain[-1], lanes, cores)
+
+
+# -- tile-row blocks ------------------------------------------------------------------------------
+#: Register tile of the blocked GEMM: at most this many tiles (rows) per micro-kernel.
+_MAX_ROWS = 8
+#: Tile rows narrower than this run stage by stage: each row's GEMM streams all α² weight panels
+#: for its tiles only, so a 7-tile row (F(4, 3) at 28×28, F(2, 3) at 14×14) reuses each weight 7
+#: times against 49 for the whole image, and loses (benchmarks/winograd.py --layers, BENCHMARKS.md).
+MIN_ROW_TILES = 14
+
+
+def _rows(tiles: int) -> int:
+    """The largest divisor of ``tiles`` up to `_MAX_ROWS` (7 for ResNet-50's 7/14/28-tile rows)."""
+    return max(r for r in range(1, min(tiles, _MAX_ROWS) + 1) if tiles % r == 0)
+
+
+def _inner_transform(sch: Any, name: str, position_axis: int, channel_axis: int, lanes: int,
+                     producer: Optional[str] = None) -> None:
+    """A transform stage moved under the tile-row loop: per (tile, channel vector) the α×α input
+    tile (``producer``) into a local buffer, positions unrolled, lanes vectorized."""
+    block = sch.get_block(name)
+    loops = sch.get_loops(block)[1:]
+    if len(loops) != 3:
+        raise ScheduleError(f"winograd stage {name!r}: expected 3 loops under the tile-row loop, got {len(loops)}")
+    channels = _extent(sch, loops[channel_axis])
+    if channels is None or channels % lanes:
+        raise ScheduleError(f"winograd stage {name!r}: {channels} channels are not a multiple of {lanes} lanes")
+    tile = loops[3 - position_axis - channel_axis]
+    co, ci = sch.split(loops[channel_axis], [None, lanes])
+    sch.reorder(tile, co, loops[position_axis], ci)
+    if producer is not None:
+        sch.compute_at(sch.get_block(producer), co)
+        sch.vectorize(sch.get_loops(sch.get_block(producer))[-1])
+    sch.unroll(loops[position_axis])
+    sch.vectorize(ci)
+
+
+def _inner_gemm(sch: Any, name: str, write_back: Any, lanes: int) -> None:
+    """The α² GEMMs of one tile row: ``R × P`` register tiles (R tiles, one P-wide weight panel)
+    accumulated over the input channels in the local cache, ``write_back`` (its copy to M) per tile."""
+    block = sch.get_block(name)
+    loops = sch.get_loops(block)[1:]
+    if len(loops) != 4:
+        raise ScheduleError(f"winograd stage {name!r}: expected 4 loops (position, tile, out channel, "
+                            f"channel) under the tile-row loop, got {len(loops)}")
+    xi, t, o, rc = loops
+    tiles, outs = _extent(sch, t), _extent(sch, o)
+    panel = int(sch.get(block).reads[1].buffer.shape[-1])
+    if tiles is None or outs is None or outs % panel or panel % lanes:
+        raise ScheduleError(f"winograd stage {name!r}: {tiles} tiles / {outs} channels do not tile by "
+                            f"{panel}-wide panels of {lanes} lanes")
+    t0, t1 = sch.split(t, [None, _rows(tiles)])
+    o0, o1, o2 = sch.split(o, [None, panel // lanes, lanes])
+    sch.reorder(xi, t0, o0, rc, t1, o1, o2)
+    sch.unroll(t1)
+    sch.unroll(o1)
+    sch.vectorize(o2)
+    sch.reverse_compute_at(write_back, o0)
+    _vectorize_tail(sch, write_back, lanes)
+    init = sch.decompose_reduction(block, rc)
+    _vectorize_tail(sch, init, lanes)
+
+
+def _blocked(sch: Any, stages: "dict[str, str]", pad: Optional[str], after: "list[str]", lanes: int,
+             cores: int) -> None:
+    """The whole kernel per row of tiles (module note, "tile rows")."""
+    # Step 1. The crop and the elementwise chain inlined into the last block; its rows split by m
+    # (one row of tiles per iteration) and made parallel.
+    chain = [stages["crop"]] + after
+    for name in chain[:-1]:
+        sch.compute_inline(sch.get_block(name))
+    last = sch.get_block(chain[-1])
+    loops = sch.get_loops(last)
+    if len(loops) != 4:
+        raise ScheduleError(f"winograd epilogue {chain[-1]!r}: expected NHWC loops, got {len(loops)}")
+    grid = sch.get(sch.get_block(stages["input"])).annotations.get(TILE_GRID_KEY)
+    if grid is None:
+        raise ScheduleError(f"winograd stage {stages['input']!r} has no {TILE_GRID_KEY!r} annotation")
+    grid = [int(getattr(g, "value", g)) for g in grid]
+    if grid[2] < MIN_ROW_TILES:
+        raise ScheduleError(f"winograd tile rows: {grid[2]} tiles per row < {MIN_ROW_TILES}; stage by stage")
+    m = -(-(_extent(sch, loops[1]) or 0) // grid[1]) or 1
+    n, y, x, o = loops
+    ty, yi = sch.split(y, [None, m])
+    row = sch.fuse(n, ty)
+    sch.parallel(row)
+    _vectorize_tail(sch, last, lanes)
+    # Step 2. The stages of one tile row under it, consumers first (compute_at needs the consumer's
+    # loops in place): output transform, GEMM (its local accumulator cache made first, at the top
+    # level, so that its write-back moves along), input transform (+ its padded tiles).
+    gemm_buffer = sch.get(sch.get_block(stages["output"])).reads[0].buffer.name
+    write_back = sch.cache_write(sch.get_block(stages["gemm"]), 0, "local")
+    for block in (sch.get_block(stages["output"]), write_back, sch.get_block(stages["gemm"]),
+                  sch.get_block(stages["input"])):
+        sch.compute_at(block, row)
+    _inner_transform(sch, stages["output"], 1, 2, lanes)
+    _inner_gemm(sch, stages["gemm"], write_back, lanes)
+    write_back = sch.get(write_back).name_hint
+    _inner_transform(sch, stages["input"], 0, 2, lanes, producer=pad)
+    # Step 3. Pad the planes of the per-row V and M (4K aliasing: their planes are tiles × channels).
+    _align_planes(sch, stages["input"], sch.get(sch.get_block(stages["input"])).writes[0].buffer.name)
+    _align_planes(sch, write_back, gemm_buffer)
 
 
 def winograd_rule(sch: Any, names: "list[str]", lanes: int, cores: int,
@@ -111,19 +251,32 @@ def winograd_rule(sch: Any, names: "list[str]", lanes: int, cores: int,
         log.append((block, what, None))
         return True
 
-    # Step 1. Input transform (with its padding stage, when there is one).
     pad = next((n for n in names[:names.index(stages["input"])] if n.startswith("pad_temp")), None)
+    after = names[names.index(stages["crop"]) + 1:]
+    # Step 0. The whole kernel per row of tiles (all of it or nothing); else stage by stage.
+    if step(stages["input"], "winograd_tile_rows", lambda: _blocked(sch, stages, pad, after, lanes, cores)):
+        return log + [(stages[k], "winograd_tile_rows", None) for k in ("gemm", "output", "crop")]
+    # Step 1. Input transform (with its padding stage, when there is one).
     step(stages["input"], "winograd_input",
          lambda: _transform(sch, stages["input"], 0, 2, lanes, cores, producer=pad))
     # Step 2. The α² GEMMs.
     info = analyze_block(sch, sch.get_block(stages["gemm"]))
     for rule in gemm_rules:
+        # epilogue=False keeps the crop out of the GEMM's tile loop; a rule without the keyword
+        # (gemv_rule) fuses no epilogue anyway.
+        kwargs = {"epilogue": False} if _takes_epilogue(rule) else {}
         if step(stages["gemm"], rule.__name__,
-                lambda rule=rule: rule(sch, stages["gemm"], info, lanes, cores, epilogue=False)):
+                lambda rule=rule, kwargs=kwargs: rule(sch, stages["gemm"], info, lanes, cores, **kwargs)):
             break
-    # Step 3. Output transform.
-    step(stages["output"], "winograd_output", lambda: _transform(sch, stages["output"], 1, 2, lanes, cores))
+    # Step 3. Output transform, and the planes of V and M padded (module note: 4K aliasing).
+
+    def output_stage() -> None:
+        _transform(sch, stages["output"], 1, 2, lanes, cores)
+        _align_planes(sch, stages["input"], sch.get(sch.get_block(stages["input"])).writes[0].buffer.name)
+        _align_planes(sch, _gemm_writer(sch, stages["output"], gemm_buffer), gemm_buffer)
+
+    gemm_buffer = sch.get(sch.get_block(stages["output"])).reads[0].buffer.name
+    step(stages["output"], "winograd_output", output_stage)
     # Step 4. Crop + epilogue as one pass.
-    after = names[names.index(stages["crop"]) + 1:]
     step(stages["crop"], "winograd_epilogue", lambda: _epilogue(sch, stages["crop"], after, lanes, cores))
     return log

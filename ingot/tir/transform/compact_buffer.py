@@ -255,7 +255,8 @@ class _Compactor(Mutator):
             sinkable = stmt.kind != ForKind.THREAD_BINDING or buffer.scope == "local"
             self.analyzer.bind(stmt.loop_var, Range.from_min_extent(stmt.min, stmt.extent))
             if sinkable and (_iterations_disjoint(self.analyzer, buffer, stmt)
-                             or _written_before_read(self.analyzer, buffer, stmt)):
+                             or _written_before_read(self.analyzer, buffer, stmt)
+                             or self._private_inside(buffer, stmt.body)):
                 return stmt.replace(body=self._sink(buffer, stmt.body))
         elif isinstance(stmt, (LetStmt, Allocate, AssertStmt)):
             return stmt.replace(body=self._sink(buffer, stmt.body))
@@ -266,6 +267,30 @@ class _Compactor(Mutator):
             if in_else and not in_then:
                 return stmt.replace(else_case=self._sink(buffer, stmt.else_case))
         return self._place(buffer, stmt)
+
+    def _private_inside(self, buffer: Buffer, stmt: Stmt) -> bool:
+        """Whether every use of ``buffer`` in ``stmt`` lies in one inner loop each of whose
+        iterations writes the buffer before reading it (`_written_before_read`): then no value
+        flows between iterations of the loops around it either, and the allocation may sink through
+        them (a `compute_at` producer under a loop nested below a parallel block loop). Disjoint
+        iterations of the inner loop are not enough: an outer loop could carry values in them."""
+        while True:
+            if isinstance(stmt, SeqStmt):
+                users = [s for s in stmt.seq if _uses(s, buffer)]
+                if len(users) != 1:
+                    return False
+                stmt = users[0]
+            elif isinstance(stmt, (LetStmt, Allocate, AssertStmt)):
+                stmt = stmt.body
+            elif isinstance(stmt, For):
+                if stmt.kind == ForKind.THREAD_BINDING and buffer.scope != "local":
+                    return False
+                self.analyzer.bind(stmt.loop_var, Range.from_min_extent(stmt.min, stmt.extent))
+                if _written_before_read(self.analyzer, buffer, stmt):
+                    return True
+                stmt = stmt.body
+            else:
+                return False
 
     # Steps 2 and 3. Bound the touched region at this point and allocate only that.
     def _place(self, buffer: Buffer, stmt: Stmt) -> Stmt:
