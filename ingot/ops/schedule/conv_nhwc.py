@@ -30,8 +30,11 @@ tile. Then the input channels are cut into slices of ``kc`` (32 for 3×3, ≤ 12
 of weights) and the slice loop goes outside the pixel tiles of a task, so a slice stays in L1
 for all of them; the accumulators live in the task's output block across slices (as in
 `blocked_gemm_rule`) and the epilogue runs once per task. Those layers use a 14 × 2-vector tile
-when 14 divides OW (each weight vector feeds 14 FMAs); so do unsliced 1x1 convs with >= 4 oc
-blocks at OW = 14/28/56, in rows order (`_wide_1x1`: 1.02-1.14x measured). (The 1x1 convs of
+when 14 divides OW (each weight vector feeds 14 FMAs); so do unsliced 1x1 convs with >= 2 oc
+blocks at OW = 14/28/56 (`_wide_1x1`: 1.02-1.14x measured), in "pixels" order: rows parallel,
+and inside a row each 14-pixel tile runs all the oc blocks (GEMM order: the tile's output rows
+and residual are one contiguous block, its input pixels stay in L1; 0.83-0.96x over the old
+oc-blocks-outside order on ResNet-50's 56x56/28x28 1x1s, `default_conv_params`). (The 1x1 convs of
 7×7 maps stay sliced: unsliced they ran 1.03-1.16x faster alone on 2 threads, warm and with
 flushed weights, but not inside ResNet-50 — on 1 thread the 2048->512 reduce and the 3x3 after it
 each lost ~6% in the model.) Convs with < 8 input channels (the RGB stem) fuse (kx, c) into one
@@ -143,7 +146,8 @@ class ConvNhwcShape:
 class ConvNhwcParams:
     """The knobs of `build_conv_nhwc` as plain ints (what `default_conv_params` picks):
     ``order`` (``"rows"``: (n, oh) rows parallel, oc blocks inside; ``"oc"``: (n, oc block)
-    parallel, rows inside), ``mr`` (pixels per register tile, dividing OW), ``kc`` (input
+    parallel, rows inside; ``"pixels"``: rows parallel, each MR-pixel tile loops over all the oc
+    blocks — unsliced reductions only, the 1x1 default), ``mr`` (pixels per register tile, dividing OW), ``kc`` (input
     channels per reduction slice; 0: whole reduction per tile), ``ku`` (channel steps unrolled;
     1: none), ``parallel_fuse`` (``"rows"`` order: how many leading loops of (n, oh, oc block)
     fuse into the parallel loop; None: the fewest giving >= 4 tasks per core) and ``prefetch``
@@ -229,12 +233,22 @@ def default_conv_params(shape: ConvNhwcShape, cores: int, *, order: Optional[str
     mr = mr or choose_mr(shape.ow, shape.nvec)
     if shape.ow % mr:
         raise ScheduleError(f"conv_nhwc_rule: no register-tile height divides OW = {shape.ow}")
-    if kc is None and _wide_1x1(shape) and not mr_given and order in (None, "rows"):
-        # 1x1 convs with an L1-resident panel at OW = 14/28/56 and >= 4 oc blocks: rows order and
-        # the 14 x 2-vector tile (each weight vector feeds 14 FMAs). Measured (min of 150
-        # interleaved single calls, load 5-6) 1.02-1.08x on 1 thread, 1.02-1.14x on 2 over the
-        # 7/8 x 2 tile (oc order at 14x14): ResNet-50's 1x1 expands, MobileNetV2's 14/28 expands.
+    if kc is None and not mr_given and order in (None, "pixels") and _wide_1x1(shape, 2) and shape.c >= 64:
+        # 1x1 convs with an L1-resident panel at OW = 14/28/56: the 14 x 2-vector tile (each
+        # weight vector feeds 14 FMAs; 1.02-1.14x over the 7/8 x 2 tile) in "pixels" order (the oc
+        # blocks inside each pixel tile: its output pixels' whole rows, and the residual, are
+        # written/read as one contiguous block while its 14 input pixels stay in L1). Measured
+        # over "rows" order (min of 200 interleaved calls, load 4-5, indicative): ResNet-50's
+        # 64->256@56 + residual 0.93x 1 thread / 0.90x 2 threads, 256->64@56 0.99x / 0.83x,
+        # 128->512@28 + residual 0.96x / 0.94x, 256->128@56 0.92x / 0.89x, 256->512 stride 2
+        # 0.88x / 0.89x, 256->1024@14 1.00x; MobileNetV2's 28/14 expands and projects 1.00x. In
+        # "rows" order GCC spilled 3-7 accumulators of this tile per iteration, here none (C >= 64;
+        # at C = 32 it spills 4: those keep the older choice below).
+        return ConvNhwcParams("pixels", WIDE_MR, 0, KU)
+    if kc is None and _wide_1x1(shape, 4) and not mr_given and order in (None, "rows"):
         return ConvNhwcParams("rows", WIDE_MR, 0, KU)
+    if order == "pixels" and (kc or choose_kc(shape.taps, shape.c, shape.nr)):
+        order = "rows"  # a sliced reduction keeps the panel slice in L1 across the row's tiles
     if order is None:
         tasks = shape.n * (shape.o // shape.nr)
         order = "oc" if shape.oh * shape.ow <= SMALL_MAP and (tasks % cores == 0 or tasks >= 4 * cores) else "rows"
@@ -256,11 +270,13 @@ def default_conv_params(shape: ConvNhwcShape, cores: int, *, order: Optional[str
     return ConvNhwcParams(order, mr, kc, ku)
 
 
-def _wide_1x1(shape: ConvNhwcShape) -> bool:
-    """Whether a 1x1 conv gets the wide-tile default (`default_conv_params`): unsliced panel,
-    2-vector tiles, OW a multiple of `WIDE_MR`, at least 4 oc blocks (with fewer the tile is slower:
-    the 56x56 256->64 reduce 0.94-0.97x, the 28x28 192->32 projection 0.96x)."""
-    return (shape.taps == 1 and shape.nvec == 2 and shape.ow % WIDE_MR == 0 and shape.o // shape.nr >= 4
+def _wide_1x1(shape: ConvNhwcShape, min_blocks: int) -> bool:
+    """Whether a 1x1 conv gets the wide-tile "pixels" default (`default_conv_params`): unsliced
+    panel, 2-vector tiles, OW a multiple of `WIDE_MR`, at least ``min_blocks`` oc blocks (in "rows" order the
+    wide tile lost with fewer than 4: the 56x56 256->64 reduce 0.94-0.97x; in "pixels" order it
+    wins, 0.83-0.99x; with one block, the 28x28 192->32 projection, it is neutral either way):
+    ``min_blocks`` is that minimum."""
+    return (shape.taps == 1 and shape.nvec == 2 and shape.ow % WIDE_MR == 0 and shape.o // shape.nr >= min_blocks
             and not choose_kc(shape.taps, shape.c, shape.nr) and shape.c % KU == 0 and shape.c > KU)
 
 
@@ -269,7 +285,7 @@ def conv_nhwc_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: int,
     """Register-tiled NHWC conv2d (module note) on a ``"gemm"`` block whose output is
     ``[N, OH, OW, O]`` with ``O`` the vector axis and ``OW`` the tile-row axis: `ingot.ops.nn`'s
     ``conv2d_nhwc`` (groups 1) and `ingot.ops.packed`'s ``conv2d_nhwc_packed_weight``.
-    ``order`` forces ``"rows"`` or ``"oc"`` (see the note), ``mr`` the tile height, ``kc`` the
+    ``order`` forces ``"rows"``, ``"oc"`` or ``"pixels"`` (see the note), ``mr`` the tile height, ``kc`` the
     channel slice of the blocked reduction (0: none; default: `choose_kc`). Raises
     `ScheduleError` when the block is not such a conv (4 output axes, O a multiple of the
     vector width, a tile height dividing OW), so the driver falls back to `gemm_rule`.
@@ -278,8 +294,8 @@ def conv_nhwc_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: int,
     Example:
         >>> # conv_nhwc_rule(sch, "conv2d_nhwc", info, lanes=16, cores=2)
     """
-    if order not in (None, "oc", "rows"):
-        raise ValueError(f"conv_nhwc_rule: order must be 'rows' or 'oc', got {order!r}")
+    if order not in (None, "oc", "rows", "pixels"):
+        raise ValueError(f"conv_nhwc_rule: order must be 'rows', 'oc' or 'pixels', got {order!r}")
     shape = analyze_conv_nhwc(sch, name, info, lanes)
     try:
         params = default_conv_params(shape, cores, order=order, mr=mr, kc=kc)
@@ -299,16 +315,16 @@ def build_conv_nhwc(sch: Any, name: str, info: BlockInfo, shape: ConvNhwcShape, 
     kc/ku, ku) for the sliced reduction, (C/ku, ku) for the unsliced one, or None (no split;
     the (kx, c) fusion of the RGB stem when C < 8). Each is a list of ints / None / sampled
     `ExprRV`s, or a function ``(sch, loop) -> list`` called on the loop it splits (how the tuner
-    samples: ``lambda s, l: s.sample_perfect_tile(l, n=2, ...)``). ``order``: ``"rows"`` or
-    ``"oc"``; ``parallel_fuse``, ``prefetch``: see `ConvNhwcParams`. Returns the task loop (the
+    samples: ``lambda s, l: s.sample_perfect_tile(l, n=2, ...)``). ``order``: ``"rows"``,
+    ``"oc"`` or ``"pixels"`` (a sliced reduction treats it as ``"rows"``); ``parallel_fuse``, ``prefetch``: see `ConvNhwcParams`. Returns the task loop (the
     epilogue's).
 
     Example:
         >>> # shape = analyze_conv_nhwc(sch, "conv2d_nhwc", info, 16)
         >>> # build_conv_nhwc(sch, "conv2d_nhwc", info, shape, "rows", [7, 8], [16, 4], cores=2)
     """
-    if order not in ("oc", "rows"):
-        raise ValueError(f"build_conv_nhwc: order must be 'rows' or 'oc', got {order!r}")
+    if order not in ("oc", "rows", "pixels"):
+        raise ValueError(f"build_conv_nhwc: order must be 'rows', 'oc' or 'pixels', got {order!r}")
     lanes, nvec = shape.lanes, shape.nvec
     # Step 1. Tiles: ow -> (xo, xi = MR), o -> (oo, on = nvec, ol = lanes).
     blk = sch.get_block(name)
@@ -336,12 +352,20 @@ def build_conv_nhwc(sch: Any, name: str, info: BlockInfo, shape: ConvNhwcShape, 
     if order == "oc":
         sch.reorder(ln, oo, ly, xo, *reduce, xi, on, ol)
         outer, outer_ext = [ln, oo, ly], [shape.n, shape.o // shape.nr, shape.oh]
+    elif order == "pixels":
+        sch.reorder(ln, ly, xo, oo, *reduce, xi, on, ol)
+        outer, outer_ext = [ln, ly, xo], [shape.n, shape.oh, _loop_extent(sch, xo)]
     else:
         sch.reorder(ln, ly, oo, xo, *reduce, xi, on, ol)
         outer, outer_ext = [ln, ly, oo], [shape.n, shape.oh, shape.o // shape.nr]
     sch.unroll(xi)
     sch.unroll(on)
     sch.vectorize(ol)
+    if order == "pixels":
+        # the tile loop is the oc block: _register_tile below the pixel tile
+        task = _parallel(sch, outer, outer_ext, cores, parallel_fuse)
+        _register_tile(sch, blk, oo, len(reduce), 3, lanes, epilogue)
+        return task
     if order == "oc":
         # (n, oc block) parallel, the rows serial inside: each task keeps its panel hot. (Fusing
         # the rows too would give finer tasks, but then no loop variable alone separates the
