@@ -5,7 +5,10 @@ after each cumulative tuning budget (default 10 and 30 minutes; one work dir per
 between checkpoints, so the 30-minute point costs 20 more minutes, and a rerun of the script
 continues where the last one stopped), each point checked against ONNX Runtime's output, the
 tuner's end-to-end estimate beside the measured latency, and the tuning curve as a PNG when
-matplotlib is installed.
+matplotlib is installed. Each tuning run ends with in-model validation (`ingot.tune.validate_in_model`:
+tuned schedules that lose inside the model revert to the default); each checkpoint is timed both
+ways, validated (what ``ingot.compile`` applies) and "not validated" (every isolated winner applied),
+so the table shows what validation gained.
 
 Timing: every latency is the MIN over many calls (other processes only ever add time). The figures
 in the table come from a final interleaved measurement: ONNX Runtime, PyTorch, Ingot untuned and Ingot
@@ -185,7 +188,13 @@ def bench_model(name: str, args, save) -> dict:
         if more > 5.0:
             ingot.tune(model, target=args.target, time_budget=more, work_dir=work, verbose=args.verbose)
         records = ingot.tune.TuningRecords(work)
+        if more <= 5.0:  # resumed at a finished checkpoint: validate what an older run left unvalidated
+            ingot.tune.validate_in_model(model, records, args.target, verbose=args.verbose)
+            records = ingot.tune.TuningRecords(work)
+        raw = ingot.tune.apply_records(records, args.target, in_model=False)
+        _, runs[f"{budget}, not validated"] = time_ingot(model, args.target, x, None, raw)
         point, runs[budget] = time_ingot(model, args.target, x, expected, records)
+        point["in_model"] = records.info.get("in_model")
         point.update(budget=budget, tuning_s=float(records.info.get("total_elapsed_s", 0.0) or 0.0),
                      estimate_ms=records.estimated_latency_us / 1e3,
                      default_estimate_ms=records.default_latency_us / 1e3)
@@ -203,6 +212,7 @@ def bench_model(name: str, args, save) -> dict:
             result[key] = final[key]
     for point in result["points"]:
         point["latency_ms"] = final.get(f"ingot {point['budget']}", point["latency_ms"])
+        point["not_validated_ms"] = final.get(f"ingot {point['budget']}, not validated")
     result["untuned_recompiled_ms"] = final.get("ingot untuned, 2nd compile")
     print(f"{name}: interleaved over {args.rounds} rounds: "
           + ", ".join(f"{k} {v:.3f} ms" for k, v in final.items()), flush=True)
@@ -219,8 +229,10 @@ def table(results: list) -> str:
         for p in r["points"]:
             if p["budget"] not in budgets:
                 budgets.append(p["budget"])
+    tuned = [b for b in budgets if b != "untuned"]
     header = (["model", "ONNX Runtime (ms)", "PyTorch (ms)"] + [f"Ingot {b} (ms)" for b in budgets]
-              + ["best vs ORT", "best vs PyTorch", "estimate (ms)", "schedules", "untuned, 2nd compile (noise control)"])
+              + ["best vs ORT", "best vs PyTorch", "estimate (ms)", "schedules", "untuned, 2nd compile (noise control)"]
+              + [f"Ingot {b} not validated (ms)" for b in tuned])
     rows = []
     for r in results:
         by = {p["budget"]: p for p in r["points"]}
@@ -238,7 +250,9 @@ def table(results: list) -> str:
                     + [ratio(r.get("ort_ms")), ratio(r.get("torch_ms")),
                        f"{last['estimate_ms']:.2f}" if last.get("estimate_ms") else "-",
                        last.get("report", "").replace("schedules: ", ""),
-                       f"{r['untuned_recompiled_ms']:.2f}" if r.get("untuned_recompiled_ms") else "-"])
+                       f"{r['untuned_recompiled_ms']:.2f}" if r.get("untuned_recompiled_ms") else "-"]
+                    + [f"{by[b]['not_validated_ms']:.2f}" if by.get(b, {}).get("not_validated_ms") else "-"
+                       for b in tuned])
     return markdown_table(header, rows)
 
 

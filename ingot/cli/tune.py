@@ -3,7 +3,9 @@
 Note: ``--trials`` and/or ``--time-budget`` bound the search (neither: 10 minutes); the records
 go to ``--work-dir`` (an existing one is resumed), and ``ingot compile ... --tuning-records DIR``
 applies them. Ctrl-C (or ``kill``) stops after saving: run the same command again to continue.
-Kernels are timed with cold caches (``--disable-cpu-cache-flush``: warm repeated calls).
+Kernels are timed with cold caches (``--disable-cpu-cache-flush``: warm repeated calls). The run
+ends with in-model validation (tuned schedules slower inside the model revert to the default;
+``--no-validate`` skips it, ``--validate-only`` validates an existing work dir without tuning).
 
 Example:
     $ ingot tune model.onnx --target "llvm -num-cores=2" --time-budget 30m --work-dir tune_model
@@ -29,9 +31,12 @@ import click
 @click.option("--enable-cpu-cache-flush/--disable-cpu-cache-flush", "cache_flush", default=None,
               help="time kernels with cold caches, as inside the model (default: enabled for a new work dir, "
                    "as before for a resumed one)")
+@click.option("--validate/--no-validate", default=True, show_default=True,
+              help="end with in-model validation: tuned schedules slower inside the model revert to the default")
+@click.option("--validate-only", is_flag=True, help="only validate the records of --work-dir in the model (no tuning)")
 def tune_cmd(model: str, target: str, trials: "int | None", time_budget: "str | None", work_dir: str,
              input_shapes: "str | None", trials_per_round: int, max_tasks: "int | None", skip_share: float,
-             seed: "int | None", cache_flush: "bool | None") -> None:
+             seed: "int | None", cache_flush: "bool | None", validate: bool, validate_only: bool) -> None:
     """Tune MODEL (.onnx) for TARGET; records go to --work-dir."""
     from ingot.tune.tasks.records import parse_duration
 
@@ -45,11 +50,17 @@ def tune_cmd(model: str, target: str, trials: "int | None", time_budget: "str | 
     from ingot.driver.tune import tune
 
     shapes = parse_shapes(input_shapes)
+    if validate_only:
+        from ingot.tune.tasks.validate import validate_in_model
+
+        with _errors():
+            validate_in_model(model, work_dir, target, shape_dict=shapes or None)
+        return
     try:
         with _errors():
             records = tune(model, target=target, trials=trials, time_budget=time_budget, work_dir=work_dir,
                            shape_dict=shapes or None, num_trials_per_iter=trials_per_round, max_tasks=max_tasks,
-                           skip_share=skip_share, seed=seed, enable_cpu_cache_flush=cache_flush)
+                           skip_share=skip_share, seed=seed, enable_cpu_cache_flush=cache_flush, validate=validate)
     except KeyboardInterrupt:
         click.echo(f"interrupted: measured records are in {work_dir}; run the same command to continue", err=True)
         raise SystemExit(130) from None

@@ -28,7 +28,9 @@ def tune(model: Any, target: Any = "llvm", trials: "int | None" = None, time_bud
     `ingot.tune.model.tune_model` (``num_trials_per_iter``, ``seed``, ``max_tasks``,
     ``runner_config``, ``verbose`` ...). ``enable_cpu_cache_flush`` (TVM's name): kernels are
     timed with cold caches, as inside the model, unless it is False (default: on for a new work
-    dir, unchanged for a resumed one).
+    dir, unchanged for a resumed one). The run ends with in-model validation (``validate=False``
+    skips it; `ingot.tune.validate_in_model` runs it on an existing work dir): a tuned schedule
+    that is not faster inside the model than the default is reverted, durably in ``work_dir``.
 
     Example:
         >>> # records = tune(ingot.load("mlp.onnx"), "llvm -num-cores=2", time_budget="2m", work_dir="w")

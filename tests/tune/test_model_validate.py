@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tune_model"))
-from model_workloads import N, TARGET, fast_runner, mlp_model, mlp_params, mlp_reference  # noqa: E402
+from model_workloads import N, TARGET, fast_runner, mlp_model, mlp_params, mlp_reference, write_mlp_onnx  # noqa: E402
 
 import ingot  # noqa: E402
 from ingot.tune.database import IN_MODEL, SQLiteDatabase, TuningRecord  # noqa: E402
@@ -17,6 +17,7 @@ from ingot.tune.tasks import validate as V  # noqa: E402
 
 FAST = dict(num_trials_per_iter=3, seed=0, num_workers=2, verbose=0)
 REAL_KERNEL_TIMES = V._kernel_times
+V.WHOLE_TURN_S = 0.01  # the whole-model check: a short window is enough to check the flow
 
 
 @pytest.fixture(scope="module")
@@ -132,3 +133,18 @@ def test_tune_model_ends_with_validation(tmp_path, capsys):
     records = ingot.tune(mlp_model(), target=TARGET, trials=2, work_dir=str(tmp_path / "w"),
                          runner_config=fast_runner(), **FAST)
     assert records.tasks and "in_model" not in records.info
+
+
+def test_cli_no_validate_then_validate_only(tmp_path):
+    from click.testing import CliRunner
+
+    from ingot.cli.main import main
+
+    model, work = tmp_path / "mlp.onnx", tmp_path / "w"
+    write_mlp_onnx(model)
+    r = CliRunner().invoke(main, ["tune", str(model), "--target", TARGET, "--trials", "2", "--work-dir", str(work),
+                                  "--no-validate"])
+    assert r.exit_code == 0, r.output
+    r = CliRunner().invoke(main, ["tune", str(model), "--target", TARGET, "--work-dir", str(work), "--validate-only"])
+    assert r.exit_code == 0, r.output
+    assert "in-model validation: nothing new to validate" in r.output
