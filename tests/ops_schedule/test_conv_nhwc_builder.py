@@ -69,13 +69,15 @@ def test_default_params_per_layer_class():
     assert default_conv_params(ConvNhwcShape(1, 7, 7, 512, 512, 9, 6, 16, 2), 2) == ConvNhwcParams("oc", 7, 32, 4)
     # MobileNetV2's last 1x1 (320 -> 1280 at 7x7): whole panel (40 KB), oc order
     assert default_conv_params(ConvNhwcShape(1, 7, 7, 1280, 320, 1, 6, 16, 2), 2) == ConvNhwcParams("oc", 7, 0, 4)
-    # 1x1 with an L1-resident panel, OW = 14/28/56, >= 2 oc blocks, C >= 64: pixels order (each
+    # 1x1 with an L1-resident panel, OW = 28/56, >= 2 oc blocks, C >= 64: pixels order (each
     # 14-pixel tile runs every oc block), 14 x 2-vector tile
-    assert default_conv_params(ConvNhwcShape(1, 14, 14, 1024, 256, 1, 6, 16, 2), 2) == ConvNhwcParams("pixels", 14, 0, 4)
+    assert default_conv_params(ConvNhwcShape(1, 28, 28, 512, 128, 1, 6, 16, 2), 2) == ConvNhwcParams("pixels", 14, 0, 4)
     assert default_conv_params(ConvNhwcShape(1, 56, 56, 64, 256, 1, 6, 16, 2), 2) == ConvNhwcParams("pixels", 14, 0, 4)
-    # ... rows order when forced; C = 32 keeps rows (the pixels-order tile spills there)
-    assert default_conv_params(ConvNhwcShape(1, 14, 14, 1024, 256, 1, 6, 16, 2), 2, order="rows") == \
+    # ... rows order when forced or at OW = 14 (>= 4 oc blocks); C = 32 keeps rows (the
+    # pixels-order tile spills there)
+    assert default_conv_params(ConvNhwcShape(1, 56, 56, 256, 64, 1, 6, 16, 2), 2, order="rows") == \
         ConvNhwcParams("rows", 14, 0, 4)
+    assert default_conv_params(ConvNhwcShape(1, 14, 14, 1024, 256, 1, 6, 16, 2), 2) == ConvNhwcParams("rows", 14, 0, 4)
     assert default_conv_params(ConvNhwcShape(1, 28, 28, 192, 32, 1, 6, 16, 2), 2) == ConvNhwcParams("rows", 14, 0, 4)
     assert default_conv_params(ConvNhwcShape(1, 56, 56, 64, 32, 1, 6, 16, 2), 2) == ConvNhwcParams("rows", 8, 0, 4)
     # a sliced reduction asked for pixels order runs rows order

@@ -31,10 +31,11 @@ of weights) and the slice loop goes outside the pixel tiles of a task, so a slic
 for all of them; the accumulators live in the task's output block across slices (as in
 `blocked_gemm_rule`) and the epilogue runs once per task. Those layers use a 14 × 2-vector tile
 when 14 divides OW (each weight vector feeds 14 FMAs); so do unsliced 1x1 convs with >= 2 oc
-blocks at OW = 14/28/56 (`_wide_1x1`: 1.02-1.14x measured), in "pixels" order: rows parallel,
-and inside a row each 14-pixel tile runs all the oc blocks (GEMM order: the tile's output rows
-and residual are one contiguous block, its input pixels stay in L1; 0.83-0.96x over the old
-oc-blocks-outside order on ResNet-50's 56x56/28x28 1x1s, `default_conv_params`). (The 1x1 convs of
+blocks at OW = 14/28/56 (`_wide_1x1`: 1.02-1.14x measured); at OW = 28/56 with >= 2 oc blocks
+and C >= 64 in "pixels" order: rows parallel, and inside a row each 14-pixel tile runs all the oc
+blocks (GEMM order: the tile's output rows and residual are one contiguous block, its input
+pixels stay in L1, and GCC keeps the tile in registers — in "rows" order it spilled 3-7 zmm per
+iteration; 0.83-0.96x on ResNet-50's 56x56/28x28 1x1s, `default_conv_params`). (The 1x1 convs of
 7×7 maps stay sliced: unsliced they ran 1.03-1.16x faster alone on 2 threads, warm and with
 flushed weights, but not inside ResNet-50 — on 1 thread the 2048->512 reduce and the 3x3 after it
 each lost ~6% in the model.) Convs with < 8 input channels (the RGB stem) fuse (kx, c) into one
@@ -233,7 +234,8 @@ def default_conv_params(shape: ConvNhwcShape, cores: int, *, order: Optional[str
     mr = mr or choose_mr(shape.ow, shape.nvec)
     if shape.ow % mr:
         raise ScheduleError(f"conv_nhwc_rule: no register-tile height divides OW = {shape.ow}")
-    if kc is None and not mr_given and order in (None, "pixels") and _wide_1x1(shape, 2) and shape.c >= 64:
+    if (kc is None and not mr_given and order in (None, "pixels") and _wide_1x1(shape, 2) and shape.c >= 64
+            and shape.ow >= 2 * WIDE_MR):
         # 1x1 convs with an L1-resident panel at OW = 14/28/56: the 14 x 2-vector tile (each
         # weight vector feeds 14 FMAs; 1.02-1.14x over the 7/8 x 2 tile) in "pixels" order (the oc
         # blocks inside each pixel tile: its output pixels' whole rows, and the residual, are
@@ -241,7 +243,8 @@ def default_conv_params(shape: ConvNhwcShape, cores: int, *, order: Optional[str
         # over "rows" order (min of 200 interleaved calls, load 4-5, indicative): ResNet-50's
         # 64->256@56 + residual 0.93x 1 thread / 0.90x 2 threads, 256->64@56 0.99x / 0.83x,
         # 128->512@28 + residual 0.96x / 0.94x, 256->128@56 0.92x / 0.89x, 256->512 stride 2
-        # 0.88x / 0.89x, 256->1024@14 1.00x; MobileNetV2's 28/14 expands and projects 1.00x. In
+        # 0.88x / 0.89x. Not at OW = 14 (1.00-1.02x: 256->1024, MobileNetV2's 64->384, 384->64,
+        # 192->64; only 384->96, 3 oc blocks, won 0.90x over its 7 x 2 tile). In
         # "rows" order GCC spilled 3-7 accumulators of this tile per iteration, here none (C >= 64;
         # at C = 32 it spills 4: those keep the older choice below).
         return ConvNhwcParams("pixels", WIDE_MR, 0, KU)
