@@ -6,8 +6,9 @@ model) as the direct packed-weight conv, F(2, 3) and F(4, 3), each under its def
 against PyTorch, timed warm by ``time_evaluator`` interleaved round by round (fastest kept).
 
 ``--model``: ResNet-50 compiled with Winograd off (``graph.winograd``), with the default tile policy
-(`ingot.ops.winograd.choose_tile`) and with the other policies tried when it was chosen, timed
-interleaved with ONNX Runtime in one process. Inside the model the weights come from L3/DRAM and the
+(`ingot.ops.winograd.choose_tile`), the default policy with the tile-row schedule off (every layer
+stage by stage: `ingot.ops.schedule.winograd` module note) and the other policies tried when it was
+chosen, timed interleaved with ONNX Runtime in one process. Inside the model the weights come from L3/DRAM and the
 transforms' buffers are cold, so the ranking differs from the layers alone (docs/performance.md).
 
     python benchmarks/winograd.py --layers [--rounds 15]
@@ -104,16 +105,26 @@ def _policy(min_f4: int, min_f2: int):
     return choose
 
 
-def run_model(rounds: int) -> str:
+def run_model(rounds: int, only: "str | None" = None) -> str:
     """ResNet-50 end to end per tile policy, interleaved with ONNX Runtime (ms, ratio to ORT)."""
     import ingot
     from benchmarks import architectures
     from benchmarks.tune_models import export_onnx, ort_session
     from ingot.ops import winograd as W
 
-    default = W.choose_tile
-    policies = {"direct (graph.winograd off)": None, "default (F4 >= 28, F2 at 14)": default,
-                "F4 >= 14": _policy(14, 999), "F4 >= 14, F2 at 7": _policy(14, 7)}
+    from ingot.ops.schedule import winograd as WS
+
+    default, tile_rows = W.choose_tile, WS._blocked
+
+    def stage_by_stage(*args, **kwargs):
+        raise WS.ScheduleError("tile rows off (benchmark policy)")
+
+    # name -> (tile policy, tile-row schedule on)
+    policies = {"direct (graph.winograd off)": (None, True), "default (F4 >= 28, F2 at 14)": (default, True),
+                "default, stage by stage (no tile rows)": (default, False),
+                "F4 >= 14": (_policy(14, 999), True), "F4 >= 14, F2 at 7": (_policy(14, 7), True)}
+    if only:
+        policies = {k: v for k, v in policies.items() if any(w.strip() in k for w in only.split(","))}
     with tempfile.TemporaryDirectory() as tmp:
         module, x = architectures.build("resnet50", "full")
         path = os.path.join(tmp, "resnet50.onnx")
@@ -122,13 +133,14 @@ def run_model(rounds: int) -> str:
         sess = ort_session(path)
         expected = sess.run(None, {"data": x})[0]
         runs, errors = {"ONNX Runtime": lambda: sess.run(None, {"data": x})}, {}
-        for name, policy in policies.items():
+        for name, (policy, rows) in policies.items():
             W.choose_tile = policy or default
+            WS._blocked = tile_rows if rows else stage_by_stage
             try:
                 with ingot.transform.PassContext(config={"graph.winograd": policy is not None}):
                     package = ingot.compile(model, target=TARGET)
             finally:
-                W.choose_tile = default
+                W.choose_tile, WS._blocked = default, tile_rows
             out = ingot.run(package, {"data": x})
             out = np.asarray(list(out.values())[0] if isinstance(out, dict) else out[0])
             errors[name] = float(np.abs(out - expected).max())
@@ -152,6 +164,7 @@ def main() -> None:
     p.add_argument("--layers", action="store_true", help="ResNet-50's 3x3 stride-1 layers alone")
     p.add_argument("--model", action="store_true", help="the whole model per tile policy")
     p.add_argument("--rounds", type=int, default=None)
+    p.add_argument("--policies", default=None, help="comma-separated substrings of the policy names to run")
     args = p.parse_args()
     if not (args.layers or args.model):
         p.error("pass --layers and/or --model")
@@ -159,7 +172,7 @@ def main() -> None:
     if args.layers:
         print(run_layers(args.rounds or 15))
     if args.model:
-        print(run_model(args.rounds or 6))
+        print(run_model(args.rounds or 6, args.policies))
     print(f"load average after: {load_average()}")
 
 

@@ -1,7 +1,22 @@
 """The default schedule of a Winograd conv kernel (`ingot.ops.winograd.conv2d_nhwc_winograd`).
 
 Note: the kernel's stages carry the block annotation ``winograd`` (input / gemm / output / crop),
-so this rule finds them without guessing from names. Per stage:
+so this rule finds them without guessing from names. Two schedules:
+
+**Tile rows** (tried first; when a row of the tile grid has >= `MIN_ROW_TILES` tiles: F(4, 3) and
+F(2, 3) at 56×56). The last block (crop + bias/residual/relu inlined into it) is split into rows of
+m output rows, one row of tiles each, parallel; every stage is `compute_at` under that loop, so one
+row's V (α² × row tiles × C), M and output tiles are computed, used and dropped while in L2
+(~150 KB each at 56×56×64, against 1.8-3.2 MB whole-image buffers that also had to be
+allocated — page-faulted in — on every call: `CompactBufferAllocation` now makes them per-row
+allocations). Inside a row: the input transform per (tile, channel vector) from a padded α×α tile
+on the stack, the α² GEMMs as R×P register tiles (R <= 8 tiles, one P-wide weight panel,
+accumulated over C, written back per tile), the output transform, the epilogue. Why only wide rows:
+each row's GEMMs stream all α² weight panels for that row's tiles only; with 7 tiles per row
+(F(4, 3) at 28×28, F(2, 3) at 14×14) the weights are reused 7 times instead of 49 and the whole-image
+schedule below wins (measured in `benchmarks/winograd.py`).
+
+**Stage by stage** (otherwise), per stage:
 
 * **input** ``V[ξ, t, c]``: channels split into vectors; for each (tile, channel vector), in
   parallel, the padded α×α×vector input tile is computed into a small local buffer
@@ -13,12 +28,13 @@ so this rule finds them without guessing from names. Per stage:
   α² independent GEMMs, ξ is a batch axis.
 * **output** ``Y_tile[t, ij, o]``: the same as the input transform, over output-channel vectors,
   with the m² output positions unrolled.
-* **planes**: V and M are α² planes of ``tiles × channels`` each; when a plane is a multiple of
-  4 KiB (F(2, 3) at 56×56, 64 channels: 784·64·4 B = 49 × 4 KiB) the α² stores or loads of one
-  tile hit the same L1 set and trip 4K aliasing. Both buffers get ``storage_align`` on the plane axis
-  (stride ≡ 64 B mod 4 KiB), so consecutive planes fall on consecutive cache sets.
 * **crop** and the fused epilogue (bias, residual add, relu): the crop is a gather; it and every
   elementwise block after it but the last are inlined into one pass (parallel, vectorized).
+
+In both, V and M are α² planes of ``tiles × channels``; when a plane is a multiple of 4 KiB
+(F(2, 3) at 56×56, 64 channels: 784·64·4 B = 49 × 4 KiB; a 16-tile row of 64 channels) the α² stores
+or loads of one tile map to one L1 set and trip 4K aliasing, so both get ``storage_align`` on the
+plane axis (stride ≡ 64 B mod 4 KiB: consecutive planes on consecutive cache sets).
 
 Each step runs under ``sch.attempt()`` in `schedule_blocks`; a step that a primitive refuses leaves
 that stage to the generic rules (correct, slower).
