@@ -48,7 +48,14 @@ def test_selection_keeps_choosing_when_most_children_are_measured():
     unmeasured candidate was taken whatever its score)."""
     num, pop = 12, 16
     st = EvolutiveSearch(population_size=pop, genetic_num_iters=2, eps_greedy=0.0, seed=0)
-    ctx = TuneContext(matmul_func(64, 64, 64), "llvm -num-cores=2", seed=0, search_strategy=st)
+    # the generic rules' space (SmallGemm's branches have one 5-valued decision each: too few
+    # distinct children for the quota this test is about)
+    from ingot.tune.schedule_rule import SmallGemm, default_rules
+    from ingot.tune.space_generator import PostOrderApply
+
+    space = PostOrderApply(rules=[r for r in default_rules() if not isinstance(r, SmallGemm)])
+    ctx = TuneContext(matmul_func(64, 64, 64), "llvm -num-cores=2", seed=0, search_strategy=st,
+                      space_generator=space)
     st.pre_tuning(ctx, ctx.generate_design_space(), MemoryDatabase(), _Synthetic())
     st._fixed_pending = False  # no default / seeded members: the round is all search
     st.measured = _MostlyMeasured(0.75)

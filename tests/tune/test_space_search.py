@@ -52,7 +52,9 @@ def test_default_space_samples_are_correct_and_replay_from_json():
 
 def test_mutators_change_one_decision_and_replay():
     ctx = _ctx(32)
-    [cand] = ctx.search_strategy.sample_random(1, set())
+    # a MultiLevelTiling sample: it has tile, unroll and parallel decisions (SmallGemm's have tiles only)
+    cand = next(c for c in ctx.search_strategy.sample_random(16, set())
+                if "meta_schedule.tiling_structure" in str(c.sch.trace))
     trace = cand.sch.trace.simplified(remove_postproc=True)
     rng = np.random.default_rng(0)
     for mutator in (MutateTileSize(), MutateUnroll(), MutateParallel()):
