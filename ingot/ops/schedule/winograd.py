@@ -148,6 +148,9 @@ _MAX_ROWS = 8
 #: for its tiles only, so a 7-tile row (F(4, 3) at 28×28, F(2, 3) at 14×14) reuses each weight 7
 #: times against 49 for the whole image, and loses (benchmarks/winograd.py --layers, BENCHMARKS.md).
 MIN_ROW_TILES = 14
+#: Tile rows per parallel iteration. More measured slower (28×28×128 F(4, 3), 1 thread: 1 row 737 µs,
+#: 2 rows 858, 4 rows 818, stage by stage 683), so wide rows only, one at a time.
+_ROWS_PER_BLOCK = 1
 
 
 def _rows(tiles: int) -> int:
@@ -218,11 +221,12 @@ def _blocked(sch: Any, stages: "dict[str, str]", pad: Optional[str], after: "lis
     if grid is None:
         raise ScheduleError(f"winograd stage {stages['input']!r} has no {TILE_GRID_KEY!r} annotation")
     grid = [int(getattr(g, "value", g)) for g in grid]
-    if grid[2] < MIN_ROW_TILES:
+    rows = max(1, _ROWS_PER_BLOCK)
+    if grid[2] * rows < MIN_ROW_TILES:
         raise ScheduleError(f"winograd tile rows: {grid[2]} tiles per row < {MIN_ROW_TILES}; stage by stage")
     m = -(-(_extent(sch, loops[1]) or 0) // grid[1]) or 1
     n, y, x, o = loops
-    ty, yi = sch.split(y, [None, m])
+    ty, yi = sch.split(y, [None, m * rows])
     row = sch.fuse(n, ty)
     sch.parallel(row)
     _vectorize_tail(sch, last, lanes)
