@@ -3,7 +3,9 @@
 For each workload one evolutionary tuning run of ``max(--trials)`` trials (64 per round) is made;
 the figures at 64 / 256 / 1000 trials are read off the same run (an evolutionary run of 64 trials
 *is* the first round of a longer one): the best GFLOP/s the tuner measured by then, the tuning
-wall time by then, and the best candidate re-timed here beside numpy (GEMM). ``--conv`` tunes the
+wall time by then, and the best candidate re-timed here beside numpy (GEMM): in C with
+``time_evaluator`` on 64-byte-aligned arrays, MIN and median over many short windows, on 2 and on
+1 thread (see ``ROUNDS``). ``--conv`` tunes the
 NHWC ResNet-50 res2 3×3 layer (fused conv + bias + relu, as the models run it) with
 `tune_conv.tune`: tuned vs default vs PyTorch vs ONNX Runtime at each checkpoint.
 A random-search run (``ReplayTrace``) of the same space and the same number of trials gives the
@@ -16,14 +18,18 @@ Timed phases wait until the 1-minute load average is below ``--max-load`` (the m
 Apache TVM in the same run: ``--tvm-python <venv>/bin/python`` (a venv made by
 ``benchmarks/setup_tvm.sh``) runs ``benchmarks/tvm_reference.py`` in that interpreter as a
 subprocess *after* Ingot's tuning of each GEMM (never at the same time), with the same checkpoints;
-the table gains TVM's re-timed GFLOP/s (median, as the other columns), its ratio to numpy and its
-tuning wall time, and the plot gains TVM's curve. ``--mlc`` adds the MLC course's 128³ matmul.
+it saves each checkpoint's best kernel, which ``tvm_reference.py --timer`` then times on request
+in alternation with Ingot's (A, B, A, B: one methodology, a burst of load hits both), on 2 and on
+1 thread. The table gains TVM's tuner and re-timed GFLOP/s, Ingot / TVM and TVM's tuning wall time,
+and the plot gains TVM's curve. ``--mlc`` adds the MLC course's 128³ matmul (``--no-gemm --mlc``:
+only that one).
 
 Usage:
     python benchmarks/tune_gemm.py --trials 64                 # GEMM, 64 trials (~10 min)
     python benchmarks/tune_gemm.py --trials 64 256 1000 --conv # the full table (hours)
     python benchmarks/tune_gemm.py --n 256 --trials 64 --no-random   # a quick look
     python benchmarks/tune_gemm.py --trials 64 256 --mlc --tvm-python /work/tvm-venv/bin/python
+    python benchmarks/tune_gemm.py --trials 64 256 --no-gemm --mlc --tvm-python /work/tvm-venv/bin/python
 
 Besides the table it prints trials/s of the evolutionary run, its time split and the default
 schedule's GFLOP/s as the tuner measured it (the tuned column can never be below it: the
