@@ -26,6 +26,7 @@ Usage:
     python benchmarks/conv2d.py --check    # numerics + assembly only
     python benchmarks/conv2d.py --weights per-call   # plain OIHW weights (packing inside the kernel)
     python benchmarks/conv2d.py --layout nhwc [--check] [--threads 1] [--only 1x1]
+    python benchmarks/conv2d.py --layout nhwc --only 1x1 --versus-order rows   # default vs rows order
 """
 from __future__ import annotations
 
@@ -75,6 +76,13 @@ LAYERS_NHWC = LAYERS + [
     ("mbv2 1x1 project 7", 960, 7, 160, 1, 1, 1),
     ("mbv2 1x1 last 7", 320, 7, 1280, 1, 1, 1),
     ("stem 7x7 stride 2", 3, 224, 64, 7, 2, 1),
+    # the rest of ResNet-50's 1x1 layers (session 6: "pixels" loop order at OW 28/56)
+    ("res2 1x1 64->64", 64, 56, 64, 1, 1, 1),
+    ("res3 1x1 256->128 @56", 256, 56, 128, 1, 1, 1),
+    ("res3 1x1 stride 2 (down) 256->512", 256, 56, 512, 1, 2, 1),
+    ("res3 1x1 expand 128->512", 128, 28, 512, 1, 1, 1),
+    ("res3 1x1 reduce 512->128", 512, 28, 128, 1, 1, 1),
+    ("res4 1x1 reduce 1024->256", 1024, 14, 256, 1, 1, 1),
 ]
 
 
@@ -198,17 +206,72 @@ def nhwc_layer_func(c: int, hw: int, o: int, k: int, s: int, g: int):
     return te.create_prim_func([x, w, b, y]), shapes, pack, conv.op.name
 
 
-def nhwc_build(layer, threads: int = 2):
-    """(schedule, log, module, shapes, pack, conv block name) of an NHWC layer's default schedule."""
-    from ingot.ops.schedule import schedule_blocks
+def nhwc_build(layer, threads: int = 2, order: "str | None" = None):
+    """(schedule, log, module, shapes, pack, conv block name) of an NHWC layer's default schedule
+    (``order``: `conv_nhwc_rule`'s loop order forced to "rows"/"oc"/"pixels", other knobs default)."""
+    from ingot.ops.schedule import conv_nhwc, schedule_blocks
     from ingot.target import Target
     from ingot.tir.schedule import Schedule
 
     func, shapes, pack, conv_name = nhwc_layer_func(*layer[1:])
     log: list = []
     target = f"llvm -num-cores={threads}"
-    sch = schedule_blocks(Schedule(func), Target(target), log=log)
+    default = conv_nhwc.default_conv_params
+    if order is not None:
+        def forced(shape, cores, **kw):
+            return default(shape, cores, **{**kw, "order": kw.get("order") or order})
+        conv_nhwc.default_conv_params = forced  # the rule looks it up at call time
+    try:
+        sch = schedule_blocks(Schedule(func), Target(target), log=log)
+    finally:
+        conv_nhwc.default_conv_params = default
     return sch, log, ingot.build(sch.mod, target), shapes, pack, conv_name
+
+
+def _conv_params(layer, threads: int, order: "str | None" = None) -> str:
+    """The `default_conv_params` a layer's conv gets (as text), or "-" outside `conv_nhwc_rule`."""
+    from ingot.ops.schedule.analysis import analyze_block
+    from ingot.ops.schedule.conv_nhwc import analyze_conv_nhwc, default_conv_params
+    from ingot.tir.schedule import Schedule
+
+    func, _, _, conv_name = nhwc_layer_func(*layer[1:])
+    sch = Schedule(func)
+    try:
+        shape = analyze_conv_nhwc(sch, conv_name, analyze_block(sch, sch.get_block(conv_name)), 16)
+        p = default_conv_params(shape, threads, order=order)
+    except Exception:  # noqa: BLE001 - not a conv_nhwc_rule layer (depthwise, ragged channels)
+        return "-"
+    return f"{p.order} {p.mr}x{shape.nvec} kc={p.kc}"
+
+
+def nhwc_versus(layers, threads: int, rounds: int, order: str, sample_seconds: float = 0.0005) -> None:
+    """Default schedule vs the same with the loop order forced to ``order`` (e.g. "rows", the
+    1x1 default before "pixels"), interleaved, MIN over ``rounds``; a Markdown table + load."""
+    from common import banner, load_average, markdown_table
+
+    banner(f"NHWC conv layers ({threads} threads): default vs order={order!r}; MIN over {rounds} "
+           "interleaved rounds")
+    rows = []
+    for layer in layers:
+        libs = []
+        for forced in (None, order):
+            _, _, lib, shapes, pack, _ = nhwc_build(layer, threads, forced)
+            x, w, b, y = _nhwc_inputs(layer, shapes)
+            lib["main"](x, pack(w), b, y)
+            ref, _, _ = _nhwc_reference(layer, x, w, b)
+            np.testing.assert_allclose(y, ref, rtol=1e-4, atol=1e-3)
+            libs.append(lambda f=lib["main"], a=(x, pack(w), b, y): f(*a))
+        t = [1e9, 1e9]
+        for _ in range(rounds):
+            for i, fn in enumerate(libs):
+                t[i] = min(t[i], _min_seconds(fn, sample_seconds))
+        f = flops(layer) / 1e9
+        rows.append([layer[0], _conv_params(layer, threads), _conv_params(layer, threads, order),
+                     f"{t[0] * 1e6:.0f}", f"{t[1] * 1e6:.0f}", f"{f / t[0]:.1f}", f"{t[0] / t[1]:.3f}"])
+        print(f"  {layer[0]}: {t[0] / t[1]:.3f}", flush=True)
+    print(markdown_table(["layer", "default", f"order={order}", "default µs", f"{order} µs",
+                          "default GFLOP/s", "default / forced"], rows))
+    print(f"load average after: {load_average()}")
 
 
 def _nhwc_inputs(layer, shapes):
@@ -341,10 +404,15 @@ def main() -> None:
                         help="NHWC mode: length of one timing sample (short: a 2-thread kernel whose sample "
                              "spans a preemption of one thread waits for it; 20 ms samples read MobileNetV2's "
                              "last 1x1 at 0.25-0.44x ORT, single calls at 1.07-1.12x)")
+    parser.add_argument("--versus-order", choices=["rows", "oc", "pixels"], default=None,
+                        help="NHWC mode: time the default against the same layers with conv_nhwc_rule's "
+                             "loop order forced (rows: the 1x1 default before session 6's pixels order)")
     args = parser.parse_args()
     if args.layout == "nhwc":
         layers = [lay for lay in LAYERS_NHWC if args.only in lay[0]]
-        if args.check:
+        if args.versus_order:
+            nhwc_versus(layers, args.threads, args.rounds, args.versus_order, args.sample_seconds)
+        elif args.check:
             nhwc_check(layers)
         else:
             nhwc_table(layers, args.threads, args.rounds, args.sample_seconds)
