@@ -24,6 +24,24 @@ TIMER_C = r"""INGOT_INLINE double ingot_now_seconds(void) {
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
+/* The argument checks both timers share: the function and output pointers, and TVM's ranges
+ * (number >= 1, repeat >= 1, min_repeat_ms >= 0); the error names the timer ``who``. */
+INGOT_INLINE int32_t ingot_check_timer_args(const char* who, const void* fn, const double* out,
+                                            int32_t number, int32_t repeat, int32_t min_repeat_ms,
+                                            char* err, int32_t err_len) {
+  if (fn == NULL || out == NULL) {
+    return ingot_set_error(err, err_len, INGOT_ERR_ARGUMENT,
+                           "%s: function and output pointers must be non-NULL", who);
+  }
+  if (number < 1 || repeat < 1 || min_repeat_ms < 0) {
+    return ingot_set_error(err, err_len, INGOT_ERR_ARGUMENT,
+                           "%s: expects number >= 1, repeat >= 1 and min_repeat_ms >= 0, got "
+                           "number=%d repeat=%d min_repeat_ms=%d",
+                           who, (int)number, (int)repeat, (int)min_repeat_ms);
+  }
+  return INGOT_OK;
+}
+
 /* TVM time_evaluator semantics: one warm-up call; then `repeat` repeats, each running `number`
  * calls; if min_repeat_ms > 0, `number` grows (and stays grown) until one repeat lasts at least
  * min_repeat_ms. out_seconds_per_repeat[r] = mean seconds per call of repeat r. */
@@ -39,16 +57,9 @@ INGOT_WEAK_EXPORT int32_t ingot_time_function(void* fn, IngotValue* args, int32_
   int32_t r, rc;
   int64_t num = number;
   u.p = fn;
-  if (u.p == NULL || out_seconds_per_repeat == NULL) {
-    return ingot_set_error(err, err_len, INGOT_ERR_ARGUMENT,
-                           "ingot_time_function: function and output pointers must be non-NULL");
-  }
-  if (number < 1 || repeat < 1 || min_repeat_ms < 0) {
-    return ingot_set_error(err, err_len, INGOT_ERR_ARGUMENT,
-                           "ingot_time_function: expects number >= 1, repeat >= 1 and "
-                           "min_repeat_ms >= 0, got number=%d repeat=%d min_repeat_ms=%d",
-                           (int)number, (int)repeat, (int)min_repeat_ms);
-  }
+  rc = ingot_check_timer_args("ingot_time_function", fn, out_seconds_per_repeat, number, repeat,
+                              min_repeat_ms, err, err_len);
+  if (rc != 0) return rc;
   rc = u.f(args, codes, n, err, err_len); /* warm-up */
   if (rc != 0) return rc;
   for (r = 0; r < repeat; ++r) {
@@ -188,16 +199,13 @@ INGOT_WEAK_EXPORT int32_t ingot_time_function_flushed(void* fn, IngotValue* args
   } u;
   int32_t r, rc;
   u.p = fn;
-  if (u.p == NULL || out_seconds_per_repeat == NULL || (n > 0 && (args == NULL || codes == NULL || flush == NULL))) {
+  rc = ingot_check_timer_args("ingot_time_function_flushed", fn, out_seconds_per_repeat, number,
+                              repeat, min_repeat_ms, err, err_len);
+  if (rc != 0) return rc;
+  if (n > 0 && (args == NULL || codes == NULL || flush == NULL)) {
     return ingot_set_error(err, err_len, INGOT_ERR_ARGUMENT,
-                           "ingot_time_function_flushed: function, argument, flush-mask and output "
+                           "ingot_time_function_flushed: argument, type-code and flush-mask "
                            "pointers must be non-NULL");
-  }
-  if (number < 1 || repeat < 1 || min_repeat_ms < 0) {
-    return ingot_set_error(err, err_len, INGOT_ERR_ARGUMENT,
-                           "ingot_time_function_flushed: expects number >= 1, repeat >= 1 and "
-                           "min_repeat_ms >= 0, got number=%d repeat=%d min_repeat_ms=%d",
-                           (int)number, (int)repeat, (int)min_repeat_ms);
   }
   rc = u.f(args, codes, n, err, err_len); /* warm-up: page faults, OpenMP thread start */
   if (rc != 0) return rc;
