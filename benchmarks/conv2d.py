@@ -83,6 +83,7 @@ LAYERS_NHWC = LAYERS + [
     ("res3 1x1 expand 128->512", 128, 28, 512, 1, 1, 1),
     ("res3 1x1 reduce 512->128", 512, 28, 128, 1, 1, 1),
     ("res4 1x1 reduce 1024->256", 1024, 14, 256, 1, 1, 1),
+    ("res5 1x1 stride 2 (down) 1024->2048", 1024, 14, 2048, 1, 2, 1),
 ]
 
 
@@ -216,20 +217,22 @@ def nhwc_build(layer, threads: int = 2, order: "str | None" = None):
     func, shapes, pack, conv_name = nhwc_layer_func(*layer[1:])
     log: list = []
     target = f"llvm -num-cores={threads}"
-    default = conv_nhwc.default_conv_params
+    default, two_panel = conv_nhwc.default_conv_params, conv_nhwc._two_panel_1x1
     if order is not None:
         def forced(shape, cores, **kw):
             return default(shape, cores, **{**kw, "order": kw.get("order") or order})
-        conv_nhwc.default_conv_params = forced  # the rule looks it up at call time
+        conv_nhwc.default_conv_params = forced  # the rule looks both up at call time
+        conv_nhwc._two_panel_1x1 = lambda shape: False  # the 7x7 1x1 tile is a default-only choice
     try:
         sch = schedule_blocks(Schedule(func), Target(target), log=log)
     finally:
-        conv_nhwc.default_conv_params = default
+        conv_nhwc.default_conv_params, conv_nhwc._two_panel_1x1 = default, two_panel
     return sch, log, ingot.build(sch.mod, target), shapes, pack, conv_name
 
 
 def _conv_params(layer, threads: int, order: "str | None" = None) -> str:
     """The `default_conv_params` a layer's conv gets (as text), or "-" outside `conv_nhwc_rule`."""
+    from ingot.ops.schedule import conv_nhwc
     from ingot.ops.schedule.analysis import analyze_block
     from ingot.ops.schedule.conv_nhwc import analyze_conv_nhwc, default_conv_params
     from ingot.tir.schedule import Schedule
@@ -241,6 +244,8 @@ def _conv_params(layer, threads: int, order: "str | None" = None) -> str:
         p = default_conv_params(shape, threads, order=order)
     except Exception:  # noqa: BLE001 - not a conv_nhwc_rule layer (depthwise, ragged channels)
         return "-"
+    if order is None and conv_nhwc._two_panel_1x1(shape):
+        return f"oc 7x{2 * shape.nvec} kc={conv_nhwc.TWO_PANEL_KC} (two panels)"
     return f"{p.order} {p.mr}x{shape.nvec} kc={p.kc}"
 
 

@@ -173,6 +173,38 @@ def test_micro_kernel_keeps_the_tile_in_zmm_registers(c, hw, k, s):
     assert loop["zmm"] >= 14 and loop["zmm"] == loop["fma"] and loop["stack"] == 0, loop
 
 
+@pytest.mark.parametrize("c,hw,o,s", [(64, 28, 64, 1), (64, 56, 128, 2)])
+def test_1x1_pixels_order_matches_torch_keeps_the_tile_in_registers(c, hw, o, s):
+    # unsliced 1x1 at OW 28 (2 oc blocks, residual): every oc block inside each 14-pixel tile
+    from ingot.ops.schedule.conv_nhwc import ConvNhwcShape, default_conv_params
+
+    oh = (hw - 1) // s + 1
+    assert default_conv_params(ConvNhwcShape(1, oh, oh, o, c, 1, 6, 16, 2), 2).order == "pixels"
+    sch, rules = _schedule(_packed_conv_layer(c, hw, o, 1, s))
+    assert rules["conv2d_nhwc"] == "conv_nhwc_rule", rules
+    if _avx512():
+        loop = _kernel_loop(sch)
+        # 14 x 2 tile, 4 steps; "rows" order spilled 3-7 accumulators here (6-14 stack accesses)
+        assert loop["fma"] == loop["zmm"] == 112 and loop["stack"] <= 2, loop
+    xa, wa, ba, ra = _rand(1, hw, hw, c), _rand(1, 1, c, o), _rand(o), _rand(1, oh, oh, o)
+    out = _run(sch, [xa, packed.pack_conv2d_nhwc_weight(wa, 32), ba, ra], (1, oh, oh, o))
+    np.testing.assert_allclose(out, np.maximum(_torch_conv(xa, wa, s, 0) + ba + ra, 0), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("hw,s", [(7, 1), (14, 2)])
+def test_7x7_1x1_two_panel_tile_matches_torch(hw, s):
+    # a sliced stride-1 1x1 at OW 7: the 7 x 4-vector tile spans two 32-wide weight panels
+    # (stride 2 keeps the 7 x 2 tile)
+    sch, rules = _schedule(_packed_conv_layer(512, hw, 128, 1, s))
+    assert rules["conv2d_nhwc"] == "conv_nhwc_rule", rules
+    if _avx512():
+        loop = _kernel_loop(sch)
+        assert loop["fma"] == loop["zmm"] == (28 if s == 1 else 56) and loop["stack"] <= 2, loop
+    xa, wa, ba, ra = _rand(1, hw, hw, 512), _rand(1, 1, 512, 128), _rand(128), _rand(1, 7, 7, 128)
+    out = _run(sch, [xa, packed.pack_conv2d_nhwc_weight(wa, 32), ba, ra], (1, 7, 7, 128))
+    np.testing.assert_allclose(out, np.maximum(_torch_conv(xa, wa, s, 0) + ba + ra, 0), rtol=1e-4, atol=2e-4)
+
+
 # -- depthwise ----------------------------------------------------------------------------------
 
 

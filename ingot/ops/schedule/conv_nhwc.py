@@ -38,7 +38,12 @@ pixels stay in L1, and GCC keeps the tile in registers — in "rows" order it sp
 iteration; 0.83-0.96x on ResNet-50's 56x56/28x28 1x1s, `default_conv_params`). (The 1x1 convs of
 7×7 maps stay sliced: unsliced they ran 1.03-1.16x faster alone on 2 threads, warm and with
 flushed weights, but not inside ResNet-50 — on 1 thread the 2048->512 reduce and the 3x3 after it
-each lost ~6% in the model.) Convs with < 8 input channels (the RGB stem) fuse (kx, c) into one
+each lost ~6% in the model.) Their stride-1 ones (`_two_panel_1x1`: ResNet-50's 512->2048 and
+2048->512) use a 7 x 4-vector tile over two adjacent 32-wide weight panels instead of 7 x 2 (28
+accumulators; each broadcast input feeds 4 FMAs instead of 2), 64-channel slices, no unroll
+(GCC spills with 2): 0.98-1.00x on 1 thread, 0.96-0.99x on 2, isolated at load 5.5-6
+(indicative); the stride-2 1024->2048 downsample was 1.03-1.05x slower with it and keeps 7 x 2.
+Convs with < 8 input channels (the RGB stem) fuse (kx, c) into one
 contiguous reduce loop.
 
 Tuning: `build_conv_nhwc` takes every knob (loop order, MR, the channel split, parallel fusion)
@@ -56,7 +61,7 @@ Example:
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Optional
 
 from ingot.ir.expr import BufferLoad, Var
@@ -273,6 +278,26 @@ def default_conv_params(shape: ConvNhwcShape, cores: int, *, order: Optional[str
     return ConvNhwcParams(order, mr, kc, ku)
 
 
+def _two_panel_1x1(shape: ConvNhwcShape) -> bool:
+    """Whether a 1x1 conv gets the 7 x 4-vector tile over two weight panels (`conv_nhwc_rule`):
+    sliced (a panel larger than L1), OW = 7 (the 7x7 stage: no 14-pixel tile), 2-vector panels,
+    an even number of oc blocks, C a multiple of `TWO_PANEL_KC`."""
+    return (shape.taps == 1 and shape.ow == 7 and shape.nvec == 2 and shape.o % (2 * shape.nr) == 0
+            and shape.c % TWO_PANEL_KC == 0 and bool(choose_kc(shape.taps, shape.c, shape.nr)))
+
+
+def _stride_1(sch: Any, name: str, shape: ConvNhwcShape) -> bool:
+    """Whether the input of conv block ``name`` has the output's spatial size (a stride-1 1x1):
+    the two-panel tile measured 1.03-1.05x slower on the stride-2 1024->2048 downsample."""
+    block = sch.get(sch.get_block(name))
+    weight, _ = _channel_weight(block, block.iter_vars[3].var, name)
+    for ld in _loads(block.body.value, []):
+        if ld.buffer is not block.body.buffer and ld.buffer is not weight and len(ld.buffer.shape) == 4:
+            dims = [getattr(d, "value", None) for d in ld.buffer.shape[1:3]]
+            return dims == [shape.oh, shape.ow]
+    return False
+
+
 def _wide_1x1(shape: ConvNhwcShape, min_blocks: int) -> bool:
     """Whether a 1x1 conv gets the wide-tile "pixels" default (`default_conv_params`): unsliced
     panel, 2-vector tiles, OW a multiple of `WIDE_MR`, at least ``min_blocks`` oc blocks (in "rows" order the
@@ -300,6 +325,12 @@ def conv_nhwc_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: int,
     if order not in (None, "oc", "rows", "pixels"):
         raise ValueError(f"conv_nhwc_rule: order must be 'rows', 'oc' or 'pixels', got {order!r}")
     shape = analyze_conv_nhwc(sch, name, info, lanes)
+    if order is None and mr is None and kc is None and _two_panel_1x1(shape) and _stride_1(sch, name, shape):
+        # 7 x 4 vectors over two adjacent weight panels (module note); unroll 1: GCC spills with 2
+        shape = replace(shape, nvec=2 * shape.nvec)
+        build_conv_nhwc(sch, name, info, shape, "oc", [1, shape.ow], [shape.c // TWO_PANEL_KC, TWO_PANEL_KC, 1],
+                        cores, epilogue=epilogue)
+        return
     try:
         params = default_conv_params(shape, cores, order=order, mr=mr, kc=kc)
     except ScheduleError as err:
@@ -406,6 +437,8 @@ BIG_PANEL = 48 * 1024
 WIDE_MR = 14
 #: Channel steps unrolled in the micro-kernel (fewer loop branches per slice).
 KU = 4
+#: Channel slice of the two-panel 7 x 64 tile of 7x7 1x1 convs (64 x 64 x 4 B = 16 KiB of weights).
+TWO_PANEL_KC = 64
 #: At most this many input channels per slice (1x1 convs: 128 x 32 x 4 B = 16 KiB measured best).
 MAX_KC = 128
 
