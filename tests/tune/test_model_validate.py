@@ -77,7 +77,9 @@ def test_reverts_kernels_slower_in_the_model_and_revalidates_changed(defaults_on
     assert set(verdicts) == set(names)
     assert not verdicts[slow].kept and verdicts[fast].kept and report.num_reverted == 1
     assert verdicts[slow].tuned_us > verdicts[slow].default_us > 0
-    assert set(report.latency_ms) == {"default", "tuned", "validated"}
+    assert set(report.latency_ms) == set(report.kernel_sum_ms) == {"default", "tuned", "validated"}
+    # validated = default + the kept task's (halved) kernel time difference
+    assert report.kernel_sum_ms["validated"] < report.kernel_sum_ms["default"]
     in_model = [r for r in db.get_all_tuning_records() if r.cache_flush == IN_MODEL]
     assert len(in_model) == 4 and len({r.measure["validation"] for r in in_model}) == 1
     info = json.load(open(os.path.join(work, "tasks.json")))
