@@ -483,13 +483,75 @@ INGOT_INLINE float ingot_erff(float x) {
 }
 
 /* ----------------------------------------------------------- workspace */
-/* 64-byte aligned scratch memory for generated code; NULL on failure. */
-INGOT_INLINE void* ingot_alloc_workspace(size_t nbytes) {
-  void* p = NULL;
-  if (posix_memalign(&p, 64, nbytes == 0 ? 64 : nbytes) != 0) return NULL;
-  return p;
+/* 64-byte aligned scratch memory for generated code; NULL on failure.
+ * Blocks of at least INGOT_WS_POOL_MIN bytes are kept for reuse in a small pool per library (as
+ * TVM's WorkspacePool): glibc serves such blocks by mmap and unmaps them on free, so a kernel with
+ * a 1.8 MB intermediate took ~900 page faults per call, and zeroing the fresh pages evicted the
+ * model's data from the caches. The pool holds at most INGOT_WS_POOL_SLOTS blocks (the largest
+ * freed ones); a spin lock guards it because parallel loops may allocate per iteration. Each block
+ * carries its capacity in a 64-byte header. */
+#define INGOT_WS_POOL_MIN ((size_t)64 * 1024)
+#define INGOT_WS_POOL_SLOTS 8
+#define INGOT_WS_HEADER ((size_t)64)
+typedef struct { void* base; size_t capacity; } ingot_ws_block_t;
+static ingot_ws_block_t ingot_ws_pool[INGOT_WS_POOL_SLOTS];
+static volatile char ingot_ws_lock;
+
+INGOT_INLINE void ingot_ws_acquire(void) {
+  while (__atomic_test_and_set(&ingot_ws_lock, __ATOMIC_ACQUIRE)) {
+  }
 }
-INGOT_INLINE void ingot_free_workspace(void* p) { free(p); }
+INGOT_INLINE void ingot_ws_release(void) { __atomic_clear(&ingot_ws_lock, __ATOMIC_RELEASE); }
+
+INGOT_INLINE void* ingot_alloc_workspace(size_t nbytes) {
+  if (nbytes == 0) nbytes = 64;
+  if (nbytes >= INGOT_WS_POOL_MIN) {
+    /* Step 1: the smallest pooled block that fits. */
+    void* base = NULL;
+    ingot_ws_acquire();
+    int best = -1;
+    for (int i = 0; i < INGOT_WS_POOL_SLOTS; ++i) {
+      if (ingot_ws_pool[i].base != NULL && ingot_ws_pool[i].capacity >= nbytes &&
+          (best < 0 || ingot_ws_pool[i].capacity < ingot_ws_pool[best].capacity)) best = i;
+    }
+    if (best >= 0) {
+      base = ingot_ws_pool[best].base;
+      ingot_ws_pool[best].base = NULL;
+    }
+    ingot_ws_release();
+    if (base != NULL) return (char*)base + INGOT_WS_HEADER;
+  }
+  /* Step 2: a fresh block. */
+  void* base = NULL;
+  if (posix_memalign(&base, 64, nbytes + INGOT_WS_HEADER) != 0) return NULL;
+  *(size_t*)base = nbytes;
+  return (char*)base + INGOT_WS_HEADER;
+}
+
+INGOT_INLINE void ingot_free_workspace(void* p) {
+  if (p == NULL) return;
+  void* base = (char*)p - INGOT_WS_HEADER;
+  size_t capacity = *(size_t*)base;
+  if (capacity >= INGOT_WS_POOL_MIN) {
+    /* Keep it in an empty slot, else in place of the smallest pooled block if that is smaller. */
+    void* evicted = base;
+    ingot_ws_acquire();
+    int slot = -1;
+    for (int i = 0; i < INGOT_WS_POOL_SLOTS; ++i) {
+      if (ingot_ws_pool[i].base == NULL) { slot = i; break; }
+      if (slot < 0 || ingot_ws_pool[i].capacity < ingot_ws_pool[slot].capacity) slot = i;
+    }
+    if (ingot_ws_pool[slot].base == NULL || ingot_ws_pool[slot].capacity < capacity) {
+      evicted = ingot_ws_pool[slot].base;
+      ingot_ws_pool[slot].base = base;
+      ingot_ws_pool[slot].capacity = capacity;
+    }
+    ingot_ws_release();
+    free(evicted);
+    return;
+  }
+  free(base);
+}
 
 /* ------------------------------------------------- exported module helpers */
 INGOT_WEAK_EXPORT const int32_t ingot_abi_version = INGOT_ABI_VERSION;
