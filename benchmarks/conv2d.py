@@ -244,7 +244,7 @@ def _conv_params(layer, threads: int, order: "str | None" = None) -> str:
         p = default_conv_params(shape, threads, order=order)
     except Exception:  # noqa: BLE001 - not a conv_nhwc_rule layer (depthwise, ragged channels)
         return "-"
-    if order is None and conv_nhwc._two_panel_1x1(shape):
+    if order is None and conv_nhwc._two_panel_1x1(shape) and conv_nhwc._stride_1(sch, conv_name, shape):
         return f"oc 7x{2 * shape.nvec} kc={conv_nhwc.TWO_PANEL_KC} (two panels)"
     return f"{p.order} {p.mr}x{shape.nvec} kc={p.kc}"
 
