@@ -355,6 +355,35 @@ class Profile:
         return "\n".join(lines)
 
 
+def kernel_timed_main(package: Any, on_kernel: Any) -> Any:
+    """The package's ``main`` run step by step, calling ``on_kernel(kernel_name, seconds)`` after
+    each kernel call (the timing `profile` and in-model validation share).
+
+    Note: the graph executor has no profiling hook, so this runs the plan in the Python interpreter
+    path (``Executor(use_aot=False)``) and times each kernel step around its call.
+
+    Example:
+        >>> # times = []; main = kernel_timed_main(package, lambda k, s: times.append((k, s))); main(x)
+    """
+    import time
+
+    from ingot import graph as G
+
+    if not hasattr(G.Executor, "_run_step"):  # pragma: no cover - the executor changed its internals
+        raise NotImplementedError("ingot.driver.model.kernel_timed_main relies on Executor._run_step, which "
+                                  "the graph executor no longer has; add a profiling hook there")
+
+    class _Timed(G.Executor):
+        # Wraps each plan step; kernel steps are named by their function.
+        def _run_step(self, fname: str, step: dict, *rest: Any) -> None:
+            t0 = time.perf_counter()
+            super()._run_step(fname, step, *rest)
+            if step.get("op") in ("call_tir", "call_dps_packed", "call_packed"):
+                on_kernel(step.get("func", step["op"]), time.perf_counter() - t0)
+
+    return _Timed(package.executable, None, use_aot=False)["main"]
+
+
 def profile(package: Any, inputs: Mapping[str, Any], repeat: int = 10) -> Profile:
     """Per-kernel times of ``package`` on ``inputs`` (median over ``repeat`` runs).
 
@@ -368,26 +397,11 @@ def profile(package: Any, inputs: Mapping[str, Any], repeat: int = 10) -> Profil
     import statistics
     import time
 
-    from ingot import graph as G
-
     if not isinstance(package, Package):
         package = load_package(package)
     arrays = check_inputs(inputs, package.inputs)
     samples: dict = {}
-
-    class _Timed(G.Executor):
-        # Wraps each plan step; kernel steps are named by their function.
-        def _run_step(self, fname: str, step: dict, *rest: Any) -> None:
-            t0 = time.perf_counter()
-            super()._run_step(fname, step, *rest)
-            if step.get("op") in ("call_tir", "call_dps_packed", "call_packed"):
-                samples.setdefault(step.get("func", step["op"]), []).append(time.perf_counter() - t0)
-
-    vm = _Timed(package.executable, None, use_aot=False)
-    if not hasattr(G.Executor, "_run_step"):  # pragma: no cover - the executor changed its internals
-        raise NotImplementedError("ingot.driver.model.profile relies on Executor._run_step, which the graph "
-                                  "executor no longer has; add a profiling hook there")
-    fn = vm["main"]
+    fn = kernel_timed_main(package, lambda name, sec: samples.setdefault(name, []).append(sec))
     fn(*arrays)  # warm-up (first-touch of the workspace)
     samples.clear()
     runs = []

@@ -253,20 +253,14 @@ def _inputs(package: Any, inputs: "Mapping[str, Any] | None") -> list:
 
 def _kernel_times(packages: dict, arrays: list, rounds: int) -> dict:
     """{package: {kernel: fastest seconds per run, summed over the kernel's calls in one run}}."""
-    from ingot import graph as G
+    from ingot.driver.model import kernel_timed_main
 
     samples: dict = {}
 
-    class _Timed(G.Executor):
-        # The step-by-step interpreter path, each kernel call timed (as ingot.driver.model.profile).
-        def _run_step(self, fname: str, step: dict, *rest: Any) -> None:
-            t0 = time.perf_counter()
-            super()._run_step(fname, step, *rest)
-            if step.get("op") in ("call_tir", "call_dps_packed", "call_packed"):
-                key = step.get("func", step["op"])
-                samples[key] = samples.get(key, 0.0) + time.perf_counter() - t0
+    def add(kernel: str, sec: float) -> None:
+        samples[kernel] = samples.get(kernel, 0.0) + sec
 
-    fns = {name: _Timed(p.executable, None, use_aot=False)["main"] for name, p in packages.items()}
+    fns = {name: kernel_timed_main(p, add) for name, p in packages.items()}
     best: dict = {name: {} for name in packages}
     for fn in fns.values():
         fn(*arrays)  # warm-up: first touch of the workspace, kernel libraries loaded
