@@ -46,6 +46,25 @@ TILES = ((8, 2), (4, 4), (6, 4), (12, 2), (8, 3))
 ORDERS = ("panel", "block", "slice")   # "panel" first: the default's order, the seeded branch
 
 
+def cpu_block_info(rule: Any, sch: Any, block: Any) -> "tuple[Any, Any]":
+    """(target, `analyze_block` info) for a rule of a CPU tuning context; info is None when the
+    target is not a CPU or the analysis does not understand the block (then it is no GEMM).
+
+    Example:
+        >>> cpu_block_info(BlockedGemm(), None, None)   # no tuning context: no target
+        (None, None)
+    """
+    from ingot.ops.schedule.analysis import analyze_block
+
+    target = getattr(getattr(rule, "context", None), "target", None)
+    if target is None or not getattr(target, "is_cpu", True):
+        return target, None
+    try:
+        return target, analyze_block(sch, block)
+    except Exception:  # noqa: BLE001 - a block the analysis does not understand: not a GEMM
+        return target, None
+
+
 class BlockedGemm(ScheduleRule):
     """Tunable cache blocking of large GEMM blocks (see the module note).
 
@@ -70,16 +89,9 @@ class BlockedGemm(ScheduleRule):
 
     def apply(self, sch: Any, block: Any) -> "list[Any]":
         from ingot.ops.schedule import blocked
-        from ingot.ops.schedule.analysis import analyze_block
 
-        target = getattr(getattr(self, "context", None), "target", None)
-        if target is None or not getattr(target, "is_cpu", True):
-            return [sch]
-        try:
-            info = analyze_block(sch, block)
-        except Exception:  # a block the analysis does not understand: not a GEMM
-            return [sch]
-        if info.kind != "gemm" or not info.simple_loops or not blocked.is_large_gemm(info):
+        target, info = cpu_block_info(self, sch, block)
+        if info is None or info.kind != "gemm" or not info.simple_loops or not blocked.is_large_gemm(info):
             return [sch]
         name = sch.get(block).name_hint
         lanes = int(target.vector_lanes(info.dtype))

@@ -29,7 +29,7 @@ import logging
 from typing import Any
 
 from .base import ScheduleRule
-from .blocked_gemm import MARK, SEEDED, _drop_parallel_intent
+from .blocked_gemm import MARK, SEEDED, _drop_parallel_intent, cpu_block_info
 
 logger = logging.getLogger("ingot.tune")
 
@@ -58,17 +58,10 @@ class SmallGemm(ScheduleRule):
 
     def apply(self, sch: Any, block: Any) -> "list[Any]":
         from ingot.ops.schedule import blocked
-        from ingot.ops.schedule.analysis import analyze_block
 
-        target = getattr(getattr(self, "context", None), "target", None)
-        if target is None or not getattr(target, "is_cpu", True):
-            return [sch]
-        try:
-            info = analyze_block(sch, block)
-        except Exception:  # a block the analysis does not understand: not a GEMM
-            return [sch]
+        target, info = cpu_block_info(self, sch, block)
         # plain (batch-free) GEMMs with static sizes only: conv-like blocks have their own rules
-        if (info.kind != "gemm" or not info.simple_loops or len(info.spatial) != 2 or len(info.reduce) != 1
+        if (info is None or info.kind != "gemm" or not info.simple_loops or len(info.spatial) != 2 or len(info.reduce) != 1
                 or None in info.extents or blocked.is_large_gemm(info)):
             return [sch]
         lanes = int(target.vector_lanes(info.dtype))
