@@ -172,6 +172,20 @@ def progress_callback(progress: Progress):
     return _Record()
 
 
+def _checked_operands(lib, n: int, dev) -> tuple:
+    """Random (a, b, c) TVM tensors for an n x n matmul ``lib["main"]``, after checking one call
+    against numpy (a wrong kernel must not win)."""
+    import tvm
+
+    rng = np.random.default_rng(0)
+    a_np, b_np = rng.random((n, n), dtype="float32"), rng.random((n, n), dtype="float32")
+    a, b = tvm.runtime.tensor(a_np, dev), tvm.runtime.tensor(b_np, dev)
+    c = tvm.runtime.empty((n, n), "float32", dev)
+    lib["main"](a, b, c)
+    np.testing.assert_allclose(c.numpy(), a_np @ b_np, rtol=1e-3, atol=1e-3 * n)
+    return a, b, c
+
+
 def retime(mod, target, n: int, repeat: int, min_repeat_ms: int) -> "tuple[float, float]":
     """Compile ``mod`` and time its main: (MIN, median) over ``repeat`` time_evaluator samples, in
     seconds. Checks the result against numpy first (a wrong kernel must not win)."""
@@ -179,12 +193,7 @@ def retime(mod, target, n: int, repeat: int, min_repeat_ms: int) -> "tuple[float
 
     lib = tvm.compile(mod, target).jit()  # a runtime Module (has time_evaluator)
     dev = tvm.cpu()
-    rng = np.random.default_rng(0)
-    a_np, b_np = rng.random((n, n), dtype="float32"), rng.random((n, n), dtype="float32")
-    a, b = tvm.runtime.tensor(a_np, dev), tvm.runtime.tensor(b_np, dev)
-    c = tvm.runtime.empty((n, n), "float32", dev)
-    lib["main"](a, b, c)
-    np.testing.assert_allclose(c.numpy(), a_np @ b_np, rtol=1e-3, atol=1e-3 * n)
+    a, b, c = _checked_operands(lib, n, dev)
     evaluator = lib.time_evaluator("main", dev, number=1, repeat=repeat, min_repeat_ms=min_repeat_ms)
     samples = sorted(float(x) for x in evaluator(a, b, c).results)
     return samples[0], samples[len(samples) // 2]
@@ -221,12 +230,7 @@ def serve_timer(lib_path: str, n: int) -> None:
 
     lib = tvm.runtime.load_module(lib_path)
     dev = tvm.cpu()
-    rng = np.random.default_rng(0)
-    a_np, b_np = rng.random((n, n), dtype="float32"), rng.random((n, n), dtype="float32")
-    a, b = tvm.runtime.tensor(a_np, dev), tvm.runtime.tensor(b_np, dev)
-    c = tvm.runtime.empty((n, n), "float32", dev)
-    lib["main"](a, b, c)
-    np.testing.assert_allclose(c.numpy(), a_np @ b_np, rtol=1e-3, atol=1e-3 * n)
+    a, b, c = _checked_operands(lib, n, dev)
     threads = tvm.get_global_func("runtime.NumThreads")()
     emit({"kind": "ready", "threads": threads, "lib": lib_path})
     for line in sys.stdin:
