@@ -272,13 +272,25 @@ def plot(results: list, path: str) -> "str | None":
     for ax, r in zip(axes[0], results):
         pts = r["points"]
         ax.plot([p["tuning_s"] / 60 for p in pts], [p["latency_ms"] for p in pts], "o-", label="Ingot (measured)")
+        raw = [(p["tuning_s"] / 60, p["not_validated_ms"]) for p in pts if p.get("not_validated_ms")]
+        if raw:
+            ax.plot(*zip(*raw), "s--", alpha=0.6, label="Ingot, not validated")
         est = [(p["tuning_s"] / 60, p["estimate_ms"]) for p in pts if p.get("estimate_ms")]
         if est:
             ax.plot(*zip(*est), "x:", label="Ingot (tuner's kernel estimate)")
+        # The y range fits Ingot and ONNX Runtime; a baseline far above (PyTorch eager is 2-6x
+        # slower) would squash the curve, so it is written in the title instead of drawn.
+        shown = [y for _, y in raw + est] + [p["latency_ms"] for p in pts] + [r.get("ort_ms") or 0]
+        top = 1.15 * max(shown)
+        off_scale = []
         for key, label, style in (("ort_ms", "ONNX Runtime", "--"), ("torch_ms", "PyTorch eager", ":")):
-            if r.get(key):
+            if r.get(key) and r[key] <= top:
                 ax.axhline(r[key], linestyle=style, color="gray" if key == "ort_ms" else "black", label=label)
-        ax.set_title(f"{r['model']} (batch 1, {THREADS} threads)")
+            elif r.get(key):
+                off_scale.append(f"{label} {r[key]:.1f} ms")
+        ax.set_ylim(0, top)
+        ax.set_title(f"{r['model']} (batch 1, {THREADS} threads)" + ("\n(off scale: " + ", ".join(off_scale) + ")"
+                                                                     if off_scale else ""), fontsize=10)
         ax.set_xlabel("tuning time (min)")
         ax.set_ylabel("latency (ms)")
         ax.legend()
