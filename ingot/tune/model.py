@@ -64,7 +64,11 @@ MODEL_RUNNER_CONFIG = dict(number=3, repeat=20, min_repeat_ms=1, cache_flush=MOD
 TABLE_EVERY_S = 30.0
 
 
-def _task_rows(sched: Any, extracted: list) -> list:
+def _task_rows(sched: Any, extracted: list, previous: "list | None" = None) -> list:
+    # A resumed run keeps the in-model verdict of a task whose best record has not changed (it is
+    # that record's verdict); a new best is unvalidated until the validation at the end of the run.
+    verdicts = {(r.get("workload_hash"), r.get("best_us")): r["in_model_kept"]
+                for r in previous or () if "in_model_kept" in r}
     rows = []
     for i, t in enumerate(extracted):
         best, default = sched.best_secs[i], sched.default_secs[i]
@@ -76,6 +80,9 @@ def _task_rows(sched: Any, extracted: list) -> list:
                      "best_us": best * 1e6 if math.isfinite(best) else None,
                      "default_hash": sched.default_hash[i], "skipped": bool(sched.skipped[i]),
                      "trials": sched.trials[i], "done": bool(sched.done[i])})
+        verdict = verdicts.get((t.workload_hash, rows[-1]["best_us"]))
+        if verdict is not None:
+            rows[-1]["in_model_kept"] = verdict
     return rows
 
 
@@ -332,7 +339,7 @@ def tune_model(model: Any, target: Any = "llvm", *, trials: "int | None" = None,
 
             def on_round(s: Any) -> None:
                 # Step 4: summary file + display after every round.
-                info["tasks"] = _task_rows(s, extracted)
+                info["tasks"] = _task_rows(s, extracted, info["tasks"] or previous.get("tasks"))
                 info["elapsed_s"] = time.perf_counter() - t0
                 info["total_elapsed_s"] = spent_before + info["elapsed_s"]
                 info["time_estimates"] = s.time_estimates()

@@ -14,6 +14,7 @@ from model_workloads import N, TARGET, fast_runner, mlp_model, mlp_params, mlp_r
 import ingot  # noqa: E402
 from ingot.tune.database import IN_MODEL, SQLiteDatabase, TuningRecord  # noqa: E402
 from ingot.tune.tasks import validate as V  # noqa: E402
+from ingot.tune.tasks.records import applied_us  # noqa: E402
 
 FAST = dict(num_trials_per_iter=3, seed=0, num_workers=2, verbose=0)
 REAL_KERNEL_TIMES = V._kernel_times
@@ -84,6 +85,11 @@ def test_reverts_kernels_slower_in_the_model_and_revalidates_changed(defaults_on
     assert len(in_model) == 4 and len({r.measure["validation"] for r in in_model}) == 1
     info = json.load(open(os.path.join(work, "tasks.json")))
     assert len(info["in_model"]["tasks"]) == 2
+    # each task row carries its verdict: the estimate and the per-task table count a reverted task
+    # at its default's time
+    rows = {t["name"]: t for t in info["tasks"]}
+    assert rows[slow]["in_model_kept"] is False and rows[fast]["in_model_kept"] is True
+    assert applied_us(dict(rows[slow], best_us=1e-3)) == rows[slow]["default_us"]
 
     # Step 2: the decision is durable: a fresh compile from the work dir keeps the default there.
     capsys.readouterr()
@@ -150,3 +156,20 @@ def test_cli_no_validate_then_validate_only(tmp_path):
     r = CliRunner().invoke(main, ["tune", str(model), "--target", TARGET, "--work-dir", str(work), "--validate-only"])
     assert r.exit_code == 0, r.output
     assert "in-model validation: nothing new to validate" in r.output
+
+
+def test_resumed_rows_keep_the_verdict_of_an_unchanged_best():
+    # tasks.json rows are rebuilt after every round: a task whose best record is the one validated
+    # keeps its verdict; a task with a new best is unvalidated (no "in_model_kept") until Step 5.
+    from types import SimpleNamespace
+
+    from ingot.tune.model import _task_rows
+
+    task = SimpleNamespace(name="k", workload_hash="h", weight=1, flop_count=1.0, kernels=["k"],
+                           weight_params=[], output_params=[])
+    sched = SimpleNamespace(best_secs=[5e-6], default_secs=[1e-5], default_hash=["d"], skipped=[False],
+                            trials=[4], done=[False])
+    previous = [{"workload_hash": "h", "best_us": 5.0, "in_model_kept": False}]
+    assert _task_rows(sched, [task], previous)[0]["in_model_kept"] is False
+    sched.best_secs = [4e-6]
+    assert "in_model_kept" not in _task_rows(sched, [task], previous)[0]

@@ -8,7 +8,10 @@ work_dir/database.db   SQLite tuning database, schema version 2 (docs/tuning.md)
                        each record says how it was timed (its cache-flush policy)
 work_dir/tasks.json    {"format": "ingot-tune-model", "version": 1, "target": "...", "source": "...",
                         "tasks": [{"name", "workload_hash", "weight", "flop_count", "kernels",
-                                   "default_us", "best_us", "trials"}], "elapsed_s": ...}
+                                   "default_us", "best_us", "trials", "in_model_kept"?}],
+                        "in_model": {...}?, "elapsed_s": ...}
+                       ("in_model_kept": the in-model validation verdict of the task's best record,
+                        absent until validated; "in_model": the last validation's summary)
 work_dir/logs/tune.log the per-round log and per-task tables
 ```
 
@@ -170,15 +173,20 @@ APPLY_MIN_GAIN = 0.02
 
 def applied_us(task: dict) -> "float | None":
     """The latency (us) a compile with these records gets for ``task`` (a tasks.json row): the
-    tuned best when it beat the default by `APPLY_MIN_GAIN`, else the default.
+    tuned best when it beat the default by `APPLY_MIN_GAIN` and in-model validation did not revert
+    it (``"in_model_kept": false``, written by `ingot.tune.validate_in_model`), else the default.
 
     Example:
         >>> applied_us({"default_us": 10.0, "best_us": 9.95}), applied_us({"default_us": 10.0, "best_us": 5.0})
         (10.0, 5.0)
+        >>> applied_us({"default_us": 10.0, "best_us": 5.0, "in_model_kept": False})
+        10.0
     """
     best, default = _finite_or_none(task.get("best_us")), _finite_or_none(task.get("default_us"))
     if default is None:
         return best
+    if task.get("in_model_kept") is False:  # slower inside the model: apply-best keeps the default
+        return default
     return best if best is not None and best < default * (1.0 - APPLY_MIN_GAIN) else default
 
 
@@ -191,7 +199,7 @@ def format_summary(tasks: list, elapsed_s: "float | None" = None) -> str:
         estimated kernel time per run: 10.0 us (default schedules 20.0 us, 2.00x)
     """
     header = ("ID", "Task", "Weight", "MFLOP", "Share", "Default (us)", "Best (us)", "Speed-up", "GFLOP/s",
-              "Trials", "Done")
+              "Trials", "Done", "In model")
     total_default = sum(t["weight"] * t["default_us"] for t in tasks if _finite_or_none(t.get("default_us")))
     rows = []
     for i, t in enumerate(tasks):
@@ -202,8 +210,9 @@ def format_summary(tasks: list, elapsed_s: "float | None" = None) -> str:
         share = (f"{100 * t['weight'] * default / total_default:.1f}%"
                  if total_default > 0 and _finite_or_none(default) else "")
         done = "skip" if t.get("skipped") else "Y" if t.get("done") else ""
+        verdict = {True: "kept", False: "default"}.get(t.get("in_model_kept"), "")
         rows.append((str(i), t["name"], f"{t['weight']:g}", f"{t['flop_count'] / 1e6:.2f}", share, _fmt_us(default),
-                     _fmt_us(best), speed, gflops, str(t.get("trials", 0)), done))
+                     _fmt_us(best), speed, gflops, str(t.get("trials", 0)), done, verdict))
     widths = [max([len(h)] + [len(r[k]) for r in rows]) for k, h in enumerate(header)]
 
     def line(vals: Iterable[str]) -> str:

@@ -155,7 +155,9 @@ def validate_in_model(model: Any, work_dir: "str | os.PathLike | TuningRecords",
     todo = groups if revalidate else {h: g for h, g in groups.items() if h not in before}
     names = {t["workload_hash"]: t["name"] for t in records.tasks}
     report = InModelReport([], len(before) if not revalidate else 0, {}, int(rounds))
+    verdicts = {h: in_model_verdict(db, g["record"], g["default_hash"], target) for h, g in groups.items()}
     if not todo and not (whole_model and revalidate):
+        _write_verdicts(records.work_dir, verdicts)
         logger.info("in-model validation: nothing new to validate in %s (%d task(s) validated before)",
                     records.work_dir, len(before))
         if verbose:
@@ -194,7 +196,8 @@ def validate_in_model(model: Any, work_dir: "str | os.PathLike | TuningRecords",
         db.commit_tuning_records(new)
     sums = {name: sum(times.values()) * 1e3 for name, times in best.items()}
     # The validated package runs the tuned kernel of every task apply-best keeps (verdicts of earlier runs too).
-    kept = [k for g in groups.values() if in_model_verdict(db, g["record"], g["default_hash"], target)
+    verdicts = {h: in_model_verdict(db, g["record"], g["default_hash"], target) for h, g in groups.items()}
+    kept = [k for h, g in groups.items() if verdicts[h]
             for k in g["kernels"] if k in best["default"] and k in best["tuned"]]
     sums["validated"] = sums["default"] + sum(best["tuned"][k] - best["default"][k] for k in kept) * 1e3
     report.kernel_sum_ms = sums
@@ -206,13 +209,28 @@ def validate_in_model(model: Any, work_dir: "str | os.PathLike | TuningRecords",
             logger.warning("in-model validation: the validated package (%.3f ms) is not faster than the default one "
                            "(%.3f ms): tuning did not pay off for this model", report.latency_ms["validated"],
                            report.latency_ms["default"])
-    info = read_tasks_file(records.work_dir)
-    if info.get("tasks"):
-        info["in_model"] = report.as_json()
-        write_tasks_file(records.work_dir, info)
+    _write_verdicts(records.work_dir, verdicts, report.as_json())
     if verbose:
         print(report, file=sys.stderr, flush=True)
     return report
+
+
+def _write_verdicts(work_dir: str, verdicts: Mapping[str, "bool | None"], summary: "dict | None" = None) -> None:
+    """Mark each task row of ``tasks.json`` with its best record's verdict (``"in_model_kept"``),
+    so the end-to-end estimate (`applied_us`) counts a reverted task at its default's time; and
+    store this validation's ``summary`` under ``"in_model"``."""
+    info = read_tasks_file(work_dir)
+    if not info.get("tasks"):
+        return
+    for row in info["tasks"]:
+        verdict = verdicts.get(row.get("workload_hash"))
+        if verdict is None:
+            row.pop("in_model_kept", None)
+        else:
+            row["in_model_kept"] = bool(verdict)
+    if summary is not None:
+        info["in_model"] = summary
+    write_tasks_file(work_dir, info)
 
 
 def _quiet(compile_fn: Any, model: Any, target: Any, records: Any) -> Any:
