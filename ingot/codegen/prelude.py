@@ -490,7 +490,9 @@ INGOT_INLINE float ingot_erff(float x) {
  * model's data from the caches. The pool holds at most INGOT_WS_POOL_SLOTS blocks (the largest
  * freed ones); a spin lock guards it because parallel loops may allocate per iteration. Each block
  * carries its capacity in a 64-byte header. */
+#ifndef INGOT_WS_POOL_MIN /* benchmarks define it as ((size_t)-1) to measure without the pool */
 #define INGOT_WS_POOL_MIN ((size_t)64 * 1024)
+#endif
 #define INGOT_WS_POOL_SLOTS 8
 #define INGOT_WS_HEADER ((size_t)64)
 typedef struct { void* base; size_t capacity; } ingot_ws_block_t;
