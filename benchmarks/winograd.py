@@ -34,8 +34,35 @@ TARGET = "llvm -num-cores=2"
 LAYERS = [(56, 64), (28, 128), (14, 256), (7, 512)]
 
 
-def _layer_kernels(hw: int, c: int) -> dict:
-    """``{name: (PrimFunc, weight array)}`` of relu(conv(x, w) + b) for the direct conv and each tile."""
+#: Defined before the prelude, this turns the C prelude's workspace pool off (`ingot.codegen.prelude`):
+#: every workspace block then comes from posix_memalign and goes back to glibc (mmap/munmap when large).
+POOL_OFF = "#define INGOT_WS_POOL_MIN ((size_t)-1)\n"
+
+
+def _build(func, pool: bool):
+    """Lower + compile ``func`` under its default schedule; ``pool=False``: the same C with the
+    workspace pool off (`POOL_OFF` put in front of the source)."""
+    import ingot
+    from ingot.codegen import build as B
+    from ingot.codegen.toolchain import compile_shared_library
+    from ingot.ops.schedule import default_schedule
+    from ingot.runtime.module import Module
+    from ingot.target import as_target
+
+    sched = default_schedule(func, TARGET)
+    if pool:
+        return ingot.build(sched, TARGET)
+    target = as_target(TARGET)
+    code = POOL_OFF + B.generate_c(B._as_module(ingot.lower(sched)), target).code
+    lib = Module(compile_shared_library(code, B._options_for_source(target, code)), source=code)
+    lib.set_num_threads(target.num_cores)
+    return lib
+
+
+def _layer_kernels(hw: int, c: int, tiles=(2, 4)) -> tuple:
+    """``(HWIO weight, {name: (PrimFunc, weight array, schedule mode)})`` of relu(conv(x, w) + b):
+    the direct conv, and per tile m its kernel under the tile-row schedule ("rows") and stage by
+    stage ("stages"), forced by `MIN_ROW_TILES` while scheduling."""
     from ingot import ops, te
     from ingot.ops import packed
     from ingot.ops import winograd as W
@@ -47,24 +74,79 @@ def _layer_kernels(hw: int, c: int) -> dict:
     wp = packed.pack_conv2d_nhwc_weight(w, 32)
     wt = te.placeholder(wp.shape, name="w")
     y = ops.relu(ops.add(packed.conv2d_nhwc_packed_weight(x, wt, strides=1, padding=1), b))
-    kernels["direct"] = (te.create_prim_func([x, wt, b, y]), wp)
-    for m in (2, 4):
+    kernels["direct"] = (te.create_prim_func([x, wt, b, y]), wp, None)
+    for m in tiles:
         u = W.transform_weight(w, m, 32)
         ut = te.placeholder(u.shape, name="u")
         y = ops.relu(ops.add(W.conv2d_nhwc_winograd(x, ut, padding=1), b))
-        kernels[f"F({m},3)"] = (te.create_prim_func([x, ut, b, y]), u)
+        func = te.create_prim_func([x, ut, b, y])
+        for mode in ("rows", "stages"):
+            kernels[f"F({m},3) {mode}"] = (func, u, mode)
     return w, kernels
 
 
-def run_layers(rounds: int) -> str:
-    """The per-layer table (µs, GFLOP/s of the direct conv's FLOP count, relative error vs PyTorch)."""
+def _schedule_mode(mode):
+    """Context manager forcing the Winograd schedule: "rows" (tile rows at any width), "stages"
+    (never tile rows) or None (the defaults)."""
+    import contextlib
+
+    from ingot.ops.schedule import winograd as WS
+
+    @contextlib.contextmanager
+    def forced():
+        saved = WS.MIN_ROW_TILES
+        WS.MIN_ROW_TILES = {"rows": 1, "stages": 10 ** 9}.get(mode, saved)
+        try:
+            yield
+        finally:
+            WS.MIN_ROW_TILES = saved
+    return forced()
+
+
+def _ort_conv(hw: int, c: int, w: np.ndarray, b: np.ndarray, threads: int, path: str):
+    """An ONNX Runtime session of relu(Conv(x, w, b)) (NCHW, as ORT runs it); None without ORT."""
+    try:
+        import onnx
+        import onnxruntime as ort
+        from onnx import TensorProto, helper, numpy_helper
+    except ImportError:
+        return None
+    graph = helper.make_graph(
+        [helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1], kernel_shape=[3, 3]),
+         helper.make_node("Relu", ["c"], ["y"])], "conv",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, c, hw, hw])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, c, hw, hw])],
+        [numpy_helper.from_array(np.ascontiguousarray(w.transpose(3, 2, 0, 1)), "w"),
+         numpy_helper.from_array(b, "b")])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), path)
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads, opts.inter_op_num_threads = threads, 1
+    return ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
+
+
+def _faults_per_call(fn, calls: int) -> float:
+    """Minor page faults per call of ``fn`` (getrusage ru_minflt delta over ``calls`` warm calls)."""
+    import resource
+
+    fn()
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    for _ in range(calls):
+        fn()
+    return (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / calls
+
+
+def run_layers(rounds: int, sizes=(56, 28, 14)) -> str:
+    """The per-layer table: per kernel (direct; F(m, 3) tile rows / stage by stage, workspace pool
+    on / off; ONNX Runtime's Conv) min and median µs at 1 and 2 threads, page faults per call at 2
+    threads, relative error vs PyTorch. All timed interleaved round by round (A, B, A, B ...)."""
+    import statistics
+
     import torch
 
     import ingot
-    from ingot.ops.schedule import default_schedule
 
     rows = []
-    for hw, c in LAYERS:
+    for hw, c in [layer for layer in LAYERS if layer[0] in sizes]:
         w, kernels = _layer_kernels(hw, c)
         rng = np.random.default_rng(1)
         x, b = rng.standard_normal((1, hw, hw, c)).astype("float32"), rng.standard_normal(c).astype("float32")
@@ -72,23 +154,51 @@ def run_layers(rounds: int) -> str:
             ref = torch.relu(torch.nn.functional.conv2d(torch.from_numpy(x).permute(0, 3, 1, 2),
                                                         torch.from_numpy(w).permute(3, 2, 0, 1), torch.from_numpy(b),
                                                         padding=1)).permute(0, 2, 3, 1).numpy()
-        timers, errors = {}, {}
-        for name, (func, weight) in kernels.items():
-            lib = ingot.build(default_schedule(func, TARGET), TARGET)
-            out = np.zeros(ref.shape, "float32")
-            lib["main"](x, weight, b, out)
-            errors[name] = float(np.abs(out - ref).max() / np.abs(ref).max())
-            timers[name] = (lib.time_evaluator("main", ingot.cpu(), number=20), (x, weight, b, out))
-        best = {name: float("inf") for name in timers}
+        # name -> {threads: zero-argument call}, error
+        calls, errors, timers = {}, {}, {}
+        for name, (func, weight, mode) in kernels.items():
+            for pool in (True, False):
+                key = f"{name}, pool {'on' if pool else 'off'}"
+                with _schedule_mode(mode):
+                    lib = _build(func, pool)
+                out = np.zeros(ref.shape, "float32")
+                args = (x, weight, b, out)
+                lib["main"](*args)
+                errors[key] = float(np.abs(out - ref).max() / np.abs(ref).max())
+                ev = lib.time_evaluator("main", ingot.cpu(), number=10)
+
+                def timed(t, lib=lib, ev=ev, args=args):
+                    lib.set_num_threads(t)
+                    return ev(*args).mean
+                timers[key] = timed
+                calls[key] = (lambda lib=lib, args=args: (lib.set_num_threads(2), lib["main"](*args)))
+        with tempfile.TemporaryDirectory() as tmp:
+            sessions = {t: _ort_conv(hw, c, w, b, t, os.path.join(tmp, f"conv{t}.onnx")) for t in (1, 2)}
+        if sessions[1] is not None:
+            feed = {"x": np.ascontiguousarray(x.transpose(0, 3, 1, 2))}
+            got = sessions[2].run(None, feed)[0].transpose(0, 2, 3, 1)
+            errors["ONNX Runtime Conv"] = float(np.abs(got - ref).max() / np.abs(ref).max())
+
+            def ort_timed(t, sessions=sessions, feed=feed):
+                start = time.perf_counter()  # the mean of 10 calls, as time_evaluator(number=10)
+                for _ in range(10):
+                    sessions[t].run(None, feed)
+                return (time.perf_counter() - start) / 10
+            timers["ONNX Runtime Conv"] = ort_timed
+            calls["ONNX Runtime Conv"] = lambda sessions=sessions, feed=feed: sessions[2].run(None, feed)
+        samples = {(name, t): [] for name in timers for t in (1, 2)}
         for _ in range(rounds):
-            for name, (f, args) in timers.items():
-                best[name] = min(best[name], f(*args).mean)
-        flop = 2 * hw * hw * c * c * 9
-        rows.append([f"{hw}x{hw} {c}->{c}"] + [f"{best[n] * 1e6:.0f} ({flop / best[n] / 1e9:.0f}) {errors[n]:.0e}"
-                                              for n in timers]
-                    + [f"{best['direct'] / min(best[n] for n in timers if n != 'direct'):.2f}x"])
-    return markdown_table(["layer", "direct µs (GFLOP/s) rel. err", "F(2,3)", "F(4,3)", "best Winograd speed-up"],
-                          rows)
+            for name, timed in timers.items():
+                for t in (1, 2):
+                    samples[(name, t)].append(timed(t))
+        for name in timers:
+            faults = _faults_per_call(calls[name], 20)
+            mins = [min(samples[(name, t)]) * 1e6 for t in (1, 2)]
+            meds = [statistics.median(samples[(name, t)]) * 1e6 for t in (1, 2)]
+            rows.append([f"{hw}x{hw} {c}->{c}", name, f"{mins[0]:.0f}", f"{meds[0]:.0f}", f"{mins[1]:.0f}",
+                         f"{meds[1]:.0f}", f"{faults:.1f}", f"{errors[name]:.0e}"])
+    return markdown_table(["layer", "kernel", "1 thr min µs", "1 thr median", "2 thr min µs", "2 thr median",
+                           "page faults / call (2 thr)", "rel. err vs PyTorch"], rows)
 
 
 def _policy(min_f4: int, min_f2: int):
@@ -119,9 +229,10 @@ def run_model(rounds: int, only: "str | None" = None) -> str:
     def stage_by_stage(*args, **kwargs):
         raise WS.ScheduleError("tile rows off (benchmark policy)")
 
-    # name -> (tile policy, tile-row schedule on)
+    # name -> (tile policy, tile-row schedule: True (default widths), False (off), "all" (any width))
     policies = {"direct (graph.winograd off)": (None, True), "default (F4 >= 28, F2 at 14)": (default, True),
                 "default, stage by stage (no tile rows)": (default, False),
+                "default, tile rows at every size": (default, "all"),
                 "F4 >= 14": (_policy(14, 999), True), "F4 >= 14, F2 at 7": (_policy(14, 7), True)}
     if only:
         policies = {k: v for k, v in policies.items() if any(w.strip() in k for w in only.split(","))}
@@ -136,11 +247,13 @@ def run_model(rounds: int, only: "str | None" = None) -> str:
         for name, (policy, rows) in policies.items():
             W.choose_tile = policy or default
             WS._blocked = tile_rows if rows else stage_by_stage
+            min_row_tiles = WS.MIN_ROW_TILES
+            WS.MIN_ROW_TILES = 1 if rows == "all" else min_row_tiles
             try:
                 with ingot.transform.PassContext(config={"graph.winograd": policy is not None}):
                     package = ingot.compile(model, target=TARGET)
             finally:
-                W.choose_tile, WS._blocked = default, tile_rows
+                W.choose_tile, WS._blocked, WS.MIN_ROW_TILES = default, tile_rows, min_row_tiles
             out = ingot.run(package, {"data": x})
             out = np.asarray(list(out.values())[0] if isinstance(out, dict) else out[0])
             errors[name] = float(np.abs(out - expected).max())
@@ -164,13 +277,14 @@ def main() -> None:
     p.add_argument("--layers", action="store_true", help="ResNet-50's 3x3 stride-1 layers alone")
     p.add_argument("--model", action="store_true", help="the whole model per tile policy")
     p.add_argument("--rounds", type=int, default=None)
+    p.add_argument("--sizes", default="56,28,14", help="--layers: output sizes of the layers to run (56,28,14,7)")
     p.add_argument("--policies", default=None, help="comma-separated substrings of the policy names to run")
     args = p.parse_args()
     if not (args.layers or args.model):
         p.error("pass --layers and/or --model")
     print(f"load average before: {load_average()}")
     if args.layers:
-        print(run_layers(args.rounds or 15))
+        print(run_layers(args.rounds or 15, tuple(int(v) for v in args.sizes.split(","))))
     if args.model:
         print(run_model(args.rounds or 6, args.policies))
     print(f"load average after: {load_average()}")

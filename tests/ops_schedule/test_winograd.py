@@ -152,3 +152,29 @@ def test_tile_rows_keep_the_stage_buffers_per_row_and_log_no_type_errors():
     from ingot.tir.schedule import Schedule
     schedule_blocks(Schedule(te.create_prim_func([x, u, W.conv2d_nhwc_winograd(x, u)])), Target("llvm"), log=log)
     assert not any("unexpected keyword" in e for _, _, errs in log for e in errs or ())
+
+
+def test_workspace_pool_off_switch_gives_the_same_numbers():
+    # benchmarks/winograd.py measures kernels with the C prelude's workspace pool off by defining
+    # INGOT_WS_POOL_MIN before the prelude; the stage-by-stage V/M here (16 x 64 tiles x 32 channels,
+    # 128 KiB) are pooled blocks by default. Both builds, called repeatedly, match PyTorch.
+    from ingot.codegen import build as B
+    from ingot.codegen.toolchain import compile_shared_library
+    from ingot.runtime.module import Module
+    from ingot.target import as_target
+
+    x, w = _rand(1, 14, 14, 32), _rand(3, 3, 32, 32, scale=0.2)
+    u = W.transform_weight(w, 2, 16)
+    X, U = te.placeholder(x.shape, name="x"), te.placeholder(u.shape, name="u")
+    sch, picked = schedule([X, U, W.conv2d_nhwc_winograd(X, U)])
+    assert picked["winograd_input"] == "winograd_input"  # stage by stage: whole-image V and M
+    target = as_target("llvm -num-cores=2")
+    code = B.generate_c(B._as_module(ingot.lower(sch.mod)), target).code
+    assert "#ifndef INGOT_WS_POOL_MIN" in code
+    expected = _torch_conv(x, w, 1)
+    for source in (code, "#define INGOT_WS_POOL_MIN ((size_t)-1)\n" + code):
+        lib = Module(compile_shared_library(source, B._options_for_source(target, source)), source=source)
+        for _ in range(3):  # the second and third calls reuse (pool on) or re-allocate (off) V and M
+            out = np.zeros(expected.shape, "float32")
+            lib["main"](x, u, out)
+            np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4 * np.abs(expected).max())
