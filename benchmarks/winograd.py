@@ -2,8 +2,14 @@
 model with each tile policy (batch 1, 2 threads).
 
 ``--layers``: each 3x3 stride-1 layer of ResNet-50 (with its bias + relu epilogue, as fused in the
-model) as the direct packed-weight conv, F(2, 3) and F(4, 3), each under its default schedule, checked
-against PyTorch, timed warm by ``time_evaluator`` interleaved round by round (fastest kept).
+model; ``--sizes`` picks them) as the direct packed-weight conv and F(2, 3) / F(4, 3) under the tile-row
+schedule and stage by stage (forced through ``MIN_ROW_TILES``), each built with the C prelude's
+workspace pool on and off (`POOL_OFF`), beside ONNX Runtime's Conv + Relu; checked against PyTorch,
+timed warm (mean of 10 calls per sample) interleaved round by round, min and median at 1 and 2 threads,
+and minor page faults per call (getrusage). Note: in this small process glibc's dynamic mmap threshold
+(raised to the size of the first freed block) already keeps pool-off workspaces off mmap, so their
+faults read ~0 here; ``--fixed-mmap-threshold`` pins it at glibc's default 128 KiB (mallopt
+M_MMAP_THRESHOLD, as in a process whose earlier frees did not raise it) and shows them.
 
 ``--model``: ResNet-50 compiled with Winograd off (``graph.winograd``), with the default tile policy
 (`ingot.ops.winograd.choose_tile`), the default policy with the tile-row schedule off (every layer
@@ -11,7 +17,7 @@ stage by stage: `ingot.ops.schedule.winograd` module note) and the other policie
 chosen, timed interleaved with ONNX Runtime in one process. Inside the model the weights come from L3/DRAM and the
 transforms' buffers are cold, so the ranking differs from the layers alone (docs/performance.md).
 
-    python benchmarks/winograd.py --layers [--rounds 15]
+    python benchmarks/winograd.py --layers [--rounds 15] [--sizes 56,28,14] [--fixed-mmap-threshold]
     python benchmarks/winograd.py --model [--rounds 6]
 """
 from __future__ import annotations
@@ -277,11 +283,17 @@ def main() -> None:
     p.add_argument("--layers", action="store_true", help="ResNet-50's 3x3 stride-1 layers alone")
     p.add_argument("--model", action="store_true", help="the whole model per tile policy")
     p.add_argument("--rounds", type=int, default=None)
+    p.add_argument("--fixed-mmap-threshold", action="store_true",
+                   help="--layers: mallopt(M_MMAP_THRESHOLD, 128 KiB) first (page faults of pool-off kernels show)")
     p.add_argument("--sizes", default="56,28,14", help="--layers: output sizes of the layers to run (56,28,14,7)")
     p.add_argument("--policies", default=None, help="comma-separated substrings of the policy names to run")
     args = p.parse_args()
     if not (args.layers or args.model):
         p.error("pass --layers and/or --model")
+    if args.fixed_mmap_threshold:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").mallopt(-3, 128 * 1024)  # M_MMAP_THRESHOLD: disables its dynamic raise
     print(f"load average before: {load_average()}")
     if args.layers:
         print(run_layers(args.rounds or 15, tuple(int(v) for v in args.sizes.split(","))))
