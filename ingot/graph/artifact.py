@@ -122,10 +122,9 @@ def load_executable(path: str) -> Any:
     """
     from ingot.ir.error import IRError
     from ingot.runtime.module import Module
-    from ingot.runtime.ndarray import aligned_empty
     from ingot.target import as_target
 
-    from .executor import Executable
+    from .executor import Executable, _host_empty
 
     path = os.path.abspath(os.fspath(path))
     manifest = read_manifest(path)
@@ -138,7 +137,7 @@ def load_executable(path: str) -> Any:
     if raw.size != manifest["weights_bytes"] or hashlib.sha256(raw.tobytes()).hexdigest() != manifest["weights_sha256"]:
         raise IRError(f"weights file {wfile!r} does not match the manifest (size or SHA-256 differs); "
                       f"re-export the model")
-    weights = aligned_empty((max(raw.size, 1),), "uint8")
+    weights = _host_empty((max(raw.size, 1),), "uint8")  # huge pages: same placement as a fresh build
     weights[:raw.size] = raw
     return Executable(None, lib, target, manifest["functions"], manifest["constants"], weights, manifest["aot"],
                       manifest["kernels"], manifest.get("schedules", {}))

@@ -218,12 +218,21 @@ def _kernel_sources(prim: IRModule, target: Any, checked: "dict | None") -> list
     return pieces
 
 
+def _host_empty(shape: Any, dtype: Any) -> np.ndarray:
+    """Long-lived memory the executable owns (weights blob, workspace arena): 2 MiB-aligned and
+    advised for transparent huge pages (`ingot.runtime.memory.huge_empty`), so the physical cache
+    placement, and with it the latency, is the same in every compile (4 KiB pages gave a 1-3%
+    compile-to-compile spread: BENCHMARKS.md "Session 7: placement noise"). Small buffers and hosts
+    without THP get ordinary 64-byte-aligned memory."""
+    from ingot.runtime.memory import huge_empty
+
+    return huge_empty(shape, dtype)
+
+
 def _weights_array(consts: ConstantTable) -> np.ndarray:
     """The weights blob as an aligned uint8 array (`ConstantTable.write_into`: each constant copied
     once, straight to its offset)."""
-    from ingot.runtime.ndarray import aligned_empty
-
-    out = aligned_empty((max(consts.layout()[1], 1),), "uint8")
+    out = _host_empty((max(consts.layout()[1], 1),), "uint8")
     consts.write_into(out)
     return out
 
@@ -357,9 +366,7 @@ class Executor:
         ws = self._workspaces.get(name)
         mem = self.executable.plans[name]["memory"]
         if ws is None and mem is not None and mem["workspace_bytes"]:
-            from ingot.runtime.ndarray import aligned_empty
-
-            ws = self._workspaces[name] = aligned_empty((mem["workspace_bytes"],), "uint8")
+            ws = self._workspaces[name] = _host_empty((mem["workspace_bytes"],), "uint8")
         return ws
 
     def __getitem__(self, name: str) -> Callable[..., Any]:
