@@ -286,3 +286,23 @@ def test_window_rule_refuses_nchw_pools():
     info = analyze_block(sch, sch.get_block("pool_max"))
     with pytest.raises(ScheduleError, match="channels-last"):
         nhwc_window_rule(sch, "pool_max", info, 16, 2)
+
+
+@pytest.mark.parametrize("c,hw,o,s", [(512, 14, 64, 1), (512, 14, 128, 2)])
+def test_sliced_1x1_oc_order_prefetches_next_weight_slice_matches_torch(c, hw, o, s):
+    # a 512-channel 1x1 panel is 64 KB > BIG_PANEL: sliced, (n, oc block) tasks, and each slice
+    # prefetches the next slice's weights (default_conv_params' WEIGHT_PREFETCH); same numbers
+    import ingot
+    from ingot.ops.schedule.conv_nhwc import ConvNhwcShape, WEIGHT_PREFETCH, default_conv_params
+
+    oh = (hw - 1) // s + 1
+    params = default_conv_params(ConvNhwcShape(1, oh, oh, o, c, 1, 6, 16, 2), 2)
+    assert (params.order, params.kc, params.prefetch) == ("oc", 128, WEIGHT_PREFETCH), params
+    assert default_conv_params(ConvNhwcShape(1, 14, 14, 64, 512, 9, 6, 16, 2), 2).prefetch is None  # 3x3
+    sch, rules = _schedule(_packed_conv_layer(c, hw, o, 1, s))
+    assert rules["conv2d_nhwc"] == "conv_nhwc_rule", rules
+    src = ingot.build(sch.mod, target=TARGET).get_source()
+    assert src.count("__builtin_prefetch") == 1 and f", 0, {WEIGHT_PREFETCH})" in src
+    xa, wa, ba, ra = _rand(1, hw, hw, c), _rand(1, 1, c, o), _rand(o), _rand(1, oh, oh, o)
+    out = _run(sch, [xa, packed.pack_conv2d_nhwc_weight(wa, 32), ba, ra], (1, oh, oh, o))
+    np.testing.assert_allclose(out, np.maximum(_torch_conv(xa, wa, s, 0) + ba + ra, 0), rtol=1e-4, atol=2e-4)

@@ -43,6 +43,10 @@ each lost ~6% in the model.) Their stride-1 ones (`_two_panel_1x1`: ResNet-50's 
 accumulators; each broadcast input feeds 4 FMAs instead of 2), 64-channel slices, no unroll
 (GCC spills with 2): 0.98-1.00x on 1 thread, 0.96-0.99x on 2, isolated at load 5.5-6
 (indicative); the stride-2 1024->2048 downsample was 1.03-1.05x slower with it and keeps 7 x 2.
+The other sliced 1x1 convs in "oc" order (ResNet-50's 1024->256@14,
+512->1024 s2, 1024->2048 s2) prefetch the next slice's weights at each slice (`WEIGHT_PREFETCH`):
+inside a model the weights come cold, and the 14x14-stage 1x1s ran 1.2-1.26x slower than ONNX
+Runtime's in the model while alone and warm they match it (`benchmarks/layer_gaps.py`).
 Convs with < 8 input channels (the RGB stem) fuse (kx, c) into one
 contiguous reduce loop.
 
@@ -229,11 +233,12 @@ def default_conv_params(shape: ConvNhwcShape, cores: int, *, order: Optional[str
                         kc: Optional[int] = None) -> ConvNhwcParams:
     """The rule-based default knobs of a conv (module note): MR from `choose_mr` (14 x 2 vectors
     for sliced layers whose OW 14 divides), ``"oc"`` order on small maps, ``kc`` from
-    `choose_kc`, `KU` unrolled channel steps. ``order``/``mr``/``kc`` force a value.
+    `choose_kc`, `KU` unrolled channel steps, the next-slice weight prefetch for sliced 1x1 convs
+    in ``"oc"`` order. ``order``/``mr``/``kc`` force a value.
 
     Example:
         >>> default_conv_params(ConvNhwcShape(1, 56, 56, 64, 64, 9, 6, 16, 2), 2)
-        ConvNhwcParams(order='rows', mr=14, kc=32, ku=2, parallel_fuse=None)
+        ConvNhwcParams(order='rows', mr=14, kc=32, ku=2, parallel_fuse=None, prefetch=None)
     """
     mr_given = mr is not None
     mr = mr or choose_mr(shape.ow, shape.nvec)
@@ -264,8 +269,15 @@ def default_conv_params(shape: ConvNhwcShape, cores: int, *, order: Optional[str
         kc = choose_kc(shape.taps, shape.c, shape.nr)
     if kc and shape.c % kc:
         raise ScheduleError(f"conv_nhwc_rule: channel slice {kc} does not divide C = {shape.c}")
+    prefetch = None
     if kc:
         ku = KU if kc % KU == 0 else 1
+        if shape.taps == 1 and order == "oc":
+            # Sliced 1x1 convs, (n, oc block) tasks: each slice prefetches the next slice's
+            # weights (inside a model they come cold from L3/DRAM). In ResNet-50 (2 threads, two
+            # interleaved in-model A/Bs, min of 50-60 runs, load 4.2-4.4, indicative): 1024->256@14
+            # 0.97x, 512->1024 s2 0.92-0.95x; alone with flushed weights 0.96-0.98x, warm 1.00-1.03x.
+            prefetch = WEIGHT_PREFETCH
         if not mr_given and shape.nvec == 2 and shape.ow % WIDE_MR == 0:
             # Sliced (big-panel) layers at OW = 14/28/56: a 14 x 2-vector tile (28 zmm accumulators)
             # loads each weight vector once per 14 FMAs instead of 7; 2 unrolled steps keep GCC's
@@ -275,7 +287,7 @@ def default_conv_params(shape: ConvNhwcShape, cores: int, *, order: Optional[str
         ku = 1  # the RGB stem: (kx, c) fused instead (build_conv_nhwc)
     else:
         ku = KU if KU > 1 and shape.c % KU == 0 and shape.c > KU else 1
-    return ConvNhwcParams(order, mr, kc, ku)
+    return ConvNhwcParams(order, mr, kc, ku, prefetch=prefetch)
 
 
 def _two_panel_1x1(shape: ConvNhwcShape) -> bool:
@@ -439,6 +451,9 @@ WIDE_MR = 14
 KU = 4
 #: Channel slice of the two-panel 7 x 64 tile of 7x7 1x1 convs (64 x 64 x 4 B = 16 KiB of weights).
 TWO_PANEL_KC = 64
+#: ``__builtin_prefetch`` locality of the next-slice weight prefetch of sliced 1x1 convs in "oc"
+#: order (`default_conv_params`; 3 = keep in all cache levels).
+WEIGHT_PREFETCH = 3
 #: At most this many input channels per slice (1x1 convs: 128 x 32 x 4 B = 16 KiB measured best).
 MAX_KC = 128
 
