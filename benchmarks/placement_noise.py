@@ -79,6 +79,9 @@ def contestants(name: str, copies: int, kinds: "list[str]", threads: int = 0) ->
                 if threads and getattr(pkg.executable, "lib", None) is not None:
                     pkg.executable.lib.set_num_threads(threads)
                 out[f"{kind} pkg{i}"] = pkg.executor()["main"]
+            # The control: pkg0's very callable timed a second time under another label; its distance
+            # from pkg0 is the measurement's own noise floor (no placement difference at all).
+            out[f"{kind} ctl0"] = out[f"{kind} pkg0"]
             for i in range(1, copies):
                 ex = first.executable
                 import copy
@@ -115,6 +118,15 @@ def bench(name: str, copies: int, rounds: int, per_round_s: float, kinds: "list[
     return [(label, mins[label], statistics.median(samples[label])) for label in labels]
 
 
+def anon_huge_kb() -> "int | None":
+    """This process's transparent-huge-page memory (kB), to confirm the "huge" buffers got huge pages."""
+    try:
+        with open("/proc/self/smaps_rollup") as f:
+            return next(int(line.split()[1]) for line in f if line.startswith("AnonHugePages:"))
+    except (OSError, StopIteration):
+        return None
+
+
 def spread(rows, kind: str, which: str) -> str:
     vals = [m for label, m, _ in rows if label.startswith(kind + " ") and which in label]
     return f"{(max(vals) / min(vals) - 1) * 100:.1f}%" if len(vals) > 1 else "-"
@@ -139,11 +151,13 @@ def main(argv: "list | None" = None) -> None:
         for label, m, med in rows:
             print(f"| {label} | {m:.3f} | {med:.3f} |")
         print()
+        mins = {label: m for label, m, _ in rows}
         for kind in kinds:
-            print(f"- {kind}: spread of min across packages {spread(rows, kind, 'pkg')}, across executors of one "
+            ctl = abs(mins[f"{kind} ctl0"] / mins[f"{kind} pkg0"] - 1) * 100
+            print(f"- {kind}: control (pkg0 timed twice) {ctl:.1f}%; spread of min across packages {spread(rows, kind, 'pkg')}, across executors of one "
                   f"package (pkg0 + exe*) {spread([r for r in rows if 'pkg0' in r[0] or 'exe' in r[0]], kind, '')}; "
                   f"median-of-medians {statistics.median([med for lab, _, med in rows if lab.startswith(kind)]):.3f} ms")
-    print(f"\nload average after: {loadavg()}")
+    print(f"\nAnonHugePages of this process: {anon_huge_kb()} kB; load average after: {loadavg()}")
 
 
 if __name__ == "__main__":
