@@ -134,7 +134,8 @@ class NhwcConv(ScheduleRule):
         pads = _schedule_pads(sch, name, lanes, cores)  # the target's lanes (a conv may use 8)
         # Step 2. the conv with sampled tiles, the epilogue fused under its task loop
         task = build_conv_nhwc(sch, name, info, shape, params.order, x_factors,
-                               c_factors if c_dec else None, cores, parallel_fuse=params.parallel_fuse)
+                               c_factors if c_dec else None, cores, parallel_fuse=params.parallel_fuse,
+                               prefetch=params.prefetch)
         blk = sch.get_block(name)
         sch.annotate(blk, MARK, 1)
         sch.annotate(blk, SEEDED, 1)
