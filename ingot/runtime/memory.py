@@ -2,14 +2,16 @@
 workspace arena).
 
 Why: with 4 KiB pages, where a 100 MB weights blob or a multi-MB arena lands in *physical* memory
-is random from one allocation to the next; the L2 is physically indexed, so two compiles of the same
-model see different cache-set conflicts (page colouring) and differ in latency by 1-3% (BENCHMARKS.md,
-"Session 7: placement noise"). numpy's own allocator only madvises arrays >= 4 MiB and never aligns
-them to 2 MiB, so the head and tail of each buffer (and all smaller ones) stay on 4 KiB pages. Here a
-buffer is an anonymous mapping whose data starts on a 2 MiB boundary and is advised MADV_HUGEPAGE: with
-transparent huge pages in ``madvise`` or ``always`` mode every 2 MiB of it is one physically contiguous
-page, so the cache placement is the same in every compile. Where that is unavailable (no THP, no
-``mmap.madvise``, a non-Linux host) the buffer silently falls back to ordinary aligned memory.
+is random from one allocation to the next, and the L2 is physically indexed (page colouring). numpy's
+allocator madvises arrays >= 4 MiB for huge pages but never aligns them to 2 MiB, so the head and tail
+of each buffer (and all smaller ones) stay on 4 KiB pages. Here a buffer is an anonymous mapping whose
+data starts on a 2 MiB boundary and is advised MADV_HUGEPAGE: with transparent huge pages in
+``madvise`` or ``always`` mode every 2 MiB of it is one physically contiguous page, so the cache
+placement is the same in every compile, whatever numpy's policy. Measured (BENCHMARKS.md, "Session 7:
+placement noise"): neither faster nor slower than numpy memory on ResNet-50 / MobileNetV2, and the
+1-3% compile-to-compile gaps seen earlier were the 2-thread timing method's own noise, not placement.
+Where huge pages are unavailable (no THP, no ``mmap.madvise``, a non-Linux host) the buffer silently
+falls back to ordinary aligned memory.
 """
 
 from __future__ import annotations
