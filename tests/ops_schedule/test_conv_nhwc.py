@@ -205,6 +205,24 @@ def test_7x7_1x1_two_panel_tile_matches_torch(hw, s):
     np.testing.assert_allclose(out, np.maximum(_torch_conv(xa, wa, s, 0) + ba + ra, 0), rtol=1e-4, atol=2e-4)
 
 
+@pytest.mark.parametrize("o", [192, 320])
+def test_7x7_1x1_odd_panel_pairs_use_balanced_one_panel_tasks(o):
+    # 3 or 5 two-panel tasks split unevenly over 2 cores (MobileNetV2's 960->320): one-panel
+    # tiles in "oc" order instead, o / 32 tasks (6, 10)
+    import ingot
+
+    sch, rules = _schedule(_packed_conv_layer(512, 7, o, 1, 1))
+    assert rules["conv2d_nhwc"] == "conv_nhwc_rule", rules
+    src = ingot.build(sch.mod, target=TARGET).get_source()
+    assert f"_fused < {o // 32}; " in src, "expected (n, 32-wide oc block) parallel tasks"
+    if _avx512():
+        loop = _kernel_loop(sch)
+        assert loop["fma"] == loop["zmm"] == 56 and loop["stack"] <= 2, loop  # 7 x 2 vectors x 4 steps
+    xa, wa, ba, ra = _rand(1, 7, 7, 512), _rand(1, 1, 512, o), _rand(o), _rand(1, 7, 7, o)
+    out = _run(sch, [xa, packed.pack_conv2d_nhwc_weight(wa, 32), ba, ra], (1, 7, 7, o))
+    np.testing.assert_allclose(out, np.maximum(_torch_conv(xa, wa, 1, 0) + ba + ra, 0), rtol=1e-4, atol=2e-4)
+
+
 # -- depthwise ----------------------------------------------------------------------------------
 
 
@@ -222,6 +240,25 @@ def test_depthwise_nhwc_relu6_matches_torch(c, hw, s):
     out = _run(sch, [xa, wa, ba], (1, oh, oh, c))
     ref = np.clip(_torch_conv(xa, wa, s, 1, groups=c) + ba, 0, 6)
     np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("c,hw,s", [(960, 7, 1), (576, 14, 2)])
+def test_depthwise_7x7_output_channel_block_tasks_match_torch(c, hw, s):
+    # 7 output rows (< 4 per core): (n, channel block) parallel, rows serial inside, so the
+    # accumulator tile is a per-tile local array (no shared full-size workspace)
+    import ingot
+
+    x, w, b = te.placeholder((1, hw, hw, c), name="x"), te.placeholder((3, 3, 1, c), name="w"), \
+        te.placeholder((c,), name="bias")
+    y = ops.clip(ops.add(ops.nn.conv2d_nhwc(x, w, strides=s, padding=1, groups=c), b), 0.0, 6.0)
+    sch, rules = _schedule([x, w, b, y])
+    assert rules["depthwise_conv2d_nhwc"] == "nhwc_window_rule", rules
+    src = ingot.build(sch.mod, target=TARGET).get_source()
+    assert "local = (float*)ingot_alloc_workspace" not in src and f"_fused < {c // 32}; " in src
+    assert "depthwise_conv2d_nhwc_local[224]" in src  # 7 pixels x 32 channels
+    xa, wa, ba = _rand(1, hw, hw, c) * 3, _rand(3, 3, 1, c), _rand(c)
+    out = _run(sch, [xa, wa, ba], (1, 7, 7, c))
+    np.testing.assert_allclose(out, np.clip(_torch_conv(xa, wa, s, 1, groups=c) + ba, 0, 6), rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.skipif(not _avx512(), reason="needs AVX-512")

@@ -45,6 +45,8 @@ POINTS = [
     (32, 8, 64, 3, ConvNhwcParams("rows", 2, 16, 2, parallel_fuse=1)),
     (64, 14, 96, 1, ConvNhwcParams("pixels", 14, 0, 4)),
     (32, 8, 64, 3, ConvNhwcParams("pixels", 4, 0, 2, parallel_fuse=2)),
+    # sliced, (n, oh, oc block) as one parallel loop (7 rows x 5 blocks = 35 tasks)
+    (192, 7, 160, 1, ConvNhwcParams("rows", 7, 64, 4, parallel_fuse=3)),
 ]
 
 

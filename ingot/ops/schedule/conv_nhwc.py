@@ -287,7 +287,10 @@ def default_conv_params(shape: ConvNhwcShape, cores: int, *, order: Optional[str
         ku = 1  # the RGB stem: (kx, c) fused instead (build_conv_nhwc)
     else:
         ku = KU if KU > 1 and shape.c % KU == 0 and shape.c > KU else 1
-    return ConvNhwcParams(order, mr, kc, ku, prefetch=prefetch)
+    fuse = None
+    if BALANCE_ROWS and kc and order == "rows" and shape.n * shape.oh < 4 * cores and (shape.n * shape.oh) % cores:
+        fuse = 3
+    return ConvNhwcParams(order, mr, kc, ku, parallel_fuse=fuse, prefetch=prefetch)
 
 
 def _two_panel_1x1(shape: ConvNhwcShape) -> bool:
@@ -340,9 +343,16 @@ def conv_nhwc_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: int,
     if order is None and mr is None and kc is None and _two_panel_1x1(shape) and _stride_1(sch, name, shape):
         # 7 x 4 vectors over two adjacent weight panels (module note); unroll 1: GCC spills with 2
         shape = replace(shape, nvec=2 * shape.nvec)
-        build_conv_nhwc(sch, name, info, shape, "oc", [1, shape.ow], [shape.c // TWO_PANEL_KC, TWO_PANEL_KC, 1],
-                        cores, epilogue=epilogue)
-        return
+        tasks = shape.n * shape.o // shape.nr
+        if TWO_PANEL_BALANCED and tasks % cores and tasks < 4 * cores:
+            # an odd handful of tasks (960->320: 5 over 2 cores): the one-panel default below
+            # splits evenly. Measured in MobileNetV2 (2 threads, min of 60 interleaved runs, load
+            # 2-3): 0.87-0.89x; fusing the rows instead (35 tasks, 7 x 4 tiles) was 1.06x.
+            shape = replace(shape, nvec=shape.nvec // 2)
+        else:
+            build_conv_nhwc(sch, name, info, shape, "oc", [1, shape.ow], [shape.c // TWO_PANEL_KC, TWO_PANEL_KC, 1],
+                            cores, epilogue=epilogue)
+            return
     try:
         params = default_conv_params(shape, cores, order=order, mr=mr, kc=kc)
     except ScheduleError as err:
@@ -454,6 +464,19 @@ TWO_PANEL_KC = 64
 #: ``__builtin_prefetch`` locality of the next-slice weight prefetch of sliced 1x1 convs in "oc"
 #: order (`default_conv_params`; 3 = keep in all cache levels).
 WEIGHT_PREFETCH = 3
+#: Sliced "rows"-order convs whose (n, oh) rows do not split evenly over the cores and are
+#: fewer than 4 per core fuse the oc blocks into the parallel loop too (``parallel_fuse=3``).
+#: Off: neutral inside MobileNetV2 (960->160 and 576->160 at 7x7: 0.92-1.01x, noise-level).
+BALANCE_ROWS = False
+#: Two-panel 1x1 convs whose (n, oc block pair) tasks do not split evenly over the cores and
+#: are fewer than 4 per core (MobileNetV2's 960->320 at 7x7: 5 tasks, 3/2) use one-panel tiles
+#: in "oc" order instead (10 tasks, 5/5): 0.87-0.89x in the model (`nhwc_window_rule` note too).
+TWO_PANEL_BALANCED = True
+#: Window reductions with fewer than 4 rows per core (7x7 maps) parallelize over (n, channel
+#: block) with the rows serial inside, not over (rows, channel block): fused, no loop variable
+#: alone separated the tasks' tiles and the accumulator tile was a shared full-size workspace in
+#: memory (CompactBufferAllocation), with per-tap loads and stores; now a per-tile local array.
+WINDOW_CHANNEL_TASKS = True
 #: At most this many input channels per slice (1x1 convs: 128 x 32 x 4 B = 16 KiB measured best).
 MAX_KC = 128
 
@@ -524,8 +547,13 @@ def _blocked(sch: Any, order: str, blk: Any, tile_loops: tuple, outer_ext: list,
     if order == "oc":
         task = sch.fuse(ln, oo)
         sch.parallel(task)
+    elif parallel_fuse == 3:
+        # (n, oh, oc block) as one parallel loop: the task is one row's oc block (its slices
+        # inside), e.g. 7 rows x 5 blocks = 35 tasks instead of 7 rows split 4/3 over 2 cores
+        task = sch.fuse(ln, ly, oo)
+        sch.parallel(task)
     else:
-        _parallel(sch, [ln, ly], outer_ext[:2], cores, None if parallel_fuse is None else min(parallel_fuse, 2))
+        _parallel(sch, [ln, ly], outer_ext[:2], cores, parallel_fuse)
         task = oo
     # Step 2. Zero the task's output block before the slices.
     init = sch.decompose_reduction(blk, rco)
@@ -662,9 +690,16 @@ def nhwc_window_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: in
     if nsp >= 3:
         xo, xi = sch.split(spatial[-2], [None, mr])
         outer = spatial[:-2]
-        sch.reorder(*outer, co, xo, *reduce, xi, cn, cl)
+        rows = 1
+        for e in info.extents[:nsp - 2]:
+            rows *= e
+        if WINDOW_CHANNEL_TASKS and rows < 4 * cores and len(outer) >= 2:
+            sch.reorder(*outer[:-1], co, outer[-1], xo, *reduce, xi, cn, cl)
+            outer_loops, outer_ext = [*outer[:-1], co], [*info.extents[:nsp - 3], c // (nvec * vl)]
+        else:
+            sch.reorder(*outer, co, xo, *reduce, xi, cn, cl)
+            outer_loops, outer_ext = [*outer, co], [*info.extents[:nsp - 2], c // (nvec * vl)]
         tile_loop = xo
-        outer_loops, outer_ext = [*outer, co], [*info.extents[:nsp - 2], c // (nvec * vl)]
         sch.unroll(xi)
     else:
         # (n, c): every output vector is one task; the fused loop is also the tile loop
