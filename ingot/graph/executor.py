@@ -221,9 +221,9 @@ def _kernel_sources(prim: IRModule, target: Any, checked: "dict | None") -> list
 def _host_empty(shape: Any, dtype: Any) -> np.ndarray:
     """Long-lived memory the executable owns (weights blob, workspace arena): 2 MiB-aligned and
     advised for transparent huge pages (`ingot.runtime.memory.huge_empty`), so the physical cache
-    placement, and with it the latency, is the same in every compile (4 KiB pages gave a 1-3%
-    compile-to-compile spread: BENCHMARKS.md "Session 7: placement noise"). Small buffers and hosts
-    without THP get ordinary 64-byte-aligned memory."""
+    placement is the same in every compile (measured latency-neutral against numpy memory:
+    BENCHMARKS.md "Session 7: placement noise"). Small buffers and hosts without THP get ordinary
+    64-byte-aligned memory."""
     from ingot.runtime.memory import huge_empty
 
     return huge_empty(shape, dtype)
