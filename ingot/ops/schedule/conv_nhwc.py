@@ -472,11 +472,16 @@ BALANCE_ROWS = False
 #: are fewer than 4 per core (MobileNetV2's 960->320 at 7x7: 5 tasks, 3/2) use one-panel tiles
 #: in "oc" order instead (10 tasks, 5/5): 0.87-0.89x in the model (`nhwc_window_rule` note too).
 TWO_PANEL_BALANCED = True
-#: Window reductions with fewer than 4 rows per core (7x7 maps) parallelize over (n, channel
-#: block) with the rows serial inside, not over (rows, channel block): fused, no loop variable
-#: alone separated the tasks' tiles and the accumulator tile was a shared full-size workspace in
-#: memory (CompactBufferAllocation), with per-tap loads and stores; now a per-tile local array.
-WINDOW_CHANNEL_TASKS = True
+#: Window reductions (depthwise convs, pools) with 1 to 4 output rows per core (7x7 maps)
+#: parallelize over the (n, oh) rows alone, the channel blocks serial inside each row. Fusing
+#: (rows, channel block) into the parallel loop, as `_fuse_parallel` would, leaves no loop
+#: variable that alone separates the tasks' tiles, so CompactBufferAllocation kept the
+#: accumulator tile a shared full-size workspace in memory (loads and stores per tap); per row it
+#: is a 7 x 32 local array, and each task reads whole contiguous input rows. In MobileNetV2
+#: (2 threads, min of 80 interleaved runs, load 0.6): 3x3 s1 960@7 0.76x, 3x3 s2 576@14->7
+#: 0.72x, despite the 4/3 row split; (n, channel block) tasks with the rows inside were 0.73x
+#: and 0.99x (strided 128-byte reads per pixel).
+WINDOW_ROW_TASKS = True
 #: At most this many input channels per slice (1x1 convs: 128 x 32 x 4 B = 16 KiB measured best).
 MAX_KC = 128
 
@@ -693,11 +698,11 @@ def nhwc_window_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: in
         rows = 1
         for e in info.extents[:nsp - 2]:
             rows *= e
-        if WINDOW_CHANNEL_TASKS and rows < 4 * cores and len(outer) >= 2:
-            sch.reorder(*outer[:-1], co, outer[-1], xo, *reduce, xi, cn, cl)
-            outer_loops, outer_ext = [*outer[:-1], co], [*info.extents[:nsp - 3], c // (nvec * vl)]
+        sch.reorder(*outer, co, xo, *reduce, xi, cn, cl)
+        if WINDOW_ROW_TASKS and cores <= rows < 4 * cores:
+            # few rows (7x7 maps): the rows alone are the tasks (module constant's note)
+            outer_loops, outer_ext = list(outer), list(info.extents[:nsp - 2])
         else:
-            sch.reorder(*outer, co, xo, *reduce, xi, cn, cl)
             outer_loops, outer_ext = [*outer, co], [*info.extents[:nsp - 2], c // (nvec * vl)]
         tile_loop = xo
         sch.unroll(xi)

@@ -1,0 +1,122 @@
+"""In-model A/B of the small-map (7x7 stage) task splits in `ingot.ops.schedule.conv_nhwc`.
+
+Compiles one ONNX model several times in one process, each with a setting of the module's
+switches (``WINDOW_ROW_TASKS``: depthwise/window reductions with < 4 rows per core run
+row tasks, not (row, channel block) ones; ``TWO_PANEL_BALANCED``: two-panel 1x1s with an odd handful of tasks
+use one-panel tiles; ``BALANCE_ROWS``: sliced "rows"-order convs fuse the oc blocks into the
+parallel loop), then runs the packages interleaved (the order rotated every round) and reports
+per kernel the minimum over rounds of each call site (`ingot.driver.model.kernel_timed_main`).
+``old2`` is a second compile of ``old``: its ratio is the noise floor of the comparison.
+Only conv kernels at maps <= 14x14 are listed, plus the sum of all kernels.
+
+    python benchmarks/small_map_tasks.py /tmp/tm6/mobilenetv2.onnx --rounds 60
+    python benchmarks/small_map_tasks.py /tmp/tm6/mobilenetv2.onnx --variants old,new,rows --threads 1
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+from benchmarks.common import load_average, markdown_table  # noqa: E402
+
+#: name -> the conv_nhwc switches it compiles with (``new`` is the committed default).
+VARIANTS = {
+    "old": dict(BALANCE_ROWS=False, TWO_PANEL_BALANCED=False, WINDOW_ROW_TASKS=False),
+    "old2": dict(BALANCE_ROWS=False, TWO_PANEL_BALANCED=False, WINDOW_ROW_TASKS=False),
+    "new": dict(BALANCE_ROWS=False, TWO_PANEL_BALANCED=True, WINDOW_ROW_TASKS=True),
+    "rows": dict(BALANCE_ROWS=True, TWO_PANEL_BALANCED=True, WINDOW_ROW_TASKS=True),
+}
+
+
+def compile_variants(path: str, names: "list[str]", threads: int) -> dict:
+    """{variant: Package}: the model compiled under each variant's switches (restored after)."""
+    from ingot.driver import model as M
+    from ingot.ops.schedule import conv_nhwc as CN
+
+    saved = {k: getattr(CN, k) for k in VARIANTS["old"]}
+    model, out = M.load(path), {}
+    try:
+        for n in names:
+            for k, v in VARIANTS[n].items():
+                setattr(CN, k, v)
+            out[n] = M.compile(model, f"llvm -num-cores={threads}")
+    finally:
+        for k, v in saved.items():
+            setattr(CN, k, v)
+    return out
+
+
+def per_kernel_min(packages: dict, x: np.ndarray, rounds: int) -> dict:
+    """{kernel: {variant: (calls, min µs per call)}}: each call site's minimum over ``rounds``
+    interleaved runs (order rotated per round), averaged over the kernel's call sites."""
+    from ingot.driver import model as M
+
+    samples: dict = {n: {} for n in packages}
+    fns = {n: M.kernel_timed_main(p, lambda k, s, n=n: samples[n].setdefault(k, []).append(s))
+           for n, p in packages.items()}
+    for fn in fns.values():
+        fn(x)  # warm-up (first touch of the workspace)
+    for smp in samples.values():
+        smp.clear()
+    order = list(fns)
+    for r in range(rounds):
+        for n in order[r % len(order):] + order[:r % len(order)]:
+            fns[n](x)
+            time.sleep(0.002)  # let the other package's OpenMP threads go to sleep
+    best: dict = {}
+    for n, smp in samples.items():
+        for k, times in smp.items():
+            calls = len(times) // rounds
+            sites = [min(times[i * calls + c] for i in range(rounds)) for c in range(calls)]
+            best.setdefault(k, {})[n] = (calls, sum(sites) * 1e6 / calls)
+    return best
+
+
+def main(argv: "list | None" = None) -> int:
+    """Command line (see the module docstring)."""
+    from ingot.driver import model as M
+    from benchmarks.ort_layers import ingot_kernel_keys
+
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("onnx", help="ONNX model with a 1x3x224x224 input 'data'")
+    p.add_argument("--rounds", type=int, default=60)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--variants", default="old,old2,new", help=f"comma-separated, first is the base: {list(VARIANTS)}")
+    args = p.parse_args(argv)
+    names = args.variants.split(",")
+    print(f"load average before: {load_average()}\n")
+    packages = compile_variants(args.onnx, names, args.threads)
+    x = np.random.default_rng(0).random((1, 3, 224, 224), dtype=np.float32)
+    outs = {n: np.asarray(list(M.run(pk, {"data": x}).values())[0]) for n, pk in packages.items()}
+    for n in names[1:]:
+        err = float(np.abs(outs[n] - outs[names[0]]).max())
+        if err > 1e-4:
+            raise SystemExit(f"variant {n!r} differs from {names[0]!r} by {err:.2e}")
+    best = per_kernel_min(packages, x, args.rounds)
+    keys = ingot_kernel_keys(packages[names[0]])
+    rows, total = [], {n: 0.0 for n in names}
+    for k, d in best.items():
+        if len(d) != len(names):
+            continue
+        for n in names:
+            total[n] += d[n][0] * d[n][1]
+        cat, sig = keys.get(k, ("", k))
+        if cat == "conv" and getattr(sig, "oh", 99) <= 14:
+            rows.append([sig.label(), d[names[0]][0]] + [f"{d[n][1]:.1f}" for n in names]
+                        + [f"{d[n][1] / d[names[0]][1]:.3f}" for n in names[1:]])
+    print(f"### {os.path.basename(args.onnx)}: per-kernel min of {args.rounds} interleaved runs, {args.threads} threads\n")
+    print(markdown_table(["layer", "calls"] + [f"{n} µs" for n in names] + [f"{n}/{names[0]}" for n in names[1:]],
+                         rows))
+    print("\nsum of all kernels (µs per run): " + ", ".join(f"{n} {total[n]:.0f}" for n in names))
+    print(f"\nload average after: {load_average()}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
