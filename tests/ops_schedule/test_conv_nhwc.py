@@ -223,6 +223,29 @@ def test_7x7_1x1_odd_panel_pairs_use_balanced_one_panel_tasks(o):
     np.testing.assert_allclose(out, np.maximum(_torch_conv(xa, wa, 1, 0) + ba + ra, 0), rtol=1e-4, atol=2e-4)
 
 
+@pytest.mark.parametrize("c,residual", [(384, True), (192, False)])
+def test_14x14_1x1_64_outputs_two_panel_row_tiles_match_torch(c, residual):
+    # MobileNetV2's 384->64 / 192->64 projections: one 7 x 4-vector tile over both 32-wide
+    # panels, (n, oh) rows parallel (14 tasks) instead of 2 (n, oc block) tasks of 7 x 2
+    import ingot
+
+    sch, rules = _schedule(_packed_conv_layer(c, 14, 64, 1, 1, residual=residual))
+    assert rules["conv2d_nhwc"] == "conv_nhwc_rule", rules
+    src = ingot.build(sch.mod, target=TARGET).get_source()
+    assert "_fused < 14; " in src, "expected (n, oh) row tasks"
+    if _avx512():
+        loop = _kernel_loop(sch)
+        assert loop["fma"] == loop["zmm"] == 28 and loop["stack"] <= 2, loop  # 7 x 4 vectors, 1 step
+    xa, wa, ba = _rand(1, 14, 14, c), _rand(1, 1, c, 64), _rand(64)
+    args, want = [xa, packed.pack_conv2d_nhwc_weight(wa, 32), ba], _torch_conv(xa, wa, 1, 0) + ba
+    if residual:
+        ra = _rand(1, 14, 14, 64)
+        args, want = args + [ra], want + ra
+    out = _run(sch, args, (1, 14, 14, 64))
+    assert np.abs(out).max() > 0
+    np.testing.assert_allclose(out, np.maximum(want, 0), rtol=1e-4, atol=2e-4)
+
+
 # -- depthwise ----------------------------------------------------------------------------------
 
 

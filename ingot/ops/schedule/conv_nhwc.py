@@ -262,6 +262,9 @@ def default_conv_params(shape: ConvNhwcShape, cores: int, *, order: Optional[str
         return ConvNhwcParams("rows", WIDE_MR, 0, KU)
     if order == "pixels" and (kc or choose_kc(shape.taps, shape.c, shape.nr)):
         order = "rows"  # a sliced reduction keeps the panel slice in L1 across the row's tiles
+    if (order is None and SMALL_N_OC and shape.taps == 1 and shape.ow == 7 and kc is None
+            and choose_kc(shape.taps, shape.c, shape.nr) and (shape.n * shape.o // shape.nr) % cores):
+        order = "oc"
     if order is None:
         tasks = shape.n * (shape.o // shape.nr)
         order = "oc" if shape.oh * shape.ow <= SMALL_MAP and (tasks % cores == 0 or tasks >= 4 * cores) else "rows"
@@ -299,6 +302,14 @@ def _two_panel_1x1(shape: ConvNhwcShape) -> bool:
     an even number of oc blocks, C a multiple of `TWO_PANEL_KC`."""
     return (shape.taps == 1 and shape.ow == 7 and shape.nvec == 2 and shape.o % (2 * shape.nr) == 0
             and shape.c % TWO_PANEL_KC == 0 and bool(choose_kc(shape.taps, shape.c, shape.nr)))
+
+
+def _small_n_1x1(shape: ConvNhwcShape) -> bool:
+    """Whether an unsliced 1x1 conv at OW = 14 has exactly two 2-vector oc blocks (MobileNetV2's
+    384->64 and 192->64 projections): it gets one 7 x 4-vector tile over both panels in "rows"
+    order (`SMALL_N_TWO_PANEL`)."""
+    return (shape.taps == 1 and shape.ow == 14 and shape.oh * shape.ow <= SMALL_MAP and shape.nvec == 2
+            and shape.o == 2 * shape.nr and not choose_kc(shape.taps, shape.c, shape.nr))
 
 
 def _stride_1(sch: Any, name: str, shape: ConvNhwcShape) -> bool:
@@ -353,6 +364,11 @@ def conv_nhwc_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: int,
             build_conv_nhwc(sch, name, info, shape, "oc", [1, shape.ow], [shape.c // TWO_PANEL_KC, TWO_PANEL_KC, 1],
                             cores, epilogue=epilogue)
             return
+    if order is None and mr is None and kc is None and SMALL_N_TWO_PANEL and _small_n_1x1(shape):
+        # 64 outputs at 14x14 (module note): 7 x 4 vectors over both panels, rows parallel
+        wide = replace(shape, nvec=2 * shape.nvec)
+        build_conv_nhwc(sch, name, info, wide, "rows", [shape.ow // 7, 7], None, cores, epilogue=epilogue)
+        return
     try:
         params = default_conv_params(shape, cores, order=order, mr=mr, kc=kc)
     except ScheduleError as err:
@@ -482,6 +498,12 @@ TWO_PANEL_BALANCED = True
 #: 0.72x, despite the 4/3 row split; (n, channel block) tasks with the rows inside were 0.73x
 #: and 0.99x (strided 128-byte reads per pixel).
 WINDOW_ROW_TASKS = True
+#: Unsliced 1x1 convs at 14x14 with 64 outputs (two 32-wide panels: "oc" order gives one task
+#: per core with a 7 x 2 tile) use a 7 x 4-vector tile over both panels, (n, oh) rows parallel.
+SMALL_N_TWO_PANEL = True
+#: Sliced 1x1 convs at 7x7 with an odd number (< 4 per core) of oc blocks (MobileNetV2's
+#: 960->160, 576->160) run in "oc" order with the next-slice weight prefetch instead of "rows".
+SMALL_N_OC = False
 #: At most this many input channels per slice (1x1 convs: 128 x 32 x 4 B = 16 KiB measured best).
 MAX_KC = 128
 
