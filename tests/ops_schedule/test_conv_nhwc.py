@@ -246,6 +246,30 @@ def test_14x14_1x1_64_outputs_two_panel_row_tiles_match_torch(c, residual):
     np.testing.assert_allclose(out, np.maximum(want, 0), rtol=1e-4, atol=2e-4)
 
 
+@pytest.mark.parametrize("c,residual", [(576, True), (960, False)])
+def test_7x7_1x1_odd_oc_blocks_split_k_matches_torch(c, residual):
+    # MobileNetV2's 576->160 / 960->160 (5 oc blocks at 7x7): the channels split in 2 parts by
+    # rfactor, one (part, n) task per core, then a pass summing the partials with the epilogue
+    from ingot.ops.schedule.conv_nhwc import ConvNhwcShape
+    from ingot.ops.schedule.conv_nhwc_splitk import split_k_kc
+
+    assert split_k_kc(ConvNhwcShape(1, 7, 7, 160, c, 1, 6, 16, 2), 2) == (120 if c == 960 else 288)
+    assert not split_k_kc(ConvNhwcShape(1, 7, 7, 320, c, 1, 6, 16, 2), 2)  # 10 blocks: even
+    sch, rules = _schedule(_packed_conv_layer(c, 7, 160, 1, 1, residual=residual))
+    assert rules["conv2d_nhwc"] == "conv_nhwc_rule", rules
+    assert "conv2d_nhwc_rf" in sch.mod["main"].script()
+    if _avx512():
+        loop = _kernel_loop(sch)
+        assert loop["fma"] == loop["zmm"] == 56 and loop["stack"] == 0, loop  # 7 x 2 vectors x 4 steps
+    xa, wa, ba = _rand(1, 7, 7, c), _rand(1, 1, c, 160), _rand(160)
+    args, want = [xa, packed.pack_conv2d_nhwc_weight(wa, 32), ba], _torch_conv(xa, wa, 1, 0) + ba
+    if residual:
+        ra = _rand(1, 7, 7, 160)
+        args, want = args + [ra], want + ra
+    out = _run(sch, args, (1, 7, 7, 160))
+    np.testing.assert_allclose(out, np.maximum(want, 0), rtol=1e-4, atol=3e-4)
+
+
 # -- depthwise ----------------------------------------------------------------------------------
 
 

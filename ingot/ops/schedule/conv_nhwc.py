@@ -50,6 +50,14 @@ Runtime's in the model while alone and warm they match it (`benchmarks/layer_gap
 Convs with < 8 input channels (the RGB stem) fuse (kx, c) into one
 contiguous reduce loop.
 
+Small-N GEMMs (MobileNetV2's projections: K = C large, N = O small): 64-output 1x1s at 14x14
+(`_small_n_1x1`: two panels, so "oc" order gave one 7 x 2 task per core) use a 7 x 4-vector tile
+over both panels with the (n, oh) rows parallel (0.80-0.87x in the model). Sliced 1x1s at 7x7 with
+an odd handful of oc blocks (960->160, 576->160: 5 tasks, or 7 rows split 4/3) split K in
+`SPLIT_K` parts by `rfactor` (`_split_k_1x1`): one (part, n) task per core covers every oc block
+and pixel of its channels, each core reads only its part of the (cold) weights, and one pass sums
+the partials with the epilogue fused.
+
 Tuning: `build_conv_nhwc` takes every knob (loop order, MR, the channel split, parallel fusion)
 as ints or sampled variables; `default_conv_params` picks the default's; the tuner's `NhwcConv`
 rule (`ingot.tune.schedule_rule.conv_nhwc`) samples around them.
@@ -364,6 +372,12 @@ def conv_nhwc_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: int,
             build_conv_nhwc(sch, name, info, shape, "oc", [1, shape.ow], [shape.c // TWO_PANEL_KC, TWO_PANEL_KC, 1],
                             cores, epilogue=epilogue)
             return
+    if order is None and mr is None and kc is None and SPLIT_K > 1:
+        from .conv_nhwc_splitk import split_k_1x1, split_k_kc
+
+        if split_k_kc(shape, cores):
+            split_k_1x1(sch, name, shape, cores, epilogue)
+            return
     if order is None and mr is None and kc is None and SMALL_N_TWO_PANEL and _small_n_1x1(shape):
         # 64 outputs at 14x14 (module note): 7 x 4 vectors over both panels, rows parallel
         wide = replace(shape, nvec=2 * shape.nvec)
@@ -504,6 +518,9 @@ SMALL_N_TWO_PANEL = True
 #: Sliced 1x1 convs at 7x7 with an odd number (< 4 per core) of oc blocks (MobileNetV2's
 #: 960->160, 576->160) run in "oc" order with the next-slice weight prefetch instead of "rows".
 SMALL_N_OC = False
+#: Split-K parts of sliced 1x1 convs at OW = 7 with an odd handful of oc blocks
+#: (`_split_k_kc`: MobileNetV2's 960->160, 576->160); 0 or 1: off.
+SPLIT_K = 2
 #: At most this many input channels per slice (1x1 convs: 128 x 32 x 4 B = 16 KiB measured best).
 MAX_KC = 128
 
