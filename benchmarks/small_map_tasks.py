@@ -6,11 +6,13 @@ row tasks, not (row, channel block) ones; ``TWO_PANEL_BALANCED``: two-panel 1x1s
 use one-panel tiles; ``BALANCE_ROWS``: sliced "rows"-order convs fuse the oc blocks into the
 parallel loop), then runs the packages interleaved (the order rotated every round) and reports
 per kernel the minimum over rounds of each call site (`ingot.driver.model.kernel_timed_main`).
-``old2`` is a second compile of ``old``: its ratio is the noise floor of the comparison.
+``old2`` is a second compile of ``old`` (``new2``, ``tp2``, ``sk2`` likewise): its ratio is the noise
+floor of the comparison.
 Only conv kernels at maps <= 14x14 are listed, plus the sum of all kernels.
 
     python benchmarks/small_map_tasks.py /tmp/tm6/mobilenetv2.onnx --rounds 60
     python benchmarks/small_map_tasks.py /tmp/tm6/mobilenetv2.onnx --variants old,new,rows --threads 1
+    python benchmarks/small_map_tasks.py /tmp/tm6/mobilenetv2.onnx --rounds 120 --variants new,tp,sk,new2,sk2
 """
 from __future__ import annotations
 
@@ -25,7 +27,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 from benchmarks.common import load_average, markdown_table  # noqa: E402
 
-#: name -> the conv_nhwc switches it compiles with (``new`` is the committed default).
+#: name -> the conv_nhwc switches it compiles with (``new``: helper D's default; ``sk``: the
+#: committed default since the split-K change, with ``tp`` the default before it).
 _OLD = dict(BALANCE_ROWS=False, TWO_PANEL_BALANCED=False, WINDOW_ROW_TASKS=False, SMALL_N_TWO_PANEL=False,
             SMALL_N_OC=False, SPLIT_K=0)
 _D = dict(_OLD, TWO_PANEL_BALANCED=True, WINDOW_ROW_TASKS=True)  # helper D's committed switches
@@ -44,6 +47,7 @@ VARIANTS = {
     # 7x7 sliced 1x1s with an odd oc-block count: split-K over 2 parts (rfactor), then one sum pass
     "sk": dict(_D, SMALL_N_TWO_PANEL=True, SPLIT_K=2),
     "sk2": dict(_D, SMALL_N_TWO_PANEL=True, SPLIT_K=2),
+    "sk4": dict(_D, SMALL_N_TWO_PANEL=True, SPLIT_K=4),
 }
 
 
