@@ -514,6 +514,8 @@ TWO_PANEL_BALANCED = True
 WINDOW_ROW_TASKS = True
 #: Unsliced 1x1 convs at 14x14 with 64 outputs (two 32-wide panels: "oc" order gives one task
 #: per core with a 7 x 2 tile) use a 7 x 4-vector tile over both panels, (n, oh) rows parallel.
+#: No channel unroll: 28 accumulators + 4 weight vectors + the broadcast spill 1 value per step
+#: already; 2 or 4 unrolled steps spilled 5 / 9.
 SMALL_N_TWO_PANEL = True
 #: Sliced 1x1 convs at 7x7 with an odd number (< 4 per core) of oc blocks (MobileNetV2's
 #: 960->160, 576->160) run in "oc" order with the next-slice weight prefetch instead of "rows".
