@@ -236,14 +236,19 @@ def test_14x14_1x1_64_outputs_two_panel_row_tiles_match_torch(c, residual):
     if _avx512():
         loop = _kernel_loop(sch)
         assert loop["fma"] == loop["zmm"] == 28 and loop["stack"] <= 2, loop  # 7 x 4 vectors, 1 step
-    xa, wa, ba = _rand(1, 14, 14, c), _rand(1, 1, c, 64), _rand(64)
+    _check_1x1_relu(sch, c, 14, 64, residual, atol=2e-4)
+
+
+def _check_1x1_relu(sch, c, size, o, residual, atol):
+    """Run a scheduled packed 1x1 conv (+ bias, + optional residual, relu) against torch."""
+    xa, wa, ba = _rand(1, size, size, c), _rand(1, 1, c, o), _rand(o)
     args, want = [xa, packed.pack_conv2d_nhwc_weight(wa, 32), ba], _torch_conv(xa, wa, 1, 0) + ba
     if residual:
-        ra = _rand(1, 14, 14, 64)
+        ra = _rand(1, size, size, o)
         args, want = args + [ra], want + ra
-    out = _run(sch, args, (1, 14, 14, 64))
+    out = _run(sch, args, (1, size, size, o))
     assert np.abs(out).max() > 0
-    np.testing.assert_allclose(out, np.maximum(want, 0), rtol=1e-4, atol=2e-4)
+    np.testing.assert_allclose(out, np.maximum(want, 0), rtol=1e-4, atol=atol)
 
 
 @pytest.mark.parametrize("c,residual", [(576, True), (960, False)])
@@ -261,13 +266,7 @@ def test_7x7_1x1_odd_oc_blocks_split_k_matches_torch(c, residual):
     if _avx512():
         loop = _kernel_loop(sch)
         assert loop["fma"] == loop["zmm"] == 56 and loop["stack"] == 0, loop  # 7 x 2 vectors x 4 steps
-    xa, wa, ba = _rand(1, 7, 7, c), _rand(1, 1, c, 160), _rand(160)
-    args, want = [xa, packed.pack_conv2d_nhwc_weight(wa, 32), ba], _torch_conv(xa, wa, 1, 0) + ba
-    if residual:
-        ra = _rand(1, 7, 7, 160)
-        args, want = args + [ra], want + ra
-    out = _run(sch, args, (1, 7, 7, 160))
-    np.testing.assert_allclose(out, np.maximum(want, 0), rtol=1e-4, atol=3e-4)
+    _check_1x1_relu(sch, c, 7, 160, residual, atol=3e-4)
 
 
 # -- depthwise ----------------------------------------------------------------------------------
