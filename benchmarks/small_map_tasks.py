@@ -1,17 +1,16 @@
 """In-model A/B of the small-map (7x7 stage) task splits in `ingot.ops.schedule.conv_nhwc`.
 
 Compiles one ONNX model several times in one process, each with a setting of the module's
-switches (``SMALL_N_TWO_PANEL``, ``SMALL_N_OC``, ``SPLIT_K``: the variants ``tp``, ``oc``, ``tpoc``, ``sk``; ``WINDOW_ROW_TASKS``: depthwise/window reductions with < 4 rows per core run
-row tasks, not (row, channel block) ones; ``TWO_PANEL_BALANCED``: two-panel 1x1s with an odd handful of tasks
-use one-panel tiles; ``BALANCE_ROWS``: sliced "rows"-order convs fuse the oc blocks into the
-parallel loop), then runs the packages interleaved (the order rotated every round) and reports
+switches (``SMALL_N_TWO_PANEL``, ``SPLIT_K``: the variants ``tp``, ``sk``; ``WINDOW_ROW_TASKS``:
+depthwise/window reductions with < 4 rows per core run row tasks, not (row, channel block) ones;
+``TWO_PANEL_BALANCED``: two-panel 1x1s with an odd handful of tasks use one-panel tiles), then runs the packages interleaved (the order rotated every round) and reports
 per kernel the minimum over rounds of each call site (`ingot.driver.model.kernel_timed_main`).
 ``old2`` is a second compile of ``old`` (``new2``, ``tp2``, ``sk2`` likewise): its ratio is the noise
 floor of the comparison.
 Only conv kernels at maps <= 14x14 are listed, plus the sum of all kernels.
 
     python benchmarks/small_map_tasks.py /tmp/tm6/mobilenetv2.onnx --rounds 60
-    python benchmarks/small_map_tasks.py /tmp/tm6/mobilenetv2.onnx --variants old,new,rows --threads 1
+    python benchmarks/small_map_tasks.py /tmp/tm6/mobilenetv2.onnx --variants old,new --threads 1
     python benchmarks/small_map_tasks.py /tmp/tm6/mobilenetv2.onnx --rounds 120 --variants new,tp,sk,new2,sk2
 """
 from __future__ import annotations
@@ -29,21 +28,16 @@ from benchmarks.common import load_average, markdown_table  # noqa: E402
 
 #: name -> the conv_nhwc switches it compiles with (``new``: helper D's default; ``sk``: the
 #: committed default since the split-K change, with ``tp`` the default before it).
-_OLD = dict(BALANCE_ROWS=False, TWO_PANEL_BALANCED=False, WINDOW_ROW_TASKS=False, SMALL_N_TWO_PANEL=False,
-            SMALL_N_OC=False, SPLIT_K=0)
+_OLD = dict(TWO_PANEL_BALANCED=False, WINDOW_ROW_TASKS=False, SMALL_N_TWO_PANEL=False, SPLIT_K=0)
 _D = dict(_OLD, TWO_PANEL_BALANCED=True, WINDOW_ROW_TASKS=True)  # helper D's committed switches
 VARIANTS = {
     "old": _OLD,
     "old2": _OLD,
     "new": _D,
     "new2": _D,
-    "rows": dict(_D, BALANCE_ROWS=True),
     # 64-output 14x14 1x1s: 7 x 4-vector tile over both panels, rows parallel
     "tp": dict(_D, SMALL_N_TWO_PANEL=True),
     "tp2": dict(_D, SMALL_N_TWO_PANEL=True),
-    # 7x7 sliced 1x1s with an odd oc-block count: "oc" order + next-slice weight prefetch
-    "oc": dict(_D, SMALL_N_OC=True),
-    "tpoc": dict(_D, SMALL_N_TWO_PANEL=True, SMALL_N_OC=True),
     # 7x7 sliced 1x1s with an odd oc-block count: split-K over 2 parts (rfactor), then one sum pass
     "sk": dict(_D, SMALL_N_TWO_PANEL=True, SPLIT_K=2),
     "sk2": dict(_D, SMALL_N_TWO_PANEL=True, SPLIT_K=2),

@@ -54,7 +54,7 @@ Small-N GEMMs (MobileNetV2's projections: K = C large, N = O small): 64-output 1
 (`_small_n_1x1`: two panels, so "oc" order gave one 7 x 2 task per core) use a 7 x 4-vector tile
 over both panels with the (n, oh) rows parallel (0.80-0.87x in the model). Sliced 1x1s at 7x7 with
 an odd handful of oc blocks (960->160, 576->160: 5 tasks, or 7 rows split 4/3) split K in
-`SPLIT_K` parts by `rfactor` (`_split_k_1x1`): one (part, n) task per core covers every oc block
+`SPLIT_K` parts by `rfactor` (`conv_nhwc_splitk.split_k_1x1`): one (part, n) task per core covers every oc block
 and pixel of its channels, each core reads only its part of the (cold) weights, and one pass sums
 the partials with the epilogue fused.
 
@@ -270,12 +270,9 @@ def default_conv_params(shape: ConvNhwcShape, cores: int, *, order: Optional[str
         return ConvNhwcParams("rows", WIDE_MR, 0, KU)
     if order == "pixels" and (kc or choose_kc(shape.taps, shape.c, shape.nr)):
         order = "rows"  # a sliced reduction keeps the panel slice in L1 across the row's tiles
-    if (order is None and SMALL_N_OC and shape.taps == 1 and shape.ow == 7 and kc is None
-            and choose_kc(shape.taps, shape.c, shape.nr) and (shape.n * shape.o // shape.nr) % cores):
-        order = "oc"
     if order is None:
         tasks = shape.n * (shape.o // shape.nr)
-        order = "oc" if shape.oh * shape.ow <= SMALL_MAP and (tasks % cores == 0 or tasks >= 4 * cores) else "rows"
+        order = "oc" if shape.oh * shape.ow <= SMALL_MAP and not few_uneven_tasks(tasks, cores) else "rows"
     if kc is None:
         kc = choose_kc(shape.taps, shape.c, shape.nr)
     if kc and shape.c % kc:
@@ -298,10 +295,7 @@ def default_conv_params(shape: ConvNhwcShape, cores: int, *, order: Optional[str
         ku = 1  # the RGB stem: (kx, c) fused instead (build_conv_nhwc)
     else:
         ku = KU if KU > 1 and shape.c % KU == 0 and shape.c > KU else 1
-    fuse = None
-    if BALANCE_ROWS and kc and order == "rows" and shape.n * shape.oh < 4 * cores and (shape.n * shape.oh) % cores:
-        fuse = 3
-    return ConvNhwcParams(order, mr, kc, ku, parallel_fuse=fuse, prefetch=prefetch)
+    return ConvNhwcParams(order, mr, kc, ku, prefetch=prefetch)
 
 
 def _two_panel_1x1(shape: ConvNhwcShape) -> bool:
@@ -310,6 +304,17 @@ def _two_panel_1x1(shape: ConvNhwcShape) -> bool:
     an even number of oc blocks, C a multiple of `TWO_PANEL_KC`."""
     return (shape.taps == 1 and shape.ow == 7 and shape.nvec == 2 and shape.o % (2 * shape.nr) == 0
             and shape.c % TWO_PANEL_KC == 0 and bool(choose_kc(shape.taps, shape.c, shape.nr)))
+
+
+def few_uneven_tasks(tasks: int, cores: int) -> bool:
+    """Whether ``tasks`` parallel tasks split unevenly over ``cores`` and are too few (< 4 per
+    core) for the imbalance to average out: 5 tasks on 2 cores run 3/2, a 20% loss.
+
+    Example:
+        >>> few_uneven_tasks(5, 2), few_uneven_tasks(10, 2), few_uneven_tasks(9, 2)
+        (True, False, False)
+    """
+    return bool(tasks % cores) and tasks < 4 * cores
 
 
 def _small_n_1x1(shape: ConvNhwcShape) -> bool:
@@ -362,8 +367,7 @@ def conv_nhwc_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: int,
     if order is None and mr is None and kc is None and _two_panel_1x1(shape) and _stride_1(sch, name, shape):
         # 7 x 4 vectors over two adjacent weight panels (module note); unroll 1: GCC spills with 2
         shape = replace(shape, nvec=2 * shape.nvec)
-        tasks = shape.n * shape.o // shape.nr
-        if TWO_PANEL_BALANCED and tasks % cores and tasks < 4 * cores:
+        if TWO_PANEL_BALANCED and few_uneven_tasks(shape.n * shape.o // shape.nr, cores):
             # an odd handful of tasks (960->320: 5 over 2 cores): the one-panel default below
             # splits evenly. Measured in MobileNetV2 (2 threads, min of 60 interleaved runs, load
             # 2-3): 0.87-0.89x; fusing the rows instead (35 tasks, 7 x 4 tiles) was 1.06x.
@@ -494,10 +498,6 @@ TWO_PANEL_KC = 64
 #: ``__builtin_prefetch`` locality of the next-slice weight prefetch of sliced 1x1 convs in "oc"
 #: order (`default_conv_params`; 3 = keep in all cache levels).
 WEIGHT_PREFETCH = 3
-#: Sliced "rows"-order convs whose (n, oh) rows do not split evenly over the cores and are
-#: fewer than 4 per core fuse the oc blocks into the parallel loop too (``parallel_fuse=3``).
-#: Off: neutral inside MobileNetV2 (960->160 and 576->160 at 7x7: 0.92-1.01x, noise-level).
-BALANCE_ROWS = False
 #: Two-panel 1x1 convs whose (n, oc block pair) tasks do not split evenly over the cores and
 #: are fewer than 4 per core (MobileNetV2's 960->320 at 7x7: 5 tasks, 3/2) use one-panel tiles
 #: in "oc" order instead (10 tasks, 5/5): 0.87-0.89x in the model (`nhwc_window_rule` note too).
@@ -517,11 +517,8 @@ WINDOW_ROW_TASKS = True
 #: No channel unroll: 28 accumulators + 4 weight vectors + the broadcast spill 1 value per step
 #: already; 2 or 4 unrolled steps spilled 5 / 9.
 SMALL_N_TWO_PANEL = True
-#: Sliced 1x1 convs at 7x7 with an odd number (< 4 per core) of oc blocks (MobileNetV2's
-#: 960->160, 576->160) run in "oc" order with the next-slice weight prefetch instead of "rows".
-SMALL_N_OC = False
 #: Split-K parts of sliced 1x1 convs at OW = 7 with an odd handful of oc blocks
-#: (`_split_k_kc`: MobileNetV2's 960->160, 576->160); 0 or 1: off.
+#: (`conv_nhwc_splitk.split_k_kc`: MobileNetV2's 960->160, 576->160); 0 or 1: off.
 SPLIT_K = 2
 #: At most this many input channels per slice (1x1 convs: 128 x 32 x 4 B = 16 KiB measured best).
 MAX_KC = 128

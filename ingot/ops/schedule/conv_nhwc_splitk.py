@@ -31,8 +31,7 @@ def split_k_kc(shape: ConvNhwcShape, cores: int) -> int:
         >>> split_k_kc(ConvNhwcShape(1, 7, 7, 160, 960, 1, 6, 16, 2), 2), split_k_kc(ConvNhwcShape(1, 7, 7, 320, 960, 1, 6, 16, 2), 2)
         (120, 0)
     """
-    tasks = shape.n * shape.o // shape.nr
-    if not (shape.taps == 1 and shape.ow == 7 and tasks % cores and tasks < 4 * cores
+    if not (shape.taps == 1 and shape.ow == 7 and CN.few_uneven_tasks(shape.n * shape.o // shape.nr, cores)
             and choose_kc(shape.taps, shape.c, shape.nr) and shape.c % CN.SPLIT_K == 0):
         return 0
     # a part whose panel fits L1 (576 / 2 = 288 channels: 36 KB) is one slice
