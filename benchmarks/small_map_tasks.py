@@ -12,6 +12,7 @@ Only conv kernels at maps <= 14x14 are listed, plus the sum of all kernels.
     python benchmarks/small_map_tasks.py /tmp/tm6/mobilenetv2.onnx --rounds 60
     python benchmarks/small_map_tasks.py /tmp/tm6/mobilenetv2.onnx --variants old,new --threads 1
     python benchmarks/small_map_tasks.py /tmp/tm6/mobilenetv2.onnx --rounds 120 --variants new,tp,sk,new2,sk2
+    python benchmarks/small_map_tasks.py /tmp/tm6/resnet50.onnx --rounds 60 --variants sk,nopf,sk2
 """
 from __future__ import annotations
 
@@ -28,7 +29,8 @@ from benchmarks.common import load_average, markdown_table  # noqa: E402
 
 #: name -> the conv_nhwc switches it compiles with (``new``: helper D's default; ``sk``: the
 #: committed default since the split-K change, with ``tp`` the default before it).
-_OLD = dict(TWO_PANEL_BALANCED=False, WINDOW_ROW_TASKS=False, SMALL_N_TWO_PANEL=False, SPLIT_K=0)
+_OLD = dict(TWO_PANEL_BALANCED=False, WINDOW_ROW_TASKS=False, SMALL_N_TWO_PANEL=False, SPLIT_K=0,
+            WEIGHT_PREFETCH=3)
 _D = dict(_OLD, TWO_PANEL_BALANCED=True, WINDOW_ROW_TASKS=True)  # helper D's committed switches
 VARIANTS = {
     "old": _OLD,
@@ -42,6 +44,9 @@ VARIANTS = {
     "sk": dict(_D, SMALL_N_TWO_PANEL=True, SPLIT_K=2),
     "sk2": dict(_D, SMALL_N_TWO_PANEL=True, SPLIT_K=2),
     "sk4": dict(_D, SMALL_N_TWO_PANEL=True, SPLIT_K=4),
+    # the current default without the next-slice weight prefetch of sliced "oc"-order 1x1s
+    # (ResNet-50's 1024->256@14 and stride-2 1x1s)
+    "nopf": dict(_D, SMALL_N_TWO_PANEL=True, SPLIT_K=2, WEIGHT_PREFETCH=None),
 }
 
 

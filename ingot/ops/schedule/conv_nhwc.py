@@ -282,9 +282,10 @@ def default_conv_params(shape: ConvNhwcShape, cores: int, *, order: Optional[str
         ku = KU if kc % KU == 0 else 1
         if shape.taps == 1 and order == "oc":
             # Sliced 1x1 convs, (n, oc block) tasks: each slice prefetches the next slice's
-            # weights (inside a model they come cold from L3/DRAM). In ResNet-50 (2 threads, two
-            # interleaved in-model A/Bs, min of 50-60 runs, load 4.2-4.4, indicative): 1024->256@14
-            # 0.97x, 512->1024 s2 0.92-0.95x; alone with flushed weights 0.96-0.98x, warm 1.00-1.03x.
+            # weights (inside a model they come cold from L3/DRAM). Under load it measured 0.92-0.97x
+            # on these layers in ResNet-50; quiet (`benchmarks/small_map_tasks.py resnet50.onnx
+            # --variants sk,nopf,sk2`, 60 rounds) without it 1.03-1.04x, but a second compile of the
+            # same code differs as much (1.035-1.043x): no effect this machine can resolve.
             prefetch = WEIGHT_PREFETCH
         if not mr_given and shape.nvec == 2 and shape.ow % WIDE_MR == 0:
             # Sliced (big-panel) layers at OW = 14/28/56: a 14 x 2-vector tile (28 zmm accumulators)
