@@ -20,6 +20,7 @@ import json
 import os
 import shutil
 import tempfile
+import threading
 from typing import Any, Mapping, Sequence
 
 import numpy as np
@@ -27,6 +28,7 @@ import numpy as np
 from ingot.ir.error import IngotError
 
 FORMAT_VERSION = 1
+_EXECUTOR_LOCK = threading.Lock()  # Package.executor: one Executor per package, even when raced
 MANIFEST = "manifest.json"
 LIBRARY = "model.so"
 
@@ -178,12 +180,19 @@ class Package:
         return path
 
     def executor(self) -> Any:
-        """The graph ``Executor`` (created once)."""
+        """The graph ``Executor`` (created once, shared by every `run` of this package).
+
+        Several threads may run one package at once: the weights and the library are shared
+        read-only, each call gets its own workspace arena and outputs (see
+        ``ingot.graph.Executor``), and the C code runs without the GIL.
+        """
         if self._vm is None:
             import ingot
             from ingot import graph as G
 
-            self._vm = G.Executor(self.executable, ingot.cpu())
+            with _EXECUTOR_LOCK:
+                if self._vm is None:
+                    self._vm = G.Executor(self.executable, ingot.cpu())
         return self._vm
 
     def __call__(self, inputs: Mapping[str, Any]) -> dict:

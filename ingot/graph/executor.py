@@ -28,6 +28,7 @@ Example:
 """
 from __future__ import annotations
 
+import threading
 from typing import Any, Callable
 
 import numpy as np
@@ -343,8 +344,15 @@ class Executor:
     """Runs the functions of an `Executable` (``vm["main"](*inputs)``) on a device.
 
     A static function runs as one call of its AOT C entry; others are interpreted step by step.
-    ``use_aot=False`` forces the interpreter. Like TVM's VM, an Executor is not thread-safe: it
-    owns one workspace per function (create one Executor per thread).
+    ``use_aot=False`` forces the interpreter.
+
+    Thread safety: several threads may call one Executor at once (a server's request threads
+    calling one model). Shared by all calls, read-only: the executable, its library and the
+    weights blob. Per call: the workspace arena of the function's static memory plan and the C
+    argument block are checked out of a pool for the duration of the call and returned after it
+    (a call never sees another call's intermediates); outputs are fresh arrays per call. The
+    pool grows to the number of calls that ever ran at once (one arena each) and keeps them.
+    The C entry runs without the GIL, so calls overlap where cores allow.
 
     Example: see `build`.
     """
@@ -354,20 +362,22 @@ class Executor:
         self.device = device
         self.use_aot = use_aot
         self._consts = self._constant_views()
-        self._workspaces: dict[str, np.ndarray] = {}
+        # function name -> free workspace arenas (the interpreter's; list.pop/append are atomic)
+        self._workspaces: dict[str, list] = {}
         self._runners: dict[str, Callable] = {}
+        self._lock = threading.Lock()  # guards creating a runner (once per function)
 
     def _constant_views(self) -> list:
         w = self.executable.weights
         return [w[c["offset"]:c["offset"] + c["nbytes"]].view(c["dtype"]).reshape(c["shape"])
                 for c in self.executable.constants]
 
-    def _workspace(self, name: str) -> "np.ndarray | None":
-        ws = self._workspaces.get(name)
+    def _new_workspace(self, name: str) -> "np.ndarray | None":
+        """A fresh workspace arena for one call of ``name`` (None when its plan needs none)."""
         mem = self.executable.plans[name]["memory"]
-        if ws is None and mem is not None and mem["workspace_bytes"]:
-            ws = self._workspaces[name] = _host_empty((mem["workspace_bytes"],), "uint8")
-        return ws
+        if mem is None or not mem["workspace_bytes"]:
+            return None
+        return _host_empty((mem["workspace_bytes"],), "uint8")
 
     def __getitem__(self, name: str) -> Callable[..., Any]:
         runner = self._runners.get(name)
@@ -376,12 +386,16 @@ class Executor:
         plans = self.executable.plans
         if name not in plans:
             raise KeyError(f"the executable has no graph function {name!r}; it has {sorted(plans)}")
-        if self.use_aot and name in self.executable.aot:
-            runner = self._aot_runner(name)
-        else:
-            def runner(*args: Any) -> Any:
-                return self._wrap(self.invoke(name, [_as_numpy(a) for a in args]))
-        self._runners[name] = runner
+        with self._lock:
+            runner = self._runners.get(name)
+            if runner is not None:
+                return runner
+            if self.use_aot and name in self.executable.aot:
+                runner = self._aot_runner(name)
+            else:
+                def runner(*args: Any) -> Any:
+                    return self._wrap(self.invoke(name, [_as_numpy(a) for a in args]))
+            self._runners[name] = runner
         return runner
 
     def _aot_runner(self, name: str) -> Callable[..., Any]:
@@ -393,13 +407,15 @@ class Executor:
         ex = self.executable
         plan = ex.plans[name]
         fn = ex.lib[ex.aot[name]]
-        # The runner keeps the weights and the workspace arrays alive itself: it may outlive
-        # this Executor (``Executor(ex)["main"]`` drops the Executor at once).
-        keep = (ex.weights, self._workspace(name))
-        weights = keep[0].ctypes.data
-        ws_addr = None if keep[1] is None else keep[1].ctypes.data
+        # The runner keeps the weights itself: it may outlive this Executor
+        # (``Executor(ex)["main"]`` drops the Executor at once).
+        weights_arr = ex.weights
+        weights = weights_arr.ctypes.data
         specs = [(tuple(d["shape"]), np.dtype(d["dtype"])) for d in output_descs(plan, ex.constants)]
         structure = plan["output"]
+        names = [dtype_str(d) for _, d in specs]
+        single = structure[0] != "tuple"
+        wrap = NDArray._wrap_trusted
 
         def rebuild(ref: Any, it: Any) -> Any:
             if ref[0] == "tuple":
@@ -407,32 +423,58 @@ class Executor:
             value = next(it)
             return value if isinstance(value, NDArray) else NDArray(value)
 
-        single = structure[0] != "tuple"
-        caller = fn.static_caller(weights, ws_addr)
-        if caller is None or caller.num_inputs is None:  # not expected for an AOT entry; stay correct
+        def new_state() -> Callable[..., tuple]:
+            """One call's private state: a workspace arena and a caller whose argument block
+            points at it (`StaticCaller`: one aligned allocation for the outputs, cached
+            DLTensors, DESIGN.md "Executor overhead"); returns ``run(*inputs) -> outputs``."""
+            ws = self._new_workspace(name)
+            ws_addr = None if ws is None else ws.ctypes.data
+            caller = fn.static_caller(weights, ws_addr)
+            if caller is not None and caller.num_inputs is not None:
+                fast = caller.run
+
+                def run_state(*args: Any) -> tuple:
+                    _ = ws, weights_arr
+                    return fast(*args)
+            else:  # not expected for an AOT entry; stay correct
+                def run_state(*args: Any) -> tuple:
+                    _ = ws, weights_arr
+                    outs = tuple(aligned_empty(s, d) for s, d in specs)
+                    fn(weights, ws_addr, *args, *outs)
+                    return outs
+            return run_state
+
+        # Free states; a call pops one (or makes one when all are in use by other threads) and
+        # puts it back after: list.pop/append are atomic, so no lock on the hot path.
+        pool = [new_state()]
+        pop, push = pool.pop, pool.append
+
+        if single:
+            name0 = names[0]
+
             def run(*args: Any) -> Any:
-                outs = [aligned_empty(s, d) for s, d in specs]
-                fn(weights, ws_addr, *args, *outs)
-                _ = keep
-                return NDArray(outs[0]) if single else rebuild(structure, iter(outs))
+                try:
+                    state = pop()
+                except IndexError:
+                    state = new_state()
+                try:
+                    return wrap(state(*args)[0], name0)
+                finally:
+                    push(state)
         else:
-            # The fast path (DESIGN.md "Executor overhead"): one aligned allocation for the
-            # outputs, cached DLTensors, argument checks only against the one static signature.
-            fast_run, wrap = caller.run, NDArray._wrap_trusted
-            names = [dtype_str(d) for _, d in specs]
-            if single:
-                name0 = names[0]
+            def run(*args: Any) -> Any:
+                try:
+                    state = pop()
+                except IndexError:
+                    state = new_state()
+                try:
+                    outs = state(*args)
+                finally:
+                    push(state)
+                return rebuild(structure, iter([wrap(o, n) for o, n in zip(outs, names)]))
 
-                def run(*args: Any) -> Any:
-                    _ = keep
-                    return wrap(fast_run(*args)[0], name0)
-            else:
-                def run(*args: Any) -> Any:
-                    _ = keep
-                    outs = fast_run(*args)
-                    return rebuild(structure, iter([wrap(o, n) for o, n in zip(outs, names)]))
-
-        run.__doc__ = f"Run graph function {name!r} (one call of its AOT C entry)."
+        run.__doc__ = f"Run graph function {name!r} (one call of its AOT C entry; thread-safe, see `Executor`)."
+        run.pool = pool  # the free per-call states (tests look at how many were made)
         return run
 
     def _wrap(self, value: Any) -> Any:
@@ -462,8 +504,20 @@ class Executor:
             if isinstance(a, np.ndarray):
                 _bind_input(desc, a, env, name)
         values: list = [None] * len(plan["values"])
-        mem = plan["memory"]
-        planned = self._planned_views(name, plan) if mem is not None else {}
+        # This call's own workspace arena, from the pool (see the class note on thread safety).
+        free = self._workspaces.setdefault(name, [])
+        try:
+            ws = free.pop()
+        except IndexError:
+            ws = self._new_workspace(name)
+        try:
+            return self._interpret(name, plan, args, env, values, ws)
+        finally:
+            free.append(ws)
+
+    def _interpret(self, name: str, plan: dict, args: list, env: dict, values: list,
+                   ws: "np.ndarray | None") -> Any:
+        planned = self._planned_views(plan, ws) if ws is not None else {}
 
         def resolve(ref: Any) -> Any:
             kind = ref[0]
@@ -492,8 +546,8 @@ class Executor:
             self._run_step(name, step, resolve, alloc, values)
         return resolve(plan["output"])
 
-    def _planned_views(self, name: str, plan: dict) -> dict:
-        ws = self._workspace(name)
+    @staticmethod
+    def _planned_views(plan: dict, ws: np.ndarray) -> dict:
         views = {}
         for key, off in plan["memory"]["offsets"].items():
             desc = plan["values"][int(key)]
