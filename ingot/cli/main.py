@@ -135,14 +135,18 @@ def _load_inputs(path: "str | None", package: Any) -> dict:
 @click.option("--outputs", default=None, type=click.Path(dir_okay=False), help="write the outputs to this .npz")
 @click.option("--print-top", default=0, type=int, help="print the N largest entries of each output")
 @click.option("--device", default="cpu", show_default=True)
-def run_cmd(package: str, inputs: "str | None", outputs: "str | None", print_top: int, device: str) -> None:
+@click.option("--threads", default=None, type=click.IntRange(min=1),
+              help="threads for parallel loops (default: what the system allows: OMP_NUM_THREADS, CPU affinity, "
+                   "cgroup CPU quota)")
+def run_cmd(package: str, inputs: "str | None", outputs: "str | None", print_top: int, device: str,
+            threads: "int | None") -> None:
     """Run a compiled PACKAGE on inputs from an .npz file."""
     from ingot.driver import model as M
 
     with _errors():
         pkg = M.load_package(package)
         feed = _load_inputs(inputs, pkg)
-        result = M.run(pkg, feed, device=device)
+        result = M.run(pkg, feed, device=device, num_threads=threads)
     for name, value in result.items():
         click.echo(f"{name}: shape {list(value.shape)} {value.dtype}")
         if print_top > 0:

@@ -110,12 +110,13 @@ def build_module(mod: "IRModule | PrimFunc", target: "Target | str | None" = Non
         2
     """
     from ingot.runtime.module import Module
+    from ingot.runtime.threads import num_threads_for_target
 
     target = as_target(target)
     source = generate_c(_as_module(mod), target)
     path = compile_shared_library(source.code, _options_for_source(target, source.code), cache_dir=cache_dir)
     lib = Module(path, source=source.code)
-    lib.set_num_threads(target.num_cores)
+    lib.set_num_threads(num_threads_for_target(target))
     return lib
 
 

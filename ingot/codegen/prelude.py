@@ -559,25 +559,29 @@ INGOT_INLINE void ingot_free_workspace(void* p) {
 INGOT_WEAK_EXPORT const int32_t ingot_abi_version = INGOT_ABI_VERSION;
 
 @TIMER_C@
-/* Threads used by parallel loops (n <= 0: all processors); returns the count in effect. */
-INGOT_WEAK_EXPORT int32_t ingot_set_num_threads(int32_t n) {
+/* Threads of this library's parallel loops. Every `omp parallel for` says
+ * num_threads(ingot_team_size()), so the count holds for whichever thread calls the library
+ * (omp_set_num_threads would set it for the calling thread only, and for every library that
+ * thread calls). 0: OpenMP's default. One variable per library: weak (the library's translation
+ * units share one) and hidden (other libraries keep their own). */
+__attribute__((weak, visibility("hidden"))) volatile int32_t ingot_num_threads_var = 0;
+
+INGOT_INLINE int ingot_team_size(void) {
+  int32_t n = ingot_num_threads_var;
 #ifdef _OPENMP
-  if (n <= 0) n = (int32_t)omp_get_num_procs();
-  omp_set_num_threads((int)n);
-  return (int32_t)omp_get_max_threads();
+  return n > 0 ? (int)n : omp_get_max_threads();
 #else
-  (void)n;
-  return 1;
+  return n > 0 ? (int)n : 1;
 #endif
 }
 
-INGOT_WEAK_EXPORT int32_t ingot_get_num_threads(void) {
-#ifdef _OPENMP
-  return (int32_t)omp_get_max_threads();
-#else
-  return 1;
-#endif
+/* Sets this library's thread count (n <= 0: OpenMP's default); returns the count in effect. */
+INGOT_WEAK_EXPORT int32_t ingot_set_num_threads(int32_t n) {
+  ingot_num_threads_var = n > 0 ? n : 0;
+  return (int32_t)ingot_team_size();
 }
+
+INGOT_WEAK_EXPORT int32_t ingot_get_num_threads(void) { return (int32_t)ingot_team_size(); }
 
 #endif /* INGOT_PRELUDE_H_ */
 /* ===== end of Ingot C prelude ===== */

@@ -195,6 +195,31 @@ class Package:
                     self._vm = G.Executor(self.executable, ingot.cpu())
         return self._vm
 
+    def set_num_threads(self, n: "int | None") -> int:
+        """Threads for this package's parallel loops, for every later call from any thread
+        (``n`` 0 or None: the system default, ``ingot.runtime.threads.default_num_threads``:
+        ``OMP_NUM_THREADS``, CPU affinity, cgroup quota); returns the count in effect.
+
+        Example:
+            >>> package.set_num_threads(1)  # doctest: +SKIP
+            1
+        """
+        from ingot.runtime.threads import check_num_threads
+
+        n = check_num_threads(n, "Package.set_num_threads(n)")
+        lib = getattr(self.executable, "lib", None)
+        return n if lib is None else lib.set_num_threads(n)
+
+    def get_num_threads(self) -> int:
+        """Threads this package's parallel loops use.
+
+        Example:
+            >>> package.get_num_threads()  # doctest: +SKIP
+            2
+        """
+        lib = getattr(self.executable, "lib", None)
+        return 1 if lib is None else lib.get_num_threads()
+
     def __call__(self, inputs: Mapping[str, Any]) -> dict:
         """Same as ``run(self, inputs)``."""
         return run(self, inputs)
@@ -313,16 +338,29 @@ def check_inputs(inputs: Mapping[str, Any], expected: Sequence[TensorInfo]) -> l
     return arrays
 
 
-def run(package_or_path: Any, inputs: Mapping[str, Any], device: str = "cpu") -> dict:
+def run(package_or_path: Any, inputs: Mapping[str, Any], device: str = "cpu",
+        num_threads: "int | None" = None) -> dict:
     """Run a compiled package (or the path of an exported one) on named inputs; returns
     ``{output name: numpy array}``.
 
+    ``num_threads`` sets the package's thread count first (as `Package.set_num_threads`; it
+    stays for later calls); None keeps the package's count (by default what the system allows:
+    ``OMP_NUM_THREADS``, CPU affinity, cgroup quota). Several threads may run one package at
+    once (see `Package.executor`).
+
     Example:
         >>> out = run("model.ingot", {"data": np.zeros((1, 3, 224, 224), "float32")})  # doctest: +SKIP
+        >>> out = run(package, {"data": x}, num_threads=1)  # doctest: +SKIP
     """
     if device not in ("cpu", "llvm"):
         raise IngotError(f"run: device {device!r} is not supported yet; use device='cpu'")
     package = package_or_path if isinstance(package_or_path, Package) else load_package(package_or_path)
+    if num_threads is not None:
+        if isinstance(num_threads, bool) or not isinstance(num_threads, int) or num_threads < 1:
+            raise IngotError(f"run: num_threads must be a positive int (or None for the package's count), "
+                             f"got {num_threads!r}")
+        if package.get_num_threads() != num_threads:
+            package.set_num_threads(num_threads)
     arrays = check_inputs(inputs, package.inputs)
     out = package.executor()["main"](*arrays)
     outs = list(out) if isinstance(out, (list, tuple)) else [out]

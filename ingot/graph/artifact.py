@@ -122,6 +122,7 @@ def load_executable(path: str) -> Any:
     """
     from ingot.ir.error import IRError
     from ingot.runtime.module import Module
+    from ingot.runtime.threads import num_threads_for_target
     from ingot.target import as_target
 
     from .executor import Executable, _host_empty
@@ -131,7 +132,7 @@ def load_executable(path: str) -> Any:
     folder = os.path.dirname(manifest_path(path) if not path.endswith(".json") else path)
     lib = Module(os.path.join(folder, manifest["library"]))
     target = as_target(manifest["target"])
-    lib.set_num_threads(target.num_cores)
+    lib.set_num_threads(num_threads_for_target(target))
     wfile = os.path.join(folder, manifest["weights"])
     raw = np.fromfile(wfile, dtype=np.uint8) if manifest["weights_bytes"] else np.zeros(0, np.uint8)
     if raw.size != manifest["weights_bytes"] or hashlib.sha256(raw.tobytes()).hexdigest() != manifest["weights_sha256"]:

@@ -249,6 +249,7 @@ def _compile(prim: IRModule, target: Any, aot_plans: dict, layout: list,
     from ingot.codegen.prelude import emit_metadata_c, emit_source_c
     from ingot.codegen.sanitize import sanitize_identifier
     from ingot.runtime.module import Module
+    from ingot.runtime.threads import num_threads_for_target
 
     from .aot import aot_metadata, emit_aot_function
 
@@ -279,7 +280,7 @@ def _compile(prim: IRModule, target: Any, aot_plans: dict, layout: list,
     embedded = emit_source_c(code)
     path = link_kernel_sources(pieces, aot_text + embedded, options, tail_weight=AOT_GCC_WEIGHT * len(aot_text))
     lib = Module(path, source=code + embedded)
-    lib.set_num_threads(target.num_cores)
+    lib.set_num_threads(num_threads_for_target(target))
     return lib, kernels, aot_names
 
 

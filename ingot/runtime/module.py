@@ -359,14 +359,20 @@ class Module:
         evaluator.__doc__ = f"Time {func_name}(*args){how}; returns ProfileResult (seconds)."
         return evaluator
 
-    def set_num_threads(self, n: int) -> int:
-        """Threads for parallel loops of this module (``n <= 0``: all cores); returns the count.
+    def set_num_threads(self, n: "int | None") -> int:
+        """Threads for parallel loops of this module, whichever thread calls it (``n`` 0, None
+        or negative: the system default, `ingot.runtime.threads.default_num_threads`); returns
+        the count.
 
         Example::
 
             >>> mod.set_num_threads(2)     # doctest: +SKIP
             2
         """
+        if n is None or n <= 0:
+            from .threads import default_num_threads
+
+            n = default_num_threads()
         try:
             f = getattr(self._lib, abi.SYM_SET_NUM_THREADS)
         except AttributeError:

@@ -60,6 +60,10 @@ __all__ = ["CPrinter", "CodeWriter", "CodegenError"]
 
 #: Constant-size allocations up to this many bytes live on the stack; larger ones use the heap.
 STACK_LIMIT_BYTES = 64 * 1024
+#: Clauses of every `omp parallel for`: the team size is the library's thread count
+#: (``ingot_team_size()`` in the prelude, set by ``Module.set_num_threads``; the runtime's
+#: policy is ``ingot.runtime.threads``), whichever thread calls the kernel.
+PARALLEL_CLAUSES = "num_threads(ingot_team_size())"
 
 
 class CodegenError(ValueError):
@@ -515,7 +519,7 @@ class CPrinter:
         if parallel and self._outline_parallel(node, name, lo, end):
             return
         if parallel:
-            self.writer.line("#pragma omp parallel for schedule(static)")
+            self.writer.line(f"#pragma omp parallel for schedule(static) {PARALLEL_CLAUSES}")
         elif node.kind == ForKind.VECTORIZED and self.in_simd == 0:
             # A constant extent of 2..16 is the vector length the schedule asked for (split by
             # the lanes); simdlen makes GCC use it (16 floats = one zmm) where its cost model
@@ -585,7 +589,7 @@ class CPrinter:
         # note) and returns it; the loop copies a failure into the kernel's flag.
         self.outlined.append(f"static __attribute__((noinline)) int32_t {fn}({', '.join(params)}) {{\n"
                              f"  int32_t ingot_fail = 0;\n{body.rstrip()}\n  return ingot_fail;\n}}\n")
-        self.writer.line("#pragma omp parallel for schedule(static)")
+        self.writer.line(f"#pragma omp parallel for schedule(static) {PARALLEL_CLAUSES}")
         self.writer.line(f"for ({self.value_type(node.loop_var.dtype)} {name} = {lo}; {name} < {end}; ++{name}) {{")
         if len(self.failures) != n_fail:
             t = self.fresh("f")
