@@ -64,6 +64,13 @@ STACK_LIMIT_BYTES = 64 * 1024
 #: (``ingot_team_size()`` in the prelude, set by ``Module.set_num_threads``; the runtime's
 #: policy is ``ingot.runtime.threads``), whichever thread calls the kernel.
 PARALLEL_CLAUSES = "num_threads(ingot_team_size())"
+#: A parallel loop nest whose stores (loop iterations times vector lanes, all extents constant)
+#: number fewer than this runs on the calling thread alone (``if(0)``): forking costs a wake-up per thread and
+#: a barrier, and on a busy machine the barrier waits for a descheduled thread's next time slice
+#: (milliseconds). The smallest work a second thread pays for here: the 784x128 dense layer of the
+#: 784-128-10 MLP (1e5 stores) is faster and steadier on one thread beside a busy core
+#: (BENCHMARKS.md "Busy machine").
+PARALLEL_MIN_STORES = 1 << 17
 
 
 class CodegenError(ValueError):
@@ -519,7 +526,7 @@ class CPrinter:
         if parallel and self._outline_parallel(node, name, lo, end):
             return
         if parallel:
-            self.writer.line(f"#pragma omp parallel for schedule(static) {PARALLEL_CLAUSES}")
+            self.writer.line(_parallel_pragma(node))
         elif node.kind == ForKind.VECTORIZED and self.in_simd == 0:
             # A constant extent of 2..16 is the vector length the schedule asked for (split by
             # the lanes); simdlen makes GCC use it (16 floats = one zmm) where its cost model
@@ -589,7 +596,7 @@ class CPrinter:
         # note) and returns it; the loop copies a failure into the kernel's flag.
         self.outlined.append(f"static __attribute__((noinline)) int32_t {fn}({', '.join(params)}) {{\n"
                              f"  int32_t ingot_fail = 0;\n{body.rstrip()}\n  return ingot_fail;\n}}\n")
-        self.writer.line(f"#pragma omp parallel for schedule(static) {PARALLEL_CLAUSES}")
+        self.writer.line(_parallel_pragma(node))
         self.writer.line(f"for ({self.value_type(node.loop_var.dtype)} {name} = {lo}; {name} < {end}; ++{name}) {{")
         if len(self.failures) != n_fail:
             t = self.fresh("f")
@@ -657,6 +664,41 @@ def _used_vars(stmt: Stmt) -> list:
 
     _Collect().visit(stmt)
     return list(found.values())
+
+
+def _parallel_pragma(node: For) -> str:
+    """The ``omp parallel for`` of parallel loop ``node``: the library's team size, and
+    ``if(0)`` (one thread, no fork, no barrier) when the nest is smaller than
+    `PARALLEL_MIN_STORES`."""
+    small = " if(0)" if _stores_in(node) < PARALLEL_MIN_STORES else ""
+    return f"#pragma omp parallel for schedule(static) {PARALLEL_CLAUSES}{small}"
+
+
+def _stores_in(stmt: Stmt) -> float:
+    """The number of scalar stores ``stmt`` executes (loop extents times vector lanes); ``inf``
+    when an extent is not a constant (the size is only known at run time) or a call's work is
+    hidden.
+
+    Example:
+        >>> from ingot.ir import Var
+        >>> from ingot.ir.buffer import decl_buffer
+        >>> i = Var("i", "int32")
+        >>> b = decl_buffer((64,), "float32", "B")
+        >>> _stores_in(For(i, 0, 64, ForKind.PARALLEL, BufferStore(b, 0.0, [i])))
+        64
+    """
+    from ingot.tir.stmt import stmt_children
+
+    if isinstance(stmt, For):
+        extent = as_const_int(stmt.extent)
+        if extent is None:
+            return math.inf
+        return extent * _stores_in(stmt.body)
+    if isinstance(stmt, BufferStore):
+        return max(1, DataType(stmt.value.dtype).lanes)
+    if isinstance(stmt, Evaluate):
+        return math.inf  # a call (a micro-kernel, an extern): its work is not visible here
+    return sum((_stores_in(c) for c in stmt_children(stmt)), 0)
 
 
 def _positive_const(e: PrimExpr) -> bool:
