@@ -151,3 +151,19 @@ def test_library_thread_count_holds_for_every_calling_thread(probe_lib):
 
 def test_library_loaded_with_cdll_releases_the_gil(probe_lib):
     assert isinstance(probe_lib._lib, ctypes.CDLL) and not isinstance(probe_lib._lib, ctypes.PyDLL)
+
+
+def test_small_parallel_nests_run_on_one_thread_large_ones_fork():
+    from ingot.codegen.c.printer import PARALLEL_MIN_STORES, _parallel_pragma
+    from ingot.ir import Var
+    from ingot.ir.buffer import decl_buffer
+    from ingot.tir.stmt import BufferStore, For, ForKind
+
+    def nest(n):
+        i = Var("i", "int32")
+        b = decl_buffer((n,), "float32", "B")
+        return For(i, 0, n, ForKind.PARALLEL, BufferStore(b, 0.0, [i]))
+
+    small, large = _parallel_pragma(nest(64)), _parallel_pragma(nest(PARALLEL_MIN_STORES))
+    assert small.endswith("num_threads(ingot_team_size()) if(0)")
+    assert large.endswith("num_threads(ingot_team_size())")
