@@ -19,8 +19,11 @@ import os
 import re
 import shlex
 import threading
+from dataclasses import replace
 from functools import lru_cache
 from typing import Any, Mapping
+
+from ingot.cpu_model import CpuModel, host_cpu, named_cpu
 
 __all__ = ["Target", "TargetError", "host_vector_width_bits"]
 
@@ -40,41 +43,14 @@ _OPTION_TYPES: dict[str, dict[str, str]] = {
 _OPTION_TYPES["c"] = dict(_OPTION_TYPES["llvm"])
 _KINDS = tuple(_OPTION_TYPES)
 
-# Vector register width (bits) of CPU models users name with -mcpu (x86: widest usable SIMD).
-_MCPU_VECTOR_BITS = {
-    "znver4": 512, "znver5": 512, "skylake-avx512": 512, "cascadelake": 512, "cooperlake": 512,
-    "icelake-server": 512, "icelake-client": 512, "sapphirerapids": 512, "emeraldrapids": 512,
-    "graniterapids": 512, "tigerlake": 512, "rocketlake": 512, "knl": 512, "knm": 512,
-    "znver1": 256, "znver2": 256, "znver3": 256, "haswell": 256, "broadwell": 256, "skylake": 256,
-    "alderlake": 256, "raptorlake": 256, "meteorlake": 256, "arrowlake": 256, "lunarlake": 256,
-    "core-avx2": 256, "x86-64-v3": 256, "x86-64-v4": 512, "sandybridge": 256, "ivybridge": 256,
-    "x86-64": 128, "x86-64-v2": 128, "nehalem": 128, "westmere": 128,
-}
-
-
-@lru_cache(maxsize=1)
 def host_vector_width_bits() -> int:
-    """Widest SIMD register of this machine, from ``/proc/cpuinfo`` flags (AVX-512 → 512,
-    AVX2 → 256, else 128).
+    """Widest SIMD register of this machine (AVX-512 → 512, AVX2 → 256, else 128): `host_cpu`'s.
 
     Example:
         >>> host_vector_width_bits() in (128, 256, 512)
         True
     """
-    flags: set[str] = set()
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
-            for line in f:
-                if line.startswith("flags") or line.startswith("Features"):
-                    flags = set(line.split(":", 1)[1].split())
-                    break
-    except OSError:
-        return 128
-    if "avx512f" in flags:
-        return 512
-    if "avx2" in flags or "avx" in flags:
-        return 256
-    return 128
+    return host_cpu().vector_bits
 
 
 def _parse_value(kind: str, key: str, raw: "str | None", text: str) -> Any:
@@ -222,6 +198,22 @@ class Target:
         return int(self.attrs.get("num-cores") or os.cpu_count() or 1)
 
     @property
+    def cpu(self) -> CpuModel:
+        """The CPU model schedules derive their tiles from (`ingot.cpu_model`): ``-mcpu``'s (the host's
+        without one), with ``-num-cores`` as its cores, ``-vector-width`` narrowing its vectors and
+        ``-mattr`` adding or removing features.
+
+        Example:
+            >>> c = Target("llvm -mcpu=haswell -num-cores=2").cpu
+            >>> (c.name, c.isa, c.vector_registers, c.cores)
+            ('haswell', 'avx2', 16, 2)
+        """
+        if not self.is_cpu:
+            raise TargetError(f"target {self._canonical!r} is not a CPU target: it has no CPU model")
+        return _cpu_model(self.mcpu or "native", self.attrs.get("vector-width"), self.attrs.get("mattr") or (),
+                          self.num_cores)
+
+    @property
     def vector_width_bits(self) -> int:
         """SIMD register width used to size vector loops (bits).
 
@@ -229,13 +221,9 @@ class Target:
             >>> Target("llvm -mcpu=haswell").vector_width_bits
             256
         """
-        if "vector-width" in self.attrs:
-            return int(self.attrs["vector-width"])
-        if self.mcpu is not None and self.mcpu != "native":
-            return _MCPU_VECTOR_BITS.get(self.mcpu, 128)
         if self.is_cuda:
             return 128
-        return host_vector_width_bits()
+        return self.cpu.vector_bits
 
     def vector_lanes(self, dtype: Any) -> int:
         """How many elements of ``dtype`` fill one vector register.
@@ -298,6 +286,26 @@ class Target:
 
     def __reduce__(self):
         return (Target, (self._canonical,))
+
+
+@lru_cache(maxsize=256)
+def _cpu_model(mcpu: str, vector_width: "int | None", mattr: tuple, cores: int) -> CpuModel:
+    try:
+        cpu = named_cpu(mcpu)
+    except ValueError as err:
+        raise TargetError(str(err)) from None
+    if mattr:
+        feats = set(cpu.features)
+        for entry in mattr:
+            (feats.add if entry.startswith("+") else feats.discard)(entry[1:])
+        cpu = replace(cpu, features=frozenset(feats))
+        if "avx512f" not in feats and cpu.vector_bits > 256:
+            cpu = replace(cpu, vector_bits=256 if "avx" in feats else 128, vector_registers=16)
+        elif "avx" not in feats and "avx512f" not in feats:
+            cpu = replace(cpu, vector_bits=128)
+    if vector_width:
+        cpu = replace(cpu, vector_bits=min(cpu.vector_bits, int(vector_width)) if cpu.vector_bits else int(vector_width))
+    return cpu.with_cores(cores)
 
 
 def as_target(target: "str | Mapping[str, Any] | Target | None") -> Target:

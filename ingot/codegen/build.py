@@ -26,7 +26,7 @@ import heapq
 from typing import Any, Sequence
 
 from ingot.codegen.c import CSource, generate_c
-from ingot.codegen.toolchain import (CompileOptions, compile_jobs, compile_shared_library,
+from ingot.codegen.toolchain import (CompileOptions, compile_jobs, compile_shared_library, march_flags,
                                      compile_shared_library_units, compile_to_assembly)
 from ingot.ir.module import IRModule
 from ingot.target import Target, as_target
@@ -51,8 +51,8 @@ def compile_options_for(target: "Target | str") -> CompileOptions:
     """The C compiler options a CPU ``target`` asks for.
 
     Example:
-        >>> compile_options_for("llvm -mcpu=znver5").march
-        'znver5'
+        >>> compile_options_for("llvm -mcpu=haswell").march
+        'haswell'
         >>> compile_options_for("llvm").march
         'native'
     """
@@ -62,10 +62,14 @@ def compile_options_for(target: "Target | str") -> CompileOptions:
             f"target {str(target)!r} is not a CPU target; the C backend builds for 'llvm' or 'c' "
             "(CUDA modules are built by ingot.codegen.cuda)"
         )
-    options = CompileOptions(march=target.mcpu or "native")
+    # A named CPU compiles for that CPU, not the host: -mcpu=haswell on an AVX-512 host is AVX2 code.
+    march, feature_flags = march_flags(target.cpu)
+    options = CompileOptions(march=march)
     if "opt-level" in target.attrs:
         options = options.replace(opt_level=min(3, int(target.attrs["opt-level"])))
-    extra: list[str] = []
+    extra: list[str] = list(feature_flags)
+    if target.cpu.vector_bits < 512 and target.cpu.has("avx512f"):
+        extra.append(f"-mprefer-vector-width={target.cpu.vector_bits}")  # -vector-width narrows
     if target.attrs.get("fast-math"):
         extra.append("-ffast-math")
     if target.attrs.get("mattr"):
@@ -132,23 +136,26 @@ def module_assembly(mod: "IRModule | PrimFunc", target: "Target | str | None" = 
     return compile_to_assembly(code, _options_for_source(target, code))
 
 
-def hot_loop_report(assembly: str) -> dict:
+def hot_loop_report(assembly: str, vector_bits: int = 512) -> dict:
     """Facts of the micro-kernel in ``assembly`` (AT&T syntax, as `module_assembly` returns it):
     among the loops (a label and a conditional jump back to it), the one with the most FMAs, the
-    shortest on a tie — its ``fma`` count, ``zmm`` (FMAs on zmm registers), ``stack`` (accesses
-    through %rsp/%rbp: spills and reloads; 0 means the accumulators stay in registers), ``stores``
-    (zmm stores to memory) and ``instructions``.
+    shortest on a tie — its ``fma`` count, ``vector`` (FMAs on full-width registers of
+    ``vector_bits``: zmm for 512, ymm for 256, xmm for 128), ``zmm`` (FMAs on zmm registers),
+    ``stack`` (accesses through %rsp/%rbp: spills and reloads; 0 means the accumulators stay in
+    registers), ``stores`` (full-width vector stores to memory) and ``instructions``.
 
     Example:
-        >>> asm = ".L3:; vfmadd231ps %zmm1, %zmm2, %zmm0; jne .L3".replace(";", chr(10))
-        >>> hot_loop_report(asm)["zmm"]
-        1
+        >>> asm = ".L3:; vfmadd231ps %ymm1, %ymm2, %ymm0; jne .L3".replace(";", chr(10))
+        >>> r = hot_loop_report(asm, vector_bits=256)
+        >>> r["fma"], r["vector"], r["zmm"]
+        (1, 1, 0)
     """
     import re
 
+    reg = {512: "zmm", 256: "ymm"}.get(vector_bits, "xmm")
     lines = assembly.splitlines()
     labels = {ln[:-1]: n for n, ln in enumerate(lines) if re.match(r"^\.L\w+:$", ln)}
-    best = {"fma": 0, "zmm": 0, "stack": 0, "stores": 0, "instructions": 0}
+    best = {"fma": 0, "vector": 0, "zmm": 0, "stack": 0, "stores": 0, "instructions": 0}
     for n, ln in enumerate(lines):
         m = re.match(r"^\s+j\w+\s+(\.L\w+)$", ln)
         if not m or m.group(1) not in labels or labels[m.group(1)] >= n:
@@ -157,9 +164,10 @@ def hot_loop_report(assembly: str) -> dict:
         fma = sum(1 for b in body if re.match(r"\s+vfmadd\w+\s", b))
         if fma > best["fma"] or (fma == best["fma"] and fma and len(body) < best["instructions"]):
             best = {"fma": fma,
+                    "vector": sum(1 for b in body if re.match(rf"\s+vfmadd\w+\s.*%{reg}", b)),
                     "zmm": sum(1 for b in body if re.match(r"\s+vfmadd\w+\s.*%zmm", b)),
                     "stack": sum(1 for b in body if re.search(r"\((%rsp|%rbp)", b)),
-                    "stores": sum(1 for b in body if re.match(r"\s+vmov\w+\s+%zmm\d+, .*\(", b)),
+                    "stores": sum(1 for b in body if re.match(rf"\s+vmov\w+\s+%{reg}\d+, .*\(", b)),
                     "instructions": len(body)}
     return best
 

@@ -44,6 +44,7 @@ import sys
 import tempfile
 import threading
 from functools import lru_cache
+from typing import Any
 from pathlib import Path
 
 __all__ = [
@@ -234,6 +235,52 @@ def compiler_version() -> str:
         'gcc (Debian 12.2.0-14+deb12u1) 12.2.0'
     """
     return _version_of(tuple(find_compiler()))
+
+
+@lru_cache(maxsize=64)
+def compiler_accepts_march(march: str) -> bool:
+    """Whether the C compiler knows ``-march=<march>`` (gcc 12 predates ``znver4``/``znver5``).
+
+    Example::
+
+        >>> compiler_accepts_march("x86-64-v2")     # doctest: +SKIP
+        True
+    """
+    try:
+        proc = subprocess.run([*find_compiler(), f"-march={march}", "-x", "c", "-E", "-", "-o", os.devnull],
+                              input="", capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError, ToolchainError):
+        return False
+    return proc.returncode == 0
+
+
+def march_flags(cpu: Any) -> "tuple[str, tuple[str, ...]]":
+    """(``-march`` value, extra ``-m<feature>`` flags) that compile for ``cpu`` (an
+    `ingot.cpu_model.CpuModel`) with this compiler: its own name when the compiler knows it, else
+    the first known of its fallbacks plus the vector features that one lacks, so ``-mcpu=znver5``
+    code still uses AVX-512 VNNI/BF16 on a gcc without ``-march=znver5``.
+
+    Example::
+
+        >>> from ingot.cpu_model import named_cpu
+        >>> march_flags(named_cpu("haswell"))
+        ('haswell', ())
+    """
+    from ingot.cpu_model import named_cpu
+
+    if cpu.march == "native" or compiler_accepts_march(cpu.march):
+        return cpu.march, ()
+    for fallback in cpu.march_fallbacks:
+        if compiler_accepts_march(fallback):
+            try:
+                known = named_cpu(fallback).features
+            except ValueError:
+                known = frozenset()
+            missing = sorted(f for f in cpu.features - known if f.startswith(("avx", "amx", "fma")))
+            return fallback, tuple(f"-m{f}" for f in missing)
+    raise ToolchainError(f"the C compiler knows neither -march={cpu.march} nor its fallbacks "
+                         f"{', '.join(cpu.march_fallbacks) or '(none)'}; use a newer gcc, or a target "
+                         "such as 'llvm -mcpu=x86-64-v3'")
 
 
 @lru_cache(maxsize=1)

@@ -15,25 +15,49 @@ from ingot.ops.schedule import schedule_blocks
 from ingot.target import Target
 from ingot.tir.schedule import Schedule
 
+#: The host: numbers are checked on code this machine runs.
 TARGET = "llvm -num-cores=2"
+#: The host's CPU model, for tests that call a rule directly.
+CPU = Target(TARGET).cpu
+#: An AVX-512 CPU (32 registers, 48 KiB L1d, 2 MiB L2): the tile structure that the exact
+#: assertions on default parameters describe; its code compiles on any host (assembly checks).
+AVX512_TARGET = "llvm -mcpu=sapphirerapids -num-cores=2"
+AVX512_CPU = Target(AVX512_TARGET).cpu
+#: The CPUs kernel tests cover: the host, AVX2 (runs on every AVX2 or AVX-512 host) and AVX-512
+#: (run where the host has it, else compiled and checked in the assembly only).
+CPU_TARGETS = (TARGET, "llvm -mcpu=haswell -num-cores=2", AVX512_TARGET)
 
 
-def schedule(tensors: list) -> tuple:
-    """``(schedule, {block name: rule name})`` of the default rules applied to ``tensors``' function."""
+def runs_here(target: str) -> bool:
+    """Whether code compiled for ``target`` runs on this host.
+
+    Example:
+        >>> runs_here("llvm -mcpu=haswell")   # doctest: +SKIP
+        True
+    """
+    from ingot.cpu_model import host_can_run
+
+    return host_can_run(Target(target).cpu)
+
+
+def schedule(tensors: list, target: str = TARGET) -> tuple:
+    """``(schedule, {block name: rule name})`` of the default rules for ``target`` applied to
+    ``tensors``' function."""
     log: list = []
-    sch = schedule_blocks(Schedule(te.create_prim_func(tensors)), Target(TARGET), log=log)
+    sch = schedule_blocks(Schedule(te.create_prim_func(tensors)), Target(target), log=log)
     return sch, {name: rule for name, rule, _ in log}
 
 
-def run(sch: Schedule, args: list, out_shape: tuple) -> np.ndarray:
-    """Build ``sch.mod`` for `TARGET` and run it on ``args`` into a fresh float32 output."""
+def run(sch: Schedule, args: list, out_shape: tuple, target: str = TARGET) -> np.ndarray:
+    """Build ``sch.mod`` for ``target`` and run it on ``args`` into a fresh float32 output."""
     out = np.zeros(out_shape, "float32")
-    ingot.build(sch.mod, TARGET)["main"](*args, out)
+    ingot.build(sch.mod, target)["main"](*args, out)
     return out
 
 
-def kernel_loop(sch: Schedule) -> dict:
-    """FMAs, zmm FMAs, stack accesses and zmm stores of the innermost assembly loop with the most FMAs."""
+def kernel_loop(sch: Schedule, target: str = TARGET) -> dict:
+    """FMAs, full-width vector FMAs (``vector``: on ``target``'s widest registers), stack accesses
+    and vector stores of the innermost assembly loop with the most FMAs, compiled for ``target``."""
     from ingot.codegen.build import hot_loop_report, module_assembly
 
-    return hot_loop_report(module_assembly(ingot.lower(sch.mod), TARGET))
+    return hot_loop_report(module_assembly(ingot.lower(sch.mod), target), Target(target).cpu.vector_bits)

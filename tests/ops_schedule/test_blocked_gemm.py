@@ -18,7 +18,7 @@ from ingot.tir.schedule import Schedule
 from ingot.tir.schedule.error import ScheduleError
 from ingot.tir.stmt import ForKind
 
-from .schedule_testutil import TARGET, run as _run, schedule as _schedule
+from .schedule_testutil import AVX512_CPU, CPU, TARGET, run as _run, schedule as _schedule
 
 pytestmark = pytest.mark.compiler
 
@@ -35,12 +35,14 @@ def _kinds(sch, block):
 
 
 def test_nc_blocks_keep_a_threads_share_of_the_slice_in_l2():
-    from ingot.ops.schedule.blocked import L2_SHARE_BYTES, _choose_nc
+    from ingot.ops.schedule.blocked import _choose_nc
 
-    assert _choose_nc(1024, 512, 32, 2) == 1024  # 1 MiB per thread: one block
-    assert _choose_nc(2048, 512, 32, 2) == 1024
-    assert _choose_nc(2048, 512, 32, 1) == 512
-    assert _choose_nc(3072, 512, 32, 2) * 512 * 4 / 2 <= L2_SHARE_BYTES
+    spr = AVX512_CPU  # 2 MiB L2: half of it per thread's share of a packed slice
+    assert _choose_nc(1024, 512, 32, spr.with_cores(2)) == 1024  # 1 MiB per thread: one block
+    assert _choose_nc(2048, 512, 32, spr.with_cores(2)) == 1024
+    assert _choose_nc(2048, 512, 32, spr.with_cores(1)) == 512
+    assert _choose_nc(3072, 512, 32, spr.with_cores(2)) * 512 * 4 / 2 <= spr.l2_bytes // 2
+    assert _choose_nc(2048, 512, 16, Target("llvm -mcpu=znver3").cpu.with_cores(2)) == 512  # 512 KiB L2
 
 
 def test_choose_kc():
@@ -52,7 +54,7 @@ def _plain_rule(m, n, k, **kw):
     A, B = te.placeholder((m, k), name="A"), te.placeholder((k, n), name="B")
     C = ops.matmul(A, B)
     sch = Schedule(te.create_prim_func([A, B, C]))
-    blocked_gemm_rule(sch, C.op.name, analyze_block(sch, sch.get_block(C.op.name)), 16, 2, **kw)
+    blocked_gemm_rule(sch, C.op.name, analyze_block(sch, sch.get_block(C.op.name)), CPU, **kw)
     return sch, C.op.name
 
 
@@ -112,7 +114,7 @@ def test_block_order_fuses_the_epilogue_per_column_block():
         te.placeholder((128,), name="b")
     y = ops.relu(ops.nn.dense(x, w, bias))
     sch = Schedule(te.create_prim_func([x, w, bias, y]))
-    blocked_gemm_rule(sch, "T_dense", analyze_block(sch, sch.get_block("T_dense")), 16, 2, order="block")
+    blocked_gemm_rule(sch, "T_dense", analyze_block(sch, sch.get_block("T_dense")), CPU, order="block")
     kinds = _kinds(sch, "T_dense")
     assert [kd for _, kd in kinds][:2] == [ForKind.SERIAL, ForKind.PARALLEL]  # ic, then parallel jr
     assert _kinds(sch, "T_relu")[:2] == kinds[:2]  # epilogue per (ic, jr) block after its k slices
@@ -139,7 +141,7 @@ def test_slice_order_inlines_the_epilogue_chain():
         te.placeholder((256,), name="b")
     y = ops.relu(ops.nn.dense(x, w, bias))  # K = 768: two slices of 384
     sch = Schedule(te.create_prim_func([x, w, bias, y]))
-    blocked_gemm_rule(sch, "T_dense", analyze_block(sch, sch.get_block("T_dense")), 16, 2, order="slice")
+    blocked_gemm_rule(sch, "T_dense", analyze_block(sch, sch.get_block("T_dense")), CPU, order="slice")
     assert "T_add_bias" not in sch.state.blocks("main")  # inlined into T_relu: one pass over C
     sch = schedule_blocks(sch, Target(TARGET))  # the driver makes T_relu parallel + vectorized
     xa, wa, ba = _rand(512, 768), _rand(256, 768), _rand(256)
@@ -164,7 +166,7 @@ def test_batch_matmul_all_orders(order):
     c_ = ops.matmul(a_, b_)
     sch = Schedule(te.create_prim_func([a_, b_, c_]))
     info = analyze_block(sch, sch.get_block(c_.op.name))
-    blocked_gemm_rule(sch, c_.op.name, info, 16, 2, order=order, nc=32 if order == "slice" else None)
+    blocked_gemm_rule(sch, c_.op.name, info, CPU, order=order, nc=32 if order == "slice" else None)
     a, b = _rand(3, 128, 1024), _rand(3, 1024, 128)
     np.testing.assert_allclose(_run(sch, [a, b], (3, 128, 128)), a @ b, rtol=1e-4, atol=1e-3)
 
@@ -185,7 +187,7 @@ def test_odd_sizes_fall_back(m, n, k):
     sch = Schedule(te.create_prim_func([A, B, C]))
     info = analyze_block(sch, sch.get_block(C.op.name))
     with pytest.raises(ScheduleError, match="multiples of the tiles"):
-        blocked_gemm_rule(sch.copy(), C.op.name, info, 16, 2)
+        blocked_gemm_rule(sch.copy(), C.op.name, info, CPU)
     sch2, picked = _schedule([A, B, C])
     assert picked[C.op.name] != "blocked_gemm_rule"
     a, b = _rand(m, k), _rand(k, n)
@@ -201,7 +203,7 @@ def test_explicit_tiles(mc, kc, order, nc):
     C = ops.matmul(A, B)
     sch = Schedule(te.create_prim_func([A, B, C]))
     info = analyze_block(sch, sch.get_block(C.op.name))
-    blocked_gemm_rule(sch, C.op.name, info, 16, 2, mc=mc, kc=kc, order=order, nc=nc)
+    blocked_gemm_rule(sch, C.op.name, info, CPU, mc=mc, kc=kc, order=order, nc=nc)
     a, b = _rand(m, k), _rand(k, n)
     np.testing.assert_allclose(_run(sch, [a, b], (m, n)), a @ b, rtol=1e-4, atol=1e-3)
 

@@ -16,7 +16,7 @@ from ingot.target import Target
 from ingot.tir.schedule import Schedule
 from ingot.tir.schedule.error import ScheduleError
 
-from .schedule_testutil import TARGET, kernel_loop as _kernel_loop, run as _run, schedule as _schedule
+from .schedule_testutil import AVX512_CPU, CPU, TARGET, kernel_loop as _kernel_loop, run as _run, schedule as _schedule
 
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.compiler
@@ -90,7 +90,7 @@ def test_both_loop_orders_are_correct(order):
     tensors = _packed_conv_layer(16, 14, 64, 3, 1, residual=False)
     sch = Schedule(te.create_prim_func(tensors))
     info = analyze_block(sch, sch.get_block("conv2d_nhwc"))
-    conv_nhwc_rule(sch, "conv2d_nhwc", info, 16, 2, order=order)
+    conv_nhwc_rule(sch, "conv2d_nhwc", info, CPU, order=order)
     sch = schedule_blocks(sch, Target(TARGET))  # the pad stage
     xa, wa, ba = _rand(1, 14, 14, 16), _rand(3, 3, 16, 64), _rand(64)
     out = _run(sch, [xa, packed.pack_conv2d_nhwc_weight(wa, 32), ba], (1, 14, 14, 64))
@@ -104,7 +104,7 @@ def test_big_weight_panels_slice_the_reduction(hw):
     # the tile is 14 pixels x 2 vectors (28 zmm accumulators)
     from ingot.ops.schedule.conv_nhwc import choose_kc
 
-    assert choose_kc(9, 160, 32) == 32
+    assert choose_kc(9, 160, 32, AVX512_CPU) == 32
     tensors = _packed_conv_layer(160, hw, 64, 3, 1)
     sch, rules = _schedule(tensors)
     assert rules["conv2d_nhwc"] == "conv_nhwc_rule", rules
@@ -145,7 +145,7 @@ def test_rule_refuses_what_it_cannot_tile():
     sch = Schedule(te.create_prim_func([x, w, y]))
     info = analyze_block(sch, sch.get_block("conv2d_nhwc"))
     with pytest.raises(ScheduleError, match="20 output channels"):
-        conv_nhwc_rule(sch, "conv2d_nhwc", info, 16, 2)
+        conv_nhwc_rule(sch, "conv2d_nhwc", info, CPU)
     sch, rules = _schedule([x, w, y])
     assert rules["conv2d_nhwc"] != "conv_nhwc_rule"
     xa, wa = _rand(1, 7, 7, 8), _rand(1, 1, 8, 20)
@@ -179,7 +179,7 @@ def test_1x1_pixels_order_matches_torch_keeps_the_tile_in_registers(c, hw, o, s)
     from ingot.ops.schedule.conv_nhwc import ConvNhwcShape, default_conv_params
 
     oh = (hw - 1) // s + 1
-    assert default_conv_params(ConvNhwcShape(1, oh, oh, o, c, 1, 6, 16, 2), 2).order == "pixels"
+    assert default_conv_params(ConvNhwcShape(1, oh, oh, o, c, 1, 6, 16, 2), AVX512_CPU).order == "pixels"
     sch, rules = _schedule(_packed_conv_layer(c, hw, o, 1, s))
     assert rules["conv2d_nhwc"] == "conv_nhwc_rule", rules
     if _avx512():
@@ -258,8 +258,8 @@ def test_7x7_1x1_odd_oc_blocks_split_k_matches_torch(c, residual):
     from ingot.ops.schedule.conv_nhwc import ConvNhwcShape
     from ingot.ops.schedule.conv_nhwc_splitk import split_k_kc
 
-    assert split_k_kc(ConvNhwcShape(1, 7, 7, 160, c, 1, 6, 16, 2), 2) == (120 if c == 960 else 288)
-    assert not split_k_kc(ConvNhwcShape(1, 7, 7, 320, c, 1, 6, 16, 2), 2)  # 10 blocks: even
+    assert split_k_kc(ConvNhwcShape(1, 7, 7, 160, c, 1, 6, 16, 2), AVX512_CPU) == (120 if c == 960 else 288)
+    assert not split_k_kc(ConvNhwcShape(1, 7, 7, 320, c, 1, 6, 16, 2), AVX512_CPU)  # 10 blocks: even
     sch, rules = _schedule(_packed_conv_layer(c, 7, 160, 1, 1, residual=residual))
     assert rules["conv2d_nhwc"] == "conv_nhwc_rule", rules
     assert "conv2d_nhwc_rf" in sch.mod["main"].script()
@@ -368,7 +368,7 @@ def test_window_rule_refuses_nchw_pools():
     sch = Schedule(te.create_prim_func([x, y]))
     info = analyze_block(sch, sch.get_block("pool_max"))
     with pytest.raises(ScheduleError, match="channels-last"):
-        nhwc_window_rule(sch, "pool_max", info, 16, 2)
+        nhwc_window_rule(sch, "pool_max", info, CPU)
 
 
 @pytest.mark.parametrize("c,hw,o,s", [(512, 14, 64, 1), (512, 14, 128, 2)])
@@ -379,9 +379,9 @@ def test_sliced_1x1_oc_order_prefetches_next_weight_slice_matches_torch(c, hw, o
     from ingot.ops.schedule.conv_nhwc import ConvNhwcShape, WEIGHT_PREFETCH, default_conv_params
 
     oh = (hw - 1) // s + 1
-    params = default_conv_params(ConvNhwcShape(1, oh, oh, o, c, 1, 6, 16, 2), 2)
+    params = default_conv_params(ConvNhwcShape(1, oh, oh, o, c, 1, 6, 16, 2), AVX512_CPU)
     assert (params.order, params.kc, params.prefetch) == ("oc", 128, WEIGHT_PREFETCH), params
-    assert default_conv_params(ConvNhwcShape(1, 14, 14, 64, 512, 9, 6, 16, 2), 2).prefetch is None  # 3x3
+    assert default_conv_params(ConvNhwcShape(1, 14, 14, 64, 512, 9, 6, 16, 2), AVX512_CPU).prefetch is None  # 3x3
     sch, rules = _schedule(_packed_conv_layer(c, hw, o, 1, s))
     assert rules["conv2d_nhwc"] == "conv_nhwc_rule", rules
     src = ingot.build(sch.mod, target=TARGET).get_source()

@@ -15,7 +15,7 @@ from ingot.ops.schedule.conv_nhwc import (ConvNhwcParams, ConvNhwcShape, analyze
 from ingot.target import Target
 from ingot.tir.schedule import Schedule
 
-from .schedule_testutil import TARGET, run as _run
+from .schedule_testutil import AVX512_CPU, TARGET, run as _run
 
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.compiler
@@ -67,26 +67,26 @@ def test_explicit_points_match_torch(c, hw, o, k, params):
 
 def test_default_params_per_layer_class():
     # ResNet-50 3x3 layers: sliced by 32 channels, 14 x 2-vector tile where 14 divides OW
-    assert default_conv_params(ConvNhwcShape(1, 56, 56, 64, 64, 9, 6, 16, 2), 2) == ConvNhwcParams("rows", 14, 32, 2)
-    assert default_conv_params(ConvNhwcShape(1, 7, 7, 512, 512, 9, 6, 16, 2), 2) == ConvNhwcParams("oc", 7, 32, 4)
+    assert default_conv_params(ConvNhwcShape(1, 56, 56, 64, 64, 9, 6, 16, 2), AVX512_CPU) == ConvNhwcParams("rows", 14, 32, 2)
+    assert default_conv_params(ConvNhwcShape(1, 7, 7, 512, 512, 9, 6, 16, 2), AVX512_CPU) == ConvNhwcParams("oc", 7, 32, 4)
     # MobileNetV2's last 1x1 (320 -> 1280 at 7x7): whole panel (40 KB), oc order
-    assert default_conv_params(ConvNhwcShape(1, 7, 7, 1280, 320, 1, 6, 16, 2), 2) == ConvNhwcParams("oc", 7, 0, 4)
+    assert default_conv_params(ConvNhwcShape(1, 7, 7, 1280, 320, 1, 6, 16, 2), AVX512_CPU) == ConvNhwcParams("oc", 7, 0, 4)
     # 1x1 with an L1-resident panel, OW = 28/56, >= 2 oc blocks, C >= 64: pixels order (each
     # 14-pixel tile runs every oc block), 14 x 2-vector tile
-    assert default_conv_params(ConvNhwcShape(1, 28, 28, 512, 128, 1, 6, 16, 2), 2) == ConvNhwcParams("pixels", 14, 0, 4)
-    assert default_conv_params(ConvNhwcShape(1, 56, 56, 64, 256, 1, 6, 16, 2), 2) == ConvNhwcParams("pixels", 14, 0, 4)
+    assert default_conv_params(ConvNhwcShape(1, 28, 28, 512, 128, 1, 6, 16, 2), AVX512_CPU) == ConvNhwcParams("pixels", 14, 0, 4)
+    assert default_conv_params(ConvNhwcShape(1, 56, 56, 64, 256, 1, 6, 16, 2), AVX512_CPU) == ConvNhwcParams("pixels", 14, 0, 4)
     # ... rows order when forced or at OW = 14 (>= 4 oc blocks); C = 32 keeps rows (the
     # pixels-order tile spills there)
-    assert default_conv_params(ConvNhwcShape(1, 56, 56, 256, 64, 1, 6, 16, 2), 2, order="rows") == \
+    assert default_conv_params(ConvNhwcShape(1, 56, 56, 256, 64, 1, 6, 16, 2), AVX512_CPU, order="rows") == \
         ConvNhwcParams("rows", 14, 0, 4)
-    assert default_conv_params(ConvNhwcShape(1, 14, 14, 1024, 256, 1, 6, 16, 2), 2) == ConvNhwcParams("rows", 14, 0, 4)
-    assert default_conv_params(ConvNhwcShape(1, 28, 28, 192, 32, 1, 6, 16, 2), 2) == ConvNhwcParams("rows", 14, 0, 4)
-    assert default_conv_params(ConvNhwcShape(1, 56, 56, 64, 32, 1, 6, 16, 2), 2) == ConvNhwcParams("rows", 8, 0, 4)
+    assert default_conv_params(ConvNhwcShape(1, 14, 14, 1024, 256, 1, 6, 16, 2), AVX512_CPU) == ConvNhwcParams("rows", 14, 0, 4)
+    assert default_conv_params(ConvNhwcShape(1, 28, 28, 192, 32, 1, 6, 16, 2), AVX512_CPU) == ConvNhwcParams("rows", 14, 0, 4)
+    assert default_conv_params(ConvNhwcShape(1, 56, 56, 64, 32, 1, 6, 16, 2), AVX512_CPU) == ConvNhwcParams("rows", 8, 0, 4)
     # a sliced reduction asked for pixels order runs rows order
-    assert default_conv_params(ConvNhwcShape(1, 7, 7, 512, 2048, 1, 6, 16, 2), 2, order="pixels").order == "rows"
-    assert default_conv_params(ConvNhwcShape(1, 14, 14, 1024, 256, 1, 6, 16, 2), 2, order="oc").mr == 7
+    assert default_conv_params(ConvNhwcShape(1, 7, 7, 512, 2048, 1, 6, 16, 2), AVX512_CPU, order="pixels").order == "rows"
+    assert default_conv_params(ConvNhwcShape(1, 14, 14, 1024, 256, 1, 6, 16, 2), AVX512_CPU, order="oc").mr == 7
     with pytest.raises(Exception, match="does not divide"):
-        default_conv_params(ConvNhwcShape(1, 7, 7, 64, 64, 9, 6, 16, 2), 2, kc=24)
+        default_conv_params(ConvNhwcShape(1, 7, 7, 64, 64, 9, 6, 16, 2), AVX512_CPU, kc=24)
 
 
 def test_wide_1x1_default_matches_torch():

@@ -198,7 +198,10 @@ def test_analysis_and_tile_choices():
     sch = Schedule(te.create_prim_func([A, B, C]))
     info = analyze_block(sch, sch.get_block(C.op.name))
     assert (info.kind, info.i_index, info.j_index) == ("gemm", 0, 1)
-    assert choose_mr(1024, 2) == 8 and choose_mr(1, 2) == 1 and choose_mr(None, 1) == 4
+    avx512, avx2 = Target("llvm -mcpu=skylake-avx512").cpu, Target("llvm -mcpu=haswell").cpu
+    assert choose_mr(1024, 2, avx512) == 8 and choose_mr(1, 2, avx512) == 1 and choose_mr(None, 1, avx512) == 4
+    # 16 registers: a 2-vector tile has at most 6 rows (12 accumulators + 2 operands + broadcast)
+    assert choose_mr(1024, 2, avx2) == 4 and choose_mr(96, 2, avx2) == 6 and avx2.fits_registers(6, 2)
     assert choose_nr(1024, 16) == (2, 16) and choose_nr(56, 16) == (1, 8) and choose_nr(28, 16) == (1, 4) and choose_nr(7, 16) == (1, 1)
     E = te.compute((8, 16), lambda i, j: tir.exp(C[i, j]), name="E")
     sch = Schedule(te.create_prim_func([A, B, E]))

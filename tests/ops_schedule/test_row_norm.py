@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from ingot import ops, te
+from ingot.target import Target
 from ingot.tir.schedule import Schedule
 from ingot.ops.schedule.analysis import analyze_block
 from ingot.ops.schedule.reduction import row_norm_rule
@@ -65,7 +66,7 @@ def test_two_axis_layer_norm_falls_back():
     tensors = _layer_norm(x.shape, axes=(-2, -1))
     sch = Schedule(te.create_prim_func(tensors))
     with pytest.raises(ScheduleError, match="row_norm_rule"):
-        row_norm_rule(sch, "T_layer_norm_sum", analyze_block(sch, sch.get_block("T_layer_norm_sum")), 16, 2)
+        row_norm_rule(sch, "T_layer_norm_sum", analyze_block(sch, sch.get_block("T_layer_norm_sum")), Target("llvm -num-cores=2").cpu)
     sch, picked = _schedule(tensors)
     assert picked["T_layer_norm_sum"] != "row_norm_rule"
     np.testing.assert_allclose(_run(sch, [x, g, b], x.shape), _ref(x, g, b, (-2, -1)), rtol=0, atol=1e-5)

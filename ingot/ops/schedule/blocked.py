@@ -50,26 +50,63 @@ zmm registers over the k loop (loaded once, stored once per kc slice). Every ste
 primitive; the driver falls back to `gemm_rule` when one refuses (ragged sizes, other layouts).
 
 Example:
-    >>> # blocked_gemm_rule(sch, "T_matmul", info, lanes=16, cores=2)
+    >>> # blocked_gemm_rule(sch, "T_matmul", info, Target("llvm -num-cores=2").cpu)
 """
 from __future__ import annotations
 
 from typing import Any, Optional
 
+from ingot.cpu_model import CpuModel
 from ingot.ir.expr import BufferLoad
 from ingot.ir.functor import collect_vars
 from ingot.tir.schedule.error import ScheduleError
 
 from .analysis import BlockInfo, panel_layout
 
-__all__ = ["blocked_gemm_rule", "choose_kc", "is_large_gemm", "KC", "KC_CHOICES", "MC"]
+__all__ = ["blocked_gemm_rule", "choose_kc", "is_large_gemm", "default_gemm_tile", "default_mc", "KC", "KC_CHOICES",
+           "MC"]
 
 KC = 256        # the smallest k slice the rule uses (is_large_gemm: K >= KC)
 KC_CHOICES = (512, 384, 256)   # slice depths tried in order: the first that divides K
-L2_SHARE_BYTES = 1 << 20      # a thread's share of a packed B slice (NC blocking) stays in L2
-MC = 128        # rows of A per ic block: MC x KC x 4 bytes = 256 KiB at KC = 512 (L2)
+MC = 128        # rows of A per ic block at most: MC x KC x 4 bytes = 256 KiB at KC = 512
 KU = 4          # k steps unrolled in the micro-kernel
 MIN_FLOPS = 2 * 256 ** 3   # below this the plain register-tiled rule is as fast (fits in L2)
+
+
+def default_gemm_tile(m: int, cpu: CpuModel) -> "tuple[int, int]":
+    """(MR, NVEC) of the blocked GEMM's register tile on ``cpu``: two vectors per row (NR = the
+    packed panel width) and as many rows as give twice the FMA chains the pipes need
+    (`CpuModel.min_accumulators`: 16 accumulators, 8 x 2) within the register budget, dividing M.
+
+    Example:
+        >>> from ingot.cpu_model import named_cpu
+        >>> default_gemm_tile(1024, named_cpu("sapphirerapids")), default_gemm_tile(1024, named_cpu("znver3"))
+        ((8, 2), (4, 2))
+        >>> default_gemm_tile(96, named_cpu("znver3"))
+        (6, 2)
+    """
+    from .rules import max_tile_rows
+
+    nvec = 2
+    rows = min(max_tile_rows(nvec, cpu), max(1, 2 * cpu.min_accumulators // nvec))
+    while rows > 1 and m % rows:
+        rows -= 1
+    return rows, nvec
+
+
+def default_mc(kc: int, cpu: CpuModel) -> int:
+    """Rows of A per ic block: at most `MC`, the MC x KC block within half of ``cpu``'s L2
+    (the other half holds the thread's B panel and C block).
+
+    Example:
+        >>> from ingot.cpu_model import named_cpu
+        >>> default_mc(512, named_cpu("znver3")), default_mc(512, named_cpu("haswell"))
+        (128, 64)
+    """
+    mc = MC
+    while mc > 8 and mc * kc * 4 > cpu.l2_bytes // 2:
+        mc //= 2
+    return mc
 
 
 def is_large_gemm(info: BlockInfo) -> bool:
@@ -205,13 +242,14 @@ def _pack_slice(sch: Any, name: str, read_index: int, dim: int, nr: int, lanes: 
         sch.parallel(jp)
 
 
-def _choose_nc(n: int, kc: int, nr: int, cores: int) -> int:
+def _choose_nc(n: int, kc: int, nr: int, cpu: CpuModel) -> int:
     """NC (columns per jc block): N, or the largest divisor of N in NR steps whose packed KC x NC
-    slice gives each of ``cores`` threads at most `L2_SHARE_BYTES` (its half of L2)."""
-    per_col = kc * 4 / max(1, cores)
-    if n * per_col <= L2_SHARE_BYTES:
+    slice gives each of ``cpu.cores`` threads at most half of its L2."""
+    per_col = kc * 4 / max(1, cpu.cores)
+    share = cpu.l2_bytes // 2
+    if n * per_col <= share:
         return n
-    nc = int(L2_SHARE_BYTES // per_col) // nr * nr
+    nc = int(share // per_col) // nr * nr
     while nc > nr and n % nc:
         nc -= nr
     return max(nc, nr)
@@ -228,8 +266,9 @@ def _binding(sch: Any, block_rv: Any, k: int) -> Any:
     return realize.iter_values[k]
 
 
-def blocked_gemm_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: int, *, epilogue: bool = True,
-                      mr: int = 8, nvec: int = 2, kc: Optional[int] = None, mc: Optional[int] = None,
+def blocked_gemm_rule(sch: Any, name: str, info: BlockInfo, cpu: CpuModel, *, epilogue: bool = True,
+                      mr: Optional[int] = None, nvec: Optional[int] = None, kc: Optional[int] = None,
+                      mc: Optional[int] = None,
                       order: Optional[str] = None, nc: Optional[int] = None, ku: int = KU,
                       mc_split: Any = None, k_split: Any = None) -> None:
     """The cache-blocked schedule of the module note on a large ``"gemm"`` block (see
@@ -238,9 +277,10 @@ def blocked_gemm_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: i
     (sampled tile factors). Needs M % MR == 0, N % (nvec·lanes) == 0 and a slice depth of
     `KC_CHOICES` dividing K (else it raises `ScheduleError` and the driver uses `gemm_rule`).
 
-    Parameters: ``mr`` x ``nvec`` vectors is the register tile (NR = nvec·lanes; pre-packed
-    weights fix NR to their panel width); ``order``: "panel" (default), "slice" or "block" (module
-    note); ``mc``/``kc``/``nc``: the cache blocks (defaults `MC`, `choose_kc`, `_choose_nc`);
+    Parameters: ``mr`` x ``nvec`` vectors is the register tile (NR = nvec·lanes; default
+    `default_gemm_tile` for ``cpu``; pre-packed weights fix NR to their panel width); ``order``:
+    "panel" (default), "slice" or "block" (module note); ``mc``/``kc``/``nc``: the cache blocks
+    (defaults `default_mc`, `choose_kc`, `_choose_nc`, from ``cpu``'s caches);
     ``ku``: the unrolled k steps of the micro-kernel. With ``epilogue``, elementwise consumers
     (bias, relu, residual) run per register tile when K is one slice, per MC x NR block after its
     last slice in "panel" order (per jr panel of an MC block in "block" order), and as one
@@ -255,11 +295,13 @@ def blocked_gemm_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: i
     one-slice case) and C is zeroed / the epilogue runs per MC x NR block.
 
     Example:
-        >>> # blocked_gemm_rule(sch, "T_matmul", info, lanes=16, cores=2)              # the default
-        >>> # blocked_gemm_rule(sch, "T_matmul", info, 16, 2, mr=4, nvec=4, mc=64, kc=256, ku=8)
-        >>> # blocked_gemm_rule(sch, "T_matmul", info, 16, 2,
+        >>> # cpu = Target("llvm -mcpu=haswell -num-cores=2").cpu
+        >>> # blocked_gemm_rule(sch, "T_matmul", info, cpu)              # the default
+        >>> # blocked_gemm_rule(sch, "T_matmul", info, cpu, mr=4, nvec=4, mc=64, kc=256, ku=8)
+        >>> # blocked_gemm_rule(sch, "T_matmul", info, cpu,
         >>> #                   k_split=lambda lp: sch.sample_perfect_tile(lp, n=3, max_innermost_factor=8))
     """
+    lanes = cpu.lanes(info.dtype)
     if not is_large_gemm(info) or not info.simple_loops:
         raise ScheduleError(f"blocked_gemm_rule: block {name!r} is not a large plain GEMM")
     order = order or "panel"
@@ -268,6 +310,9 @@ def blocked_gemm_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: i
                             f"got {order!r}")
     i, j, r = info.i_index, info.j_index, info.reduce[0]
     m, n, k = info.extents[i], info.extents[j], info.extents[r]
+    if mr is None or nvec is None:
+        tile = default_gemm_tile(m, cpu)
+        mr, nvec = mr or tile[0], nvec or tile[1]
     vi, vdim, bi, bdim = _operand_reads(sch, name, info)
     prepacked = vdim < 0
     if prepacked:
@@ -290,7 +335,7 @@ def blocked_gemm_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: i
     else:
         kc, bad_k = kc or choose_kc(k) or KC, False  # kc: only the NC estimate of "slice" order
     if mc_split is None:
-        mc = mc or min(MC, m)
+        mc = mc or min(default_mc(kc or KC, cpu), m)
         while mc > mr and m % mc:
             mc -= mr
     if bad_k or m % mr or n % nr or (mc_split is None and m % mc):
@@ -305,7 +350,7 @@ def blocked_gemm_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: i
     else:
         io, ii = sch.split(loops[i], [None, mr])
         ic, ir = sch.split(io, _factors(mc_split, io, 2, name))
-    nc = nc or _choose_nc(n, kc, nr, cores)
+    nc = nc or _choose_nc(n, kc, nr, cpu)
     if order == "slice" and nc < n:
         # jc: NC-column blocks, so that one thread's share of a packed KC x NC slice fits in L2
         jc, jr, jn, jl = sch.split(loops[j], [None, nc // nr, nvec, lanes])

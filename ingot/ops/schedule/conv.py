@@ -23,19 +23,20 @@ other way (grouped/plain depthwise) is refused — vectorizing over channels wou
 and keeps `gemm_rule`.
 
 Example:
-    >>> # conv_oc_rule(sch, "conv2d_nchw", info, lanes=16, cores=2)
+    >>> # conv_oc_rule(sch, "conv2d_nchw", info, Target("llvm -num-cores=2").cpu)
 """
 from __future__ import annotations
 
 from dataclasses import replace
 from typing import Any
 
+from ingot.cpu_model import CpuModel
 from ingot.ir.expr import BufferLoad, Var
 from ingot.ir.functor import collect_vars
 from ingot.tir.schedule.error import ScheduleError
 
 from .analysis import BlockInfo, panel_layout
-from .rules import choose_mr, gemm_rule
+from .rules import fit_tile, gemm_rule
 
 __all__ = ["conv_oc_rule"]
 
@@ -51,7 +52,7 @@ def _loads(e: Any, out: list) -> list:
     return out
 
 
-def conv_oc_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: int, *, epilogue: bool = True) -> None:
+def conv_oc_rule(sch: Any, name: str, info: BlockInfo, cpu: CpuModel, *, epilogue: bool = True) -> None:
     """Register-tiled NCHW convolution vectorized over output channels (module note). Raises
     `ScheduleError` when the block is not such a convolution (the driver then uses `gemm_rule`):
     the vector axis of `analyze_block` must be the last output axis (width) with the row axis an
@@ -60,8 +61,9 @@ def conv_oc_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: int, *
     input of a packed depthwise conv, see the module note).
 
     Example:
-        >>> # conv_oc_rule(sch, "conv2d_nchw", info, lanes=16, cores=2)
+        >>> # conv_oc_rule(sch, "conv2d_nchw", info, Target("llvm -num-cores=2").cpu)
     """
+    lanes, cores = cpu.lanes(info.dtype), cpu.cores
     if info.kind != "gemm" or not info.simple_loops or None in info.extents or len(info.reduce) < 2:
         raise ScheduleError(f"conv_oc_rule: block {name!r} is not a convolution with static shapes")
     o, x = info.i_index, info.j_index
@@ -103,10 +105,12 @@ def conv_oc_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: int, *
         nvec = panel // lanes
     else:
         nvec = 2 if ext_o % (2 * lanes) == 0 else 1
-    nr = nvec * lanes
-    mr = choose_mr(ext_x, nvec)
-    if ext_x % mr:
-        raise ScheduleError(f"conv_oc_rule: block {name!r}: no register-tile height divides the width {ext_x}")
+    try:
+        mr, tile_nvec = fit_tile(ext_x, nvec, cpu)
+    except ScheduleError as err:
+        raise ScheduleError(f"conv_oc_rule: block {name!r}: {err}") from None
+    nr = nvec * lanes  # the panel the weights are packed in; the tile may cover part of it
+    nvec = tile_nvec
     # Step 2. Pack the weights into NR-wide output-channel panels (a parallel copy per call)
     # unless the graph pre-packed them at compile time (PackWeights).
     if panel is None:
@@ -123,5 +127,5 @@ def conv_oc_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: int, *
         return (*(v for d, v in enumerate(idx) if d != out_o), idx[out_o])
 
     swapped = replace(info, i_index=x, j_index=o)
-    gemm_rule(sch, name, swapped, lanes, cores, epilogue=epilogue, mr=mr, nvec=nvec, local_layout=local_layout)
+    gemm_rule(sch, name, swapped, cpu, epilogue=epilogue, mr=mr, nvec=nvec, local_layout=local_layout, lanes=lanes)
     del ndim

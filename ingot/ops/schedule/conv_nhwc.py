@@ -69,23 +69,25 @@ channel vectors, the window loops outside the tile, the epilogue fused, and the 
 inlined (a bounds check per tap instead of a padded copy of a memory-bound activation).
 
 Example:
-    >>> # conv_nhwc_rule(sch, "conv2d_nhwc", info, lanes=16, cores=2)
+    >>> # conv_nhwc_rule(sch, "conv2d_nhwc", info, Target("llvm -mcpu=haswell -num-cores=2").cpu)
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from typing import Any, Optional
 
+from ingot.cpu_model import CpuModel
 from ingot.ir.expr import BufferLoad, Var
 from ingot.ir.functor import collect_vars
 from ingot.tir.schedule.error import ScheduleError
 from ingot.tir.stmt import ForKind
 
 from .analysis import BlockInfo, panel_layout
-from .rules import _fuse_parallel, _vectorize_tail, choose_mr
+from .rules import _fuse_parallel, _vectorize_tail, choose_mr, fit_tile
 
 __all__ = ["conv_nhwc_rule", "nhwc_window_rule", "choose_kc", "SMALL_MAP", "ConvNhwcShape", "ConvNhwcParams",
-           "analyze_conv_nhwc", "default_conv_params", "build_conv_nhwc"]
+           "analyze_conv_nhwc", "default_conv_params", "build_conv_nhwc", "window_accumulators",
+           "fit_conv_tile"]
 
 #: Output maps with at most this many pixels loop over oc blocks outermost (weights stay hot).
 SMALL_MAP = 14 * 14
@@ -237,23 +239,43 @@ def analyze_conv_nhwc(sch: Any, name: str, info: BlockInfo, lanes: int) -> ConvN
     return ConvNhwcShape(n_ext, oh, ow, o, info.extents[rc_pos], taps, rc_pos, lanes, nvec)
 
 
-def default_conv_params(shape: ConvNhwcShape, cores: int, *, order: Optional[str] = None, mr: Optional[int] = None,
-                        kc: Optional[int] = None) -> ConvNhwcParams:
-    """The rule-based default knobs of a conv (module note): MR from `choose_mr` (14 x 2 vectors
-    for sliced layers whose OW 14 divides), ``"oc"`` order on small maps, ``kc`` from
+def fit_conv_tile(shape: ConvNhwcShape, cpu: CpuModel, name: str = "?") -> ConvNhwcShape:
+    """``shape`` with as many vectors per tile as ``cpu``'s registers allow for a tile height
+    dividing OW (`rules.fit_tile`): with 16 registers OW = 14 and 7 get 1-vector tiles.
+
+    Example:
+        >>> from ingot.cpu_model import named_cpu
+        >>> fit_conv_tile(ConvNhwcShape(1, 14, 14, 256, 256, 9, 6, 8, 2), named_cpu("znver3")).nvec
+        1
+    """
+    try:
+        return replace(shape, nvec=fit_tile(shape.ow, shape.nvec, cpu)[1])
+    except ScheduleError as err:
+        raise ScheduleError(f"conv_nhwc_rule: block {name!r}: {err}") from None
+
+
+def default_conv_params(shape: ConvNhwcShape, cpu: CpuModel, *, order: Optional[str] = None,
+                        mr: Optional[int] = None, kc: Optional[int] = None) -> ConvNhwcParams:
+    """The rule-based default knobs of a conv on ``cpu`` (module note): MR from `choose_mr` (14 x 2
+    vectors for sliced layers whose OW 14 divides, where the registers hold that tile), ``"oc"`` order on small maps, ``kc`` from
     `choose_kc`, `KU` unrolled channel steps, the next-slice weight prefetch for sliced 1x1 convs
     in ``"oc"`` order. ``order``/``mr``/``kc`` force a value.
 
     Example:
-        >>> default_conv_params(ConvNhwcShape(1, 56, 56, 64, 64, 9, 6, 16, 2), 2)
+        >>> from ingot.cpu_model import named_cpu
+        >>> default_conv_params(ConvNhwcShape(1, 56, 56, 64, 64, 9, 6, 16, 2), named_cpu("sapphirerapids").with_cores(2))
         ConvNhwcParams(order='rows', mr=14, kc=32, ku=2, parallel_fuse=None, prefetch=None)
+        >>> default_conv_params(ConvNhwcShape(1, 56, 56, 64, 64, 9, 6, 8, 2), named_cpu("znver3").with_cores(2))
+        ConvNhwcParams(order='rows', mr=4, kc=0, ku=4, parallel_fuse=None, prefetch=None)
     """
+    cores = cpu.cores
+    wide = cpu.fits_registers(WIDE_MR, shape.nvec)  # the 14 x 2-vector tile fits the register file
     mr_given = mr is not None
-    mr = mr or choose_mr(shape.ow, shape.nvec)
+    mr = mr or choose_mr(shape.ow, shape.nvec, cpu)
     if shape.ow % mr:
         raise ScheduleError(f"conv_nhwc_rule: no register-tile height divides OW = {shape.ow}")
-    if (kc is None and not mr_given and order in (None, "pixels") and _wide_1x1(shape, 2) and shape.c >= 64
-            and shape.ow >= 2 * WIDE_MR):
+    if (wide and kc is None and not mr_given and order in (None, "pixels") and _wide_1x1(shape, 2, cpu)
+            and shape.c >= 64 and shape.ow >= 2 * WIDE_MR):
         # 1x1 convs with an L1-resident panel at OW = 14/28/56: the 14 x 2-vector tile (each
         # weight vector feeds 14 FMAs; 1.02-1.14x over the 7/8 x 2 tile) in "pixels" order (the oc
         # blocks inside each pixel tile: its output pixels' whole rows, and the residual, are
@@ -266,15 +288,15 @@ def default_conv_params(shape: ConvNhwcShape, cores: int, *, order: Optional[str
         # "rows" order GCC spilled 3-7 accumulators of this tile per iteration, here none (C >= 64;
         # at C = 32 it spills 4: those keep the older choice below).
         return ConvNhwcParams("pixels", WIDE_MR, 0, KU)
-    if kc is None and _wide_1x1(shape, 4) and not mr_given and order in (None, "rows"):
+    if wide and kc is None and _wide_1x1(shape, 4, cpu) and not mr_given and order in (None, "rows"):
         return ConvNhwcParams("rows", WIDE_MR, 0, KU)
-    if order == "pixels" and (kc or choose_kc(shape.taps, shape.c, shape.nr)):
+    if order == "pixels" and (kc or choose_kc(shape.taps, shape.c, shape.nr, cpu)):
         order = "rows"  # a sliced reduction keeps the panel slice in L1 across the row's tiles
     if order is None:
         tasks = shape.n * (shape.o // shape.nr)
         order = "oc" if shape.oh * shape.ow <= SMALL_MAP and not few_uneven_tasks(tasks, cores) else "rows"
     if kc is None:
-        kc = choose_kc(shape.taps, shape.c, shape.nr)
+        kc = choose_kc(shape.taps, shape.c, shape.nr, cpu)
     if kc and shape.c % kc:
         raise ScheduleError(f"conv_nhwc_rule: channel slice {kc} does not divide C = {shape.c}")
     prefetch = None
@@ -287,7 +309,7 @@ def default_conv_params(shape: ConvNhwcShape, cores: int, *, order: Optional[str
             # --variants sk,nopf,sk2`, 60 rounds) without it 1.03-1.04x, but a second compile of the
             # same code differs as much (1.035-1.043x): no effect this machine can resolve.
             prefetch = WEIGHT_PREFETCH
-        if not mr_given and shape.nvec == 2 and shape.ow % WIDE_MR == 0:
+        if wide and not mr_given and shape.nvec == 2 and shape.ow % WIDE_MR == 0:
             # Sliced (big-panel) layers at OW = 14/28/56: a 14 x 2-vector tile (28 zmm accumulators)
             # loads each weight vector once per 14 FMAs instead of 7; 2 unrolled steps keep GCC's
             # register allocation spill-free (with 4 it spills 4 values per iteration).
@@ -299,12 +321,13 @@ def default_conv_params(shape: ConvNhwcShape, cores: int, *, order: Optional[str
     return ConvNhwcParams(order, mr, kc, ku, prefetch=prefetch)
 
 
-def _two_panel_1x1(shape: ConvNhwcShape) -> bool:
+def _two_panel_1x1(shape: ConvNhwcShape, cpu: CpuModel) -> bool:
     """Whether a 1x1 conv gets the 7 x 4-vector tile over two weight panels (`conv_nhwc_rule`):
     sliced (a panel larger than L1), OW = 7 (the 7x7 stage: no 14-pixel tile), 2-vector panels,
-    an even number of oc blocks, C a multiple of `TWO_PANEL_KC`."""
+    an even number of oc blocks, C a multiple of `TWO_PANEL_KC`, registers for a 7 x 4 tile."""
     return (shape.taps == 1 and shape.ow == 7 and shape.nvec == 2 and shape.o % (2 * shape.nr) == 0
-            and shape.c % TWO_PANEL_KC == 0 and bool(choose_kc(shape.taps, shape.c, shape.nr)))
+            and shape.c % TWO_PANEL_KC == 0 and bool(choose_kc(shape.taps, shape.c, shape.nr, cpu))
+            and cpu.fits_registers(7, 2 * shape.nvec))
 
 
 def few_uneven_tasks(tasks: int, cores: int) -> bool:
@@ -318,12 +341,13 @@ def few_uneven_tasks(tasks: int, cores: int) -> bool:
     return bool(tasks % cores) and tasks < 4 * cores
 
 
-def _small_n_1x1(shape: ConvNhwcShape) -> bool:
+def _small_n_1x1(shape: ConvNhwcShape, cpu: CpuModel) -> bool:
     """Whether an unsliced 1x1 conv at OW = 14 has exactly two 2-vector oc blocks (MobileNetV2's
     384->64 and 192->64 projections): it gets one 7 x 4-vector tile over both panels in "rows"
-    order (`SMALL_N_TWO_PANEL`)."""
+    order (`SMALL_N_TWO_PANEL`), where the registers hold that tile."""
     return (shape.taps == 1 and shape.ow == 14 and shape.oh * shape.ow <= SMALL_MAP and shape.nvec == 2
-            and shape.o == 2 * shape.nr and not choose_kc(shape.taps, shape.c, shape.nr))
+            and shape.o == 2 * shape.nr and not choose_kc(shape.taps, shape.c, shape.nr, cpu)
+            and cpu.fits_registers(7, 2 * shape.nvec))
 
 
 def _stride_1(sch: Any, name: str, shape: ConvNhwcShape) -> bool:
@@ -338,17 +362,17 @@ def _stride_1(sch: Any, name: str, shape: ConvNhwcShape) -> bool:
     return False
 
 
-def _wide_1x1(shape: ConvNhwcShape, min_blocks: int) -> bool:
+def _wide_1x1(shape: ConvNhwcShape, min_blocks: int, cpu: CpuModel) -> bool:
     """Whether a 1x1 conv gets the wide-tile "pixels" default (`default_conv_params`): unsliced
     panel, 2-vector tiles, OW a multiple of `WIDE_MR`, at least ``min_blocks`` oc blocks (in "rows" order the
     wide tile lost with fewer than 4: the 56x56 256->64 reduce 0.94-0.97x; in "pixels" order it
     wins, 0.83-0.99x; with one block, the 28x28 192->32 projection, it is neutral either way):
     ``min_blocks`` is that minimum."""
     return (shape.taps == 1 and shape.nvec == 2 and shape.ow % WIDE_MR == 0 and shape.o // shape.nr >= min_blocks
-            and not choose_kc(shape.taps, shape.c, shape.nr) and shape.c % KU == 0 and shape.c > KU)
+            and not choose_kc(shape.taps, shape.c, shape.nr, cpu) and shape.c % KU == 0 and shape.c > KU)
 
 
-def conv_nhwc_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: int, *, epilogue: bool = True,
+def conv_nhwc_rule(sch: Any, name: str, info: BlockInfo, cpu: CpuModel, *, epilogue: bool = True,
                    order: Optional[str] = None, mr: Optional[int] = None, kc: Optional[int] = None) -> None:
     """Register-tiled NHWC conv2d (module note) on a ``"gemm"`` block whose output is
     ``[N, OH, OW, O]`` with ``O`` the vector axis and ``OW`` the tile-row axis: `ingot.ops.nn`'s
@@ -357,15 +381,20 @@ def conv_nhwc_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: int,
     channel slice of the blocked reduction (0: none; default: `choose_kc`). Raises
     `ScheduleError` when the block is not such a conv (4 output axes, O a multiple of the
     vector width, a tile height dividing OW), so the driver falls back to `gemm_rule`.
-    The knobs are `default_conv_params`'; `build_conv_nhwc` builds the schedule.
+    The knobs are `default_conv_params`'; `build_conv_nhwc` builds the schedule. When ``cpu``'s
+    registers hold no 2-vector tile whose height divides OW (16 registers, OW = 14 or 7), the
+    tile covers one vector of the panel (`fit_tile`).
 
     Example:
-        >>> # conv_nhwc_rule(sch, "conv2d_nhwc", info, lanes=16, cores=2)
+        >>> # conv_nhwc_rule(sch, "conv2d_nhwc", info, Target("llvm -mcpu=haswell -num-cores=2").cpu)
     """
     if order not in (None, "oc", "rows", "pixels"):
         raise ValueError(f"conv_nhwc_rule: order must be 'rows', 'oc' or 'pixels', got {order!r}")
-    shape = analyze_conv_nhwc(sch, name, info, lanes)
-    if order is None and mr is None and kc is None and _two_panel_1x1(shape) and _stride_1(sch, name, shape):
+    cores = cpu.cores
+    shape = analyze_conv_nhwc(sch, name, info, cpu.lanes(info.dtype))
+    if mr is None:
+        shape = fit_conv_tile(shape, cpu, name)
+    if order is None and mr is None and kc is None and _two_panel_1x1(shape, cpu) and _stride_1(sch, name, shape):
         # 7 x 4 vectors over two adjacent weight panels (module note); unroll 1: GCC spills with 2
         shape = replace(shape, nvec=2 * shape.nvec)
         if TWO_PANEL_BALANCED and few_uneven_tasks(shape.n * shape.o // shape.nr, cores):
@@ -380,16 +409,16 @@ def conv_nhwc_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: int,
     if order is None and mr is None and kc is None and SPLIT_K > 1:
         from .conv_nhwc_splitk import split_k_1x1, split_k_kc
 
-        if split_k_kc(shape, cores):
-            split_k_1x1(sch, name, shape, cores, epilogue)
+        if split_k_kc(shape, cpu):
+            split_k_1x1(sch, name, shape, cpu, epilogue)
             return
-    if order is None and mr is None and kc is None and SMALL_N_TWO_PANEL and _small_n_1x1(shape):
+    if order is None and mr is None and kc is None and SMALL_N_TWO_PANEL and _small_n_1x1(shape, cpu):
         # 64 outputs at 14x14 (module note): 7 x 4 vectors over both panels, rows parallel
         wide = replace(shape, nvec=2 * shape.nvec)
         build_conv_nhwc(sch, name, info, wide, "rows", [shape.ow // 7, 7], None, cores, epilogue=epilogue)
         return
     try:
-        params = default_conv_params(shape, cores, order=order, mr=mr, kc=kc)
+        params = default_conv_params(shape, cpu, order=order, mr=mr, kc=kc)
     except ScheduleError as err:
         raise ScheduleError(str(err).replace("conv_nhwc_rule:", f"conv_nhwc_rule: block {name!r}:", 1)) from None
     build_conv_nhwc(sch, name, info, shape, params.order, params.x_factors(shape.ow), params.c_factors(shape.c),
@@ -486,10 +515,9 @@ def _parallel(sch: Any, loops: list, extents: list, cores: int, fuse: Optional[i
     return outer
 
 
-#: Bytes of one weight-panel slice the blocked reduction keeps in L1 (48 KiB L1d).
-L1_SLICE = 36 * 1024
-#: Weight panels above this size (bytes: no longer L1-resident) are sliced.
-BIG_PANEL = 48 * 1024
+#: Share of L1d one weight-panel slice of the blocked reduction may fill (the rest: input pixels,
+#: the output tile); a whole panel larger than L1d is sliced.
+L1_SLICE_SHARE = 0.75
 #: Tile height of the wide register tile for sliced layers whose OW it divides (14, 28, 56).
 WIDE_MR = 14
 #: Channel steps unrolled in the micro-kernel (fewer loop branches per slice).
@@ -525,20 +553,24 @@ SPLIT_K = 2
 MAX_KC = 128
 
 
-def choose_kc(taps: int, channels: int, nr: int) -> int:
+def choose_kc(taps: int, channels: int, nr: int, cpu: CpuModel) -> int:
     """Input channels per slice of the blocked reduction: 0 (no slicing) when a whole weight
-    panel (``taps * channels * nr`` floats) is at most `BIG_PANEL` bytes, else the largest
-    divisor of ``channels`` (a multiple of 8, at most `MAX_KC`) whose slice fits `L1_SLICE`.
+    panel (``taps * channels * nr`` floats) fits ``cpu``'s L1d, else the largest divisor of
+    ``channels`` (a multiple of 8, at most `MAX_KC`) whose slice fits `L1_SLICE_SHARE` of it.
 
     Example:
-        >>> choose_kc(1, 256, 32), choose_kc(9, 64, 32), choose_kc(9, 512, 32), choose_kc(1, 2048, 32)
+        >>> from ingot.cpu_model import named_cpu
+        >>> spr = named_cpu("sapphirerapids")
+        >>> choose_kc(1, 256, 32, spr), choose_kc(9, 64, 32, spr), choose_kc(9, 512, 32, spr), choose_kc(1, 2048, 32, spr)
         (0, 32, 32, 128)
+        >>> choose_kc(9, 64, 16, named_cpu("znver3"))
+        0
     """
-    if taps * channels * nr * 4 <= BIG_PANEL:
+    if taps * channels * nr * 4 <= cpu.l1d_bytes:
         return 0
     best = 0
     for kc in range(8, min(channels, MAX_KC) + 1, 8):
-        if channels % kc == 0 and taps * kc * nr * 4 <= L1_SLICE:
+        if channels % kc == 0 and taps * kc * nr * 4 <= cpu.l1d_bytes * L1_SLICE_SHARE:
             best = kc
     return best
 
@@ -673,7 +705,7 @@ def _unroll_tile_loops(sch: Any, blk: Any, tile_loop: Any) -> None:
         below = below or sch.get(lp) is tile_stmt
 
 
-def nhwc_window_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: int, *,
+def nhwc_window_rule(sch: Any, name: str, info: BlockInfo, cpu: CpuModel, *,
                      epilogue: bool = True, nvec: Optional[int] = None, mr: Optional[int] = None,
                      inline_pad: bool = True) -> None:
     """Window reductions over NHWC (depthwise conv2d, max/avg pool, global pool; module note):
@@ -683,8 +715,9 @@ def nhwc_window_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: in
     then uses `reduction_rule`).
 
     Example:
-        >>> # nhwc_window_rule(sch, "depthwise_conv2d_nhwc", info, lanes=16, cores=2)
+        >>> # nhwc_window_rule(sch, "depthwise_conv2d_nhwc", info, Target("llvm -num-cores=2").cpu)
     """
+    lanes, cores = cpu.lanes(info.dtype), cpu.cores
     if info.kind not in ("reduction", "gemm") or not info.simple_loops or None in info.extents or not info.reduce:
         raise ScheduleError(f"nhwc_window_rule: block {name!r} is not a static window reduction")
     nsp = len(info.spatial)
@@ -723,12 +756,10 @@ def nhwc_window_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: in
     spatial = loops[:nsp]
     reduce = [loops[k] for k in info.reduce]
     w_ext = info.extents[nsp - 2]
-    mr = mr or (choose_mr(w_ext, nvec) if nsp >= 3 else 1)
-    if nvec > 1 and mr * nvec > 14:
-        # GCC software-pipelines the strided input loads across the unrolled taps and spills a
-        # 16-accumulator tile (MR 8 x 2 vectors); 8 x 1 or 7 x 2 stay in registers.
+    mr = mr or (choose_mr(w_ext, nvec, cpu) if nsp >= 3 else 1)
+    if nvec > 1 and mr * nvec > window_accumulators(cpu):
         nvec = 1
-        mr = choose_mr(w_ext, nvec) if nsp >= 3 else 1
+        mr = choose_mr(w_ext, nvec, cpu) if nsp >= 3 else 1
     mr = mr if w_ext % mr == 0 else 1
     co, cn, cl = sch.split(spatial[-1], [None, nvec, vl])
     if nsp >= 3:
@@ -757,6 +788,19 @@ def nhwc_window_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: in
     if outer_loops:
         _fuse_parallel(sch, outer_loops, outer_ext, cores)
     _register_tile(sch, blk, tile_loop, len(reduce), 3 if nsp >= 3 else 2, vl, epilogue)
+
+
+def window_accumulators(cpu: CpuModel) -> int:
+    """Accumulators a window-reduction tile may have on ``cpu``: GCC software-pipelines the
+    strided input loads of the unrolled taps, which need registers of their own, so half the
+    register file less two (32 registers: a 7 x 2 tile stays in registers, 8 x 2 spilled).
+
+    Example:
+        >>> from ingot.cpu_model import named_cpu
+        >>> window_accumulators(named_cpu("sapphirerapids")), window_accumulators(named_cpu("znver3"))
+        (14, 6)
+    """
+    return cpu.vector_registers // 2 - 2
 
 
 def _inline_pad(sch: Any, name: str) -> None:

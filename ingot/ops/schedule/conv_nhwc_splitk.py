@@ -7,7 +7,7 @@ channel slice serves all 49 pixels from L1. A second pass sums the partials and 
 epilogue. In MobileNetV2 (2 threads, min of 120 interleaved runs): 960->160 0.88-0.89x.
 
 Example:
-    >>> # if split_k_kc(shape, cores): split_k_1x1(sch, "conv2d_nhwc", shape, cores, epilogue=True)
+    >>> # if split_k_kc(shape, cpu): split_k_1x1(sch, "conv2d_nhwc", shape, cpu, epilogue=True)
 """
 from __future__ import annotations
 
@@ -16,30 +16,35 @@ from typing import Any
 from ingot.ir.expr import Var
 from ingot.tir.schedule.error import ScheduleError
 
+from ingot.cpu_model import CpuModel
+
 from . import conv_nhwc as CN
 from .conv_nhwc import KU, ConvNhwcShape, _inline_chain, choose_kc
 
 __all__ = ["split_k_kc", "split_k_1x1"]
 
 
-def split_k_kc(shape: ConvNhwcShape, cores: int) -> int:
+def split_k_kc(shape: ConvNhwcShape, cpu: CpuModel) -> int:
     """The channel slice of a split-K 1x1 conv (`conv_nhwc.SPLIT_K` parts), 0 when it does not
     apply: sliced 1x1 convs at OW = 7 whose (n, oc block) tasks are odd and fewer than 4 per core
     (MobileNetV2's 960->160 and 576->160: 5 blocks), each part sliceable in steps of `KU`.
 
     Example:
-        >>> split_k_kc(ConvNhwcShape(1, 7, 7, 160, 960, 1, 6, 16, 2), 2), split_k_kc(ConvNhwcShape(1, 7, 7, 320, 960, 1, 6, 16, 2), 2)
+        >>> from ingot.cpu_model import named_cpu
+        >>> spr = named_cpu("sapphirerapids").with_cores(2)
+        >>> split_k_kc(ConvNhwcShape(1, 7, 7, 160, 960, 1, 6, 16, 2), spr), split_k_kc(ConvNhwcShape(1, 7, 7, 320, 960, 1, 6, 16, 2), spr)
         (120, 0)
     """
+    cores = cpu.cores
     if not (shape.taps == 1 and shape.ow == 7 and CN.few_uneven_tasks(shape.n * shape.o // shape.nr, cores)
-            and choose_kc(shape.taps, shape.c, shape.nr) and shape.c % CN.SPLIT_K == 0):
+            and choose_kc(shape.taps, shape.c, shape.nr, cpu) and shape.c % CN.SPLIT_K == 0):
         return 0
-    # a part whose panel fits L1 (576 / 2 = 288 channels: 36 KB) is one slice
-    kc = choose_kc(shape.taps, shape.c // CN.SPLIT_K, shape.nr) or shape.c // CN.SPLIT_K
+    # a part whose panel fits L1 is one slice
+    kc = choose_kc(shape.taps, shape.c // CN.SPLIT_K, shape.nr, cpu) or shape.c // CN.SPLIT_K
     return kc if kc and kc % KU == 0 and (shape.c // CN.SPLIT_K) % kc == 0 else 0
 
 
-def split_k_1x1(sch: Any, name: str, shape: ConvNhwcShape, cores: int, epilogue: bool) -> None:
+def split_k_1x1(sch: Any, name: str, shape: ConvNhwcShape, cpu: CpuModel, epilogue: bool) -> None:
     """Split-K 1x1 conv (module note): the input channels cut into `conv_nhwc.SPLIT_K` parts by
     `rfactor`; each (part, n) is a parallel task computing every oc block and pixel of its part (channel slices
     outside the rows: a slice serves all 49 pixels from L1; each core reads its half of the
@@ -49,12 +54,12 @@ def split_k_1x1(sch: Any, name: str, shape: ConvNhwcShape, cores: int, epilogue:
         for n, oh in parallel: out[n, oh, :, :] = epilogue(sum_k part[k, n, oh, :, :])
 
     Example:
-        >>> # if split_k_kc(shape, 2): split_k_1x1(sch, "conv2d_nhwc", shape, 2, epilogue=True)
+        >>> # if split_k_kc(shape, cpu): split_k_1x1(sch, "conv2d_nhwc", shape, cpu, epilogue=True)
     """
     from .blocked import _vectorize_init
     from .rules import _fuse_epilogue
 
-    lanes, kc = shape.lanes, split_k_kc(shape, cores)
+    lanes, kc = shape.lanes, split_k_kc(shape, cpu)
     # Step 1. rc -> (part, rest); rfactor the part into a partial-result buffer.
     blk = sch.get_block(name)
     loops = sch.get_loops(blk)

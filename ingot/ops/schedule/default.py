@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Optional
 
+from ingot.cpu_model import named_cpu
 from ingot.ir.module import IRModule
 from ingot.target import Target
 from ingot.tir.function import PrimFunc
@@ -76,9 +77,11 @@ def schedule_blocks(sch: Schedule, target: Target, *, log: Optional[list] = None
         >>> # sch = schedule_blocks(Schedule(func), Target("llvm -num-cores=2"))
     """
     func = sch.mod[sch.func_working_on or "main"]
-    cores = max(1, int(target.num_cores or 1))
+    # parsed once: every rule derives its tiles from this CPU model (a GPU target has none: its
+    # kernels are bound to threads by the CUDA lowering; these loops get 128-bit vectors)
+    cpu = target.cpu if target.is_cpu else named_cpu("x86-64-v2").with_cores(target.num_cores)
     # A Winograd conv's stages need each other's layout (ops/schedule/winograd.py): one rule for all.
-    scheduled = winograd_rule(sch, _top_level_blocks(func), target.vector_lanes("float32"), cores, RULES["gemm"])
+    scheduled = winograd_rule(sch, _top_level_blocks(func), cpu, RULES["gemm"])
     if log is not None:
         log.extend(scheduled)
     inline_injective(sch, log=log)
@@ -90,12 +93,11 @@ def schedule_blocks(sch: Schedule, target: Target, *, log: Optional[list] = None
             continue  # moved or removed by an earlier rule (a fused epilogue)
         if _already_scheduled(sch, name):
             continue
-        lanes = target.vector_lanes(info.dtype)
         errors = []
         for rule in RULES.get(info.kind, []) + [_baseline]:
             try:
                 with sch.attempt():  # a multi-step rule: all of it or nothing
-                    rule(sch, name, info, lanes, cores)
+                    rule(sch, name, info, cpu)
             except ScheduleError as e:  # a primitive refused: try the next, simpler rule
                 errors.append(f"{rule.__name__}: {e}".splitlines()[0])
                 continue
@@ -174,10 +176,10 @@ def inline_injective(sch: Schedule, *, log: Optional[list] = None) -> list[str]:
     return inlined
 
 
-def _baseline(sch: Schedule, name: str, info: Any, lanes: int, cores: int) -> None:
+def _baseline(sch: Schedule, name: str, info: Any, cpu: Any) -> None:
     if info.reduce:
         raise ScheduleError(f"block {name!r}: no safe baseline for a reduction the rules refused")
-    parallel_vectorize(sch, name, lanes, cores)
+    parallel_vectorize(sch, name, cpu.lanes(info.dtype), cpu.cores)
 
 
 def _already_scheduled(sch: Schedule, name: str) -> bool:

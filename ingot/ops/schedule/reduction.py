@@ -24,7 +24,8 @@ Example:
     >>> x = te.placeholder((8, 64), name="x")
     >>> y = ops.sum(x, axis=1)
     >>> sch = Schedule(te.create_prim_func([x, y]))
-    >>> row_reduction_rule(sch, y.op.name, analyze_block(sch, sch.get_block(y.op.name)), 16, 2)
+    >>> from ingot.cpu_model import named_cpu
+    >>> row_reduction_rule(sch, y.op.name, analyze_block(sch, sch.get_block(y.op.name)), named_cpu("skylake-avx512"))
     >>> "T.vectorized(16)" in sch.mod["main"].script()
     True
 """
@@ -32,6 +33,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ingot.cpu_model import CpuModel
 from ingot.tir.schedule.error import ScheduleError
 
 from .analysis import BlockInfo
@@ -89,15 +91,16 @@ def _reads_rows(block: Any, kv: Any) -> bool:
     return found
 
 
-def row_reduction_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: int) -> None:
+def row_reduction_rule(sch: Any, name: str, info: BlockInfo, cpu: CpuModel) -> None:
     """Vector-accumulator row reduction of the module note on block ``name``. Raises
     `ScheduleError` (the driver then uses `reduction_rule`) unless the block has one reduce axis,
     innermost, with a static extent that `row_vector_lanes` accepts, and a combiner `rfactor`
     knows (sum, product, max, min).
 
     Example:
-        >>> # row_reduction_rule(sch, "T_softmax_maxelem", info, lanes=16, cores=2)
+        >>> # row_reduction_rule(sch, "T_softmax_maxelem", info, Target("llvm -num-cores=2").cpu)
     """
+    lanes, cores = cpu.lanes(info.dtype), cpu.cores
     if info.kind not in ("reduction", "gemm") or not info.simple_loops or len(info.reduce) != 1:
         raise ScheduleError(f"row_reduction_rule: block {name!r} is not a single-axis reduction")
     r = info.reduce[0]
@@ -137,7 +140,7 @@ GEMV_MAX_ROWS = 4
 GEMV_ROW_GROUPS = (4, 2)
 
 
-def gemv_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: int) -> None:
+def gemv_rule(sch: Any, name: str, info: BlockInfo, cpu: CpuModel) -> None:
     """Dense with the weight in ``[N, K]`` layout (``linear``: ``Y[i, j] = sum_k X[i, k] * W[j, k]``)
     as row reductions: each output is a dot product of two contiguous rows, vectorized over K
     (VL lane accumulators, combined once), outputs in groups of `GEMV_ROW_GROUPS` rows (independent
@@ -161,10 +164,12 @@ def gemv_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: int) -> N
         >>> x, w = te.placeholder((1, 256), name="x"), te.placeholder((100, 256), name="w")
         >>> y = nn.dense(x, w)
         >>> sch = Schedule(te.create_prim_func([x, w, y]))
-        >>> gemv_rule(sch, y.op.name, analyze_block(sch, sch.get_block(y.op.name)), 16, 2)
-        >>> "T.vectorized(16)" in sch.mod["main"].script()
+        >>> from ingot.cpu_model import named_cpu
+        >>> gemv_rule(sch, y.op.name, analyze_block(sch, sch.get_block(y.op.name)), named_cpu("haswell"))
+        >>> "T.vectorized(8)" in sch.mod["main"].script()
         True
     """
+    lanes, cores = cpu.lanes(info.dtype), cpu.cores
     if info.kind != "gemm" or not info.simple_loops or len(info.reduce) != 1:
         raise ScheduleError(f"gemv_rule: block {name!r} is not a dense-like reduction over one axis")
     rows = info.extents[info.i_index] if info.i_index is not None else None
@@ -180,7 +185,7 @@ def gemv_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: int) -> N
     group = next((g for g in GEMV_ROW_GROUPS if isinstance(n, int) and n % g == 0 and n > g), None)
     vl = row_vector_lanes(info.extents[info.reduce[0]], lanes)
     if group is None or vl is None or info.reduce[0] != len(info.extents) - 1:
-        row_reduction_rule(sch, name, info, lanes, cores)
+        row_reduction_rule(sch, name, info, cpu)
         return
     # Step 1. k -> (ko, ki); rfactor ki into VL lane accumulators per output.
     block = sch.get_block(name)
@@ -278,7 +283,7 @@ def _loop_bindings(sch: Any, block: Any) -> dict:
     return {v: iv for iv, v in zip(realize.block.iter_vars, realize.iter_values) if isinstance(v, Var)}
 
 
-def row_norm_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: int) -> None:
+def row_norm_rule(sch: Any, name: str, info: BlockInfo, cpu: CpuModel) -> None:
     """One parallel row loop for a row normalization (layer_norm, softmax-like chains): the
     per-row statistics and the normalized row are all computed per row, under the output's row
     loop, instead of one parallel region and one full-size pass over memory per stage.
@@ -306,10 +311,12 @@ def row_norm_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: int) 
         >>> y = nn.layer_norm(x, g, g)
         >>> sch = Schedule(te.create_prim_func([x, g, y]))
         >>> name = "T_layer_norm_sum"
-        >>> row_norm_rule(sch, name, analyze_block(sch, sch.get_block(name)), 16, 2)
+        >>> from ingot.cpu_model import named_cpu
+        >>> row_norm_rule(sch, name, analyze_block(sch, sch.get_block(name)), named_cpu("haswell").with_cores(2))
         >>> sch.mod["main"].script().count("T.parallel")
         1
     """
+    lanes, cores = cpu.lanes(info.dtype), cpu.cores
     from .analysis import analyze_block
 
     if info.kind not in ("reduction", "gemm") or len(info.reduce) != 1 or info.reduce[0] != len(info.extents) - 1:

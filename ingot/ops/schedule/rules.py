@@ -1,7 +1,9 @@
 """Schedule templates for one block: GEMM micro-kernel, row reduction, elementwise.
 
-Note: each rule takes a `Schedule`, a block name and its `BlockInfo` plus the target's vector
-lanes and core count, and transforms that block's loop nest in place. Rules only use checked
+Note: each rule takes a `Schedule`, a block name, its `BlockInfo` and the target's `CpuModel`
+(`ingot.cpu_model`: vector lanes, registers, caches, cores), and transforms that block's loop nest in
+place. Tile sizes come from the CPU model (register tiles from the register file, cache blocks from
+the cache sizes), never from the CPU a rule was first measured on. Rules only use checked
 primitives, so a transformation a primitive cannot prove correct raises `ScheduleError`; the
 driver (`default.py`) runs each rule on a copy of the schedule and falls back to a simpler rule
 when it raises. Nothing here decides correctness — the primitives do.
@@ -12,44 +14,94 @@ The GEMM template (register tiling, as in BLIS/GotoBLAS micro-kernels):
         C_local = alloc (MR, NR) "local"          # cache_write + reverse_compute_at
         init C_local                              # decompose_reduction
         for r... (reduce loops):                  # ci, kh, kw  /  k
-            for ii in T.unroll(MR):               # rows of the register tile
-                for jn in T.unroll(NR // VL):     # vectors per row
+            for ii in T.unroll(MR):               # rows of the register tile (choose_mr)
+                for jn in T.unroll(NR // VL):     # vectors per row (choose_nr)
                     for jl in T.vectorized(VL):   # one SIMD register
                         C_local[ii, jn*VL+jl] += X * Y
         write back C_local -> C, then the fused elementwise epilogue (bias, relu, residual)
 
 Example:
-    >>> # gemm_rule(sch, "C", info, lanes=16, cores=2)
+    >>> # gemm_rule(sch, "C", info, Target("llvm -mcpu=haswell -num-cores=2").cpu)
 """
 from __future__ import annotations
 
 from typing import Any, Optional
 
+from ingot.cpu_model import CpuModel
 from ingot.tir.schedule.error import ScheduleError
 from ingot.tir.stmt import ForKind
 
 from .analysis import BlockInfo
 
-__all__ = ["gemm_rule", "reduction_rule", "elementwise_rule", "parallel_vectorize", "choose_mr", "choose_nr"]
+__all__ = ["gemm_rule", "reduction_rule", "elementwise_rule", "parallel_vectorize", "choose_mr", "choose_nr",
+           "fit_tile", "max_tile_rows"]
 
 
-def choose_mr(extent: Optional[int], nvec: int) -> int:
-    """Rows of the register tile: as many as the 32 vector registers allow (``MR * nvec``
-    accumulators plus operands), preferring a divisor of ``extent`` (no predicate).
+#: Rows of a one-vector-wide register tile at most: each row costs a broadcast load per step, and
+#: 12 chains already cover every table CPU's FMA units x latency (`CpuModel.min_accumulators`).
+MAX_TILE_ROWS = 12
+
+
+def max_tile_rows(nvec: int, cpu: CpuModel) -> int:
+    """The most rows an ``MR`` x ``nvec``-vector register tile may have on ``cpu``: its
+    accumulators within `CpuModel.accumulator_registers`, and the whole tile (accumulators, the
+    step's operand vectors, one broadcast) within the register file (`CpuModel.fits_registers`).
 
     Example:
-        >>> choose_mr(1024, 2), choose_mr(96, 1), choose_mr(1, 2)
-        (8, 12, 1)
+        >>> from ingot.cpu_model import named_cpu
+        >>> max_tile_rows(2, named_cpu("skylake-avx512")), max_tile_rows(2, named_cpu("haswell"))
+        (12, 6)
+        >>> max_tile_rows(1, named_cpu("skylake-avx512")), max_tile_rows(1, named_cpu("haswell"))
+        (12, 12)
     """
-    limit = 24 // nvec if nvec > 1 else 12
+    rows = max(1, min(MAX_TILE_ROWS, cpu.accumulator_registers // max(1, nvec)))
+    while rows > 1 and not cpu.fits_registers(rows, nvec):
+        rows -= 1
+    return rows
+
+
+def choose_mr(extent: Optional[int], nvec: int, cpu: CpuModel) -> int:
+    """Rows of the register tile: as many as ``cpu``'s registers allow (`max_tile_rows`),
+    preferring a divisor of ``extent`` (no predicate).
+
+    Example:
+        >>> from ingot.cpu_model import named_cpu
+        >>> avx512 = named_cpu("skylake-avx512")
+        >>> choose_mr(1024, 2, avx512), choose_mr(96, 1, avx512), choose_mr(1, 2, avx512)
+        (8, 12, 1)
+        >>> choose_mr(1024, 2, named_cpu("haswell"))
+        4
+    """
+    limit = max_tile_rows(nvec, cpu)
     if extent is None:
-        return 4
+        return min(4, limit)
     if extent <= limit:
         return extent
     for mr in range(limit, 3, -1):
         if extent % mr == 0:
             return mr
     return min(limit, 8)
+
+
+def fit_tile(extent: int, nvec: int, cpu: CpuModel) -> "tuple[int, int]":
+    """(MR, vectors) of a register tile over a row axis of ``extent`` with at most ``nvec``
+    vectors per row: ``nvec`` when `choose_mr` finds a height dividing ``extent`` on ``cpu``,
+    else fewer vectors (a divisor of ``nvec``), whose tile may be taller — with 16 registers a
+    2-vector tile is at most 6 rows, and ResNet's 14- and 7-wide maps need 7. Raises
+    `ScheduleError` when no height divides ``extent``.
+
+    Example:
+        >>> from ingot.cpu_model import named_cpu
+        >>> fit_tile(14, 2, named_cpu("sapphirerapids")), fit_tile(14, 2, named_cpu("znver3"))
+        ((7, 2), (7, 1))
+        >>> fit_tile(56, 2, named_cpu("znver3"))
+        (4, 2)
+    """
+    for nv in [d for d in range(nvec, 0, -1) if nvec % d == 0]:
+        mr = choose_mr(extent, nv, cpu)
+        if extent % mr == 0:
+            return mr, nv
+    raise ScheduleError(f"no register-tile height up to {max_tile_rows(1, cpu)} rows divides {extent} on {cpu.name}")
 
 
 def choose_nr(extent: Optional[int], lanes: int) -> "tuple[int, int]":
@@ -133,16 +185,16 @@ def parallel_vectorize(sch: Any, name: str, lanes: int, cores: int) -> None:
     _fuse_parallel(sch, loops, extents, cores)
 
 
-def elementwise_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: int) -> None:
+def elementwise_rule(sch: Any, name: str, info: BlockInfo, cpu: CpuModel) -> None:
     """Parallel outer loops, vectorized innermost loop (see `parallel_vectorize`).
 
     Example:
-        >>> # elementwise_rule(sch, "T_relu", info, 16, 2)
+        >>> # elementwise_rule(sch, "T_relu", info, Target("llvm -num-cores=2").cpu)
     """
-    parallel_vectorize(sch, name, lanes, cores)
+    parallel_vectorize(sch, name, cpu.lanes(info.dtype), cpu.cores)
 
 
-def reduction_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: int) -> None:
+def reduction_rule(sch: Any, name: str, info: BlockInfo, cpu: CpuModel) -> None:
     """Spatial loops outside (fused, parallel), reduce loops inside. When the innermost
     iteration variable is spatial and indexes the output contiguously (a column sum), it stays
     innermost and is vectorized — lanes are independent outputs, so the order of the floating
@@ -150,8 +202,9 @@ def reduction_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: int)
     reassociate the sum (it needs rfactor).
 
     Example:
-        >>> # reduction_rule(sch, "T_sum", info, 16, 2)
+        >>> # reduction_rule(sch, "T_sum", info, Target("llvm -num-cores=2").cpu)
     """
+    lanes, cores = cpu.lanes(info.dtype), cpu.cores
     if not info.simple_loops:
         raise ScheduleError(f"reduction_rule: block {name!r} is not one loop per iteration variable")
     block = sch.get_block(name)
@@ -173,19 +226,21 @@ def reduction_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: int)
     _fuse_parallel(sch, spatial, s_ext, cores)
 
 
-def gemm_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: int, *, epilogue: bool = True,
+def gemm_rule(sch: Any, name: str, info: BlockInfo, cpu: CpuModel, *, epilogue: bool = True,
               mr: Optional[int] = None, nvec: Optional[int] = None, k_unroll: int = 1,
-              local_layout: Any = None) -> None:
+              local_layout: Any = None, lanes: Optional[int] = None) -> None:
     """The register-tiled micro-kernel of the module note on a ``"gemm"`` block.
 
-    ``mr``/``nvec`` override the tile (rows, vectors per row); ``k_unroll`` splits the innermost
+    ``mr``/``nvec`` override the tile (rows, vectors per row; by default `choose_nr` and
+    `choose_mr` fit it to ``cpu``'s registers); ``lanes`` overrides the vector width; ``k_unroll`` splits the innermost
     reduce loop and unrolls the inner part; ``local_layout`` (an index map) re-lays out the local
     accumulator tile so that the vector axis is innermost when it is not the output's last axis. With ``epilogue`` the elementwise consumers of the
     output (bias, relu, residual) are moved under the tile loop too.
 
     Example:
-        >>> # gemm_rule(sch, "T_matmul", info, lanes=16, cores=2)
+        >>> # gemm_rule(sch, "T_matmul", info, Target("llvm -mcpu=haswell -num-cores=2").cpu)
     """
+    lanes, cores = lanes or cpu.lanes(info.dtype), cpu.cores
     if info.kind != "gemm" or not info.simple_loops:
         raise ScheduleError(f"gemm_rule: block {name!r} is not a plain GEMM-like reduction")
     block = sch.get_block(name)
@@ -195,7 +250,7 @@ def gemm_rule(sch: Any, name: str, info: BlockInfo, lanes: int, cores: int, *, e
     nv, vl = choose_nr(ext_j, lanes)
     if nvec is not None:
         nv = nvec
-    mr = mr or choose_mr(ext_i, nv)
+    mr = mr or choose_mr(ext_i, nv, cpu)
     # Step 1. tile i by MR and j by NR = nv * vl.
     io, ii = sch.split(loops[i], [None, mr])
     jo, jn, jl = sch.split(loops[j], [None, nv, vl])

@@ -41,13 +41,14 @@ that stage to the generic rules (correct, slower).
 
 Example:
     >>> # sch = Schedule(te.create_prim_func([x, u, conv2d_nhwc_winograd(x, u)]))
-    >>> # winograd_rule(sch, lanes=16, cores=2)  -> ['winograd_input', 'winograd_gemm', ...]
+    >>> # winograd_rule(sch, names, Target("llvm -num-cores=2").cpu, RULES["gemm"])  -> [...]
 """
 from __future__ import annotations
 
 import inspect
 from typing import Any, Callable, Optional
 
+from ingot.cpu_model import CpuModel
 from ingot.tir.schedule.error import ScheduleError
 
 from ..winograd import STAGE_KEY, TILE_GRID_KEY
@@ -249,15 +250,15 @@ def _blocked(sch: Any, stages: "dict[str, str]", pad: Optional[str], after: "lis
     _align_planes(sch, write_back, gemm_buffer)
 
 
-def winograd_rule(sch: Any, names: "list[str]", lanes: int, cores: int,
-                  gemm_rules: "list[Callable]") -> "list[tuple]":
+def winograd_rule(sch: Any, names: "list[str]", cpu: CpuModel, gemm_rules: "list[Callable]") -> "list[tuple]":
     """Schedule the Winograd stages among the top-level blocks ``names`` of ``sch`` (module note);
     returns ``[(block, rule name or None, errors or None)]`` for the driver's log, empty when the
     function has no Winograd stages. ``gemm_rules`` are tried in order on the GEMM stage.
 
     Example:
-        >>> # winograd_rule(sch, _top_level_blocks(func), 16, 2, RULES["gemm"])
+        >>> # winograd_rule(sch, _top_level_blocks(func), Target("llvm -num-cores=2").cpu, RULES["gemm"])
     """
+    lanes, cores = cpu.lanes("float32"), cpu.cores
     stages = winograd_stages(sch, names)
     if not stages:
         return []
@@ -288,7 +289,7 @@ def winograd_rule(sch: Any, names: "list[str]", lanes: int, cores: int,
         # (gemv_rule) fuses no epilogue anyway.
         kwargs = {"epilogue": False} if _takes_epilogue(rule) else {}
         if step(stages["gemm"], rule.__name__,
-                lambda rule=rule, kwargs=kwargs: rule(sch, stages["gemm"], info, lanes, cores, **kwargs)):
+                lambda rule=rule, kwargs=kwargs: rule(sch, stages["gemm"], info, cpu, **kwargs)):
             break
     # Step 3. Output transform, and the planes of V and M padded (module note: 4K aliasing).
 

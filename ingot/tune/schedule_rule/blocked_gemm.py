@@ -38,11 +38,11 @@ logger = logging.getLogger("ingot.tune")
 
 MARK = "meta_schedule.blocked_gemm"
 SEEDED = "meta_schedule.seeded"   # a design-space member whose own decisions are worth measuring
-# (MR, NVEC) register tiles tried, default first: MR x NVEC zmm accumulators + NVEC B vectors
-# + 1 broadcast must fit the 32 registers of AVX-512. By hand (1 thread, blocked.py's note):
-# 4x4 and the 24-accumulator tiles match or beat 8x2 where they divide; 16x1 (one B vector per
-# 16 broadcasts: 8-25% slower) and 4x3 (12 accumulators) lost everywhere, so they are left out.
-TILES = ((8, 2), (4, 4), (6, 4), (12, 2), (8, 3))
+# (MR, NVEC) register tiles tried after the target's default (`blocked.default_gemm_tile`), in
+# this order, those that fit the target's registers (`CpuModel.fits_registers`): the first five
+# for 32 registers (AVX-512), the rest for 16 (AVX2). 16x1 (one B vector per 16 broadcasts) is
+# left out: it lost everywhere it was tried (BENCHMARKS.md "fp32 GEMM").
+TILES = ((8, 2), (4, 4), (6, 4), (12, 2), (8, 3), (6, 2), (4, 2), (3, 3), (2, 4), (8, 1))
 ORDERS = ("panel", "block", "slice")   # "panel" first: the default's order, the seeded branch
 
 
@@ -69,7 +69,8 @@ class BlockedGemm(ScheduleRule):
     """Tunable cache blocking of large GEMM blocks (see the module note).
 
     ``tiles``: the (MR, NVEC) register tiles to branch on in "panel" order; ``max_branches``: how
-    many of those that fit the sizes become branches; ``orders``: the loop orders (the others
+    many of those that fit the sizes and the target's registers become branches (the target's
+    default tile first); ``orders``: the loop orders (the others
     than "panel" get the default tile only); ``max_unroll_k``: the largest ki.
 
     Example:
@@ -77,12 +78,10 @@ class BlockedGemm(ScheduleRule):
         True
     """
 
-    def __init__(self, tiles=TILES, max_branches: int = 3, max_unroll_k: int = 8, max_accumulators: int = 28,
-                 orders=ORDERS):
+    def __init__(self, tiles=TILES, max_branches: int = 3, max_unroll_k: int = 8, orders=ORDERS):
         self.tiles = tuple((int(a), int(b)) for a, b in tiles)
         self.max_branches = int(max_branches)
         self.max_unroll_k = int(max_unroll_k)
-        self.max_accumulators = int(max_accumulators)
         self.orders = tuple(orders)
         if not self.orders or self.orders[0] != "panel":
             raise ValueError(f"BlockedGemm: orders must start with 'panel' (the default's order), got {orders!r}")
@@ -94,39 +93,40 @@ class BlockedGemm(ScheduleRule):
         if info is None or info.kind != "gemm" or not info.simple_loops or not blocked.is_large_gemm(info):
             return [sch]
         name = sch.get(block).name_hint
-        lanes = int(target.vector_lanes(info.dtype))
-        cores = max(1, int(target.num_cores or 1))
-        default_tile = blocked_defaults()
-        branches = [("panel", tile) for tile in self._fitting_tiles(info, lanes)]
+        cpu = target.cpu
+        default_tile = blocked_defaults(info.extents[info.i_index], cpu)
+        branches = [("panel", tile) for tile in self._fitting_tiles(info, cpu, default_tile)]
         if default_tile in [t for _, t in branches]:
             branches += [(order, default_tile) for order in self.orders[1:]]
         out = [sch]
         for order, (mr, nvec) in branches:
             seed = order == "panel" and (mr, nvec) == default_tile
             try:
-                trial = self._schedule(sch.copy(), name, info, lanes, cores, mr, nvec, order, seed)
+                trial = self._schedule(sch.copy(), name, info, cpu, mr, nvec, order, seed)
             except Exception as err:  # a primitive refused (layout, sizes): this branch is dropped
                 logger.debug("BlockedGemm: block %r, %s MR=%d NVEC=%d skipped: %s", name, order, mr, nvec, err)
                 continue
             out.append(trial)
         return out
 
-    def _fitting_tiles(self, info: Any, lanes: int) -> "list[tuple[int, int]]":
+    def _fitting_tiles(self, info: Any, cpu: Any, default_tile: "tuple[int, int]") -> "list[tuple[int, int]]":
         m, n = info.extents[info.i_index], info.extents[info.j_index]
-        fits = [(mr, nv) for mr, nv in self.tiles
-                if m % mr == 0 and n % (nv * lanes) == 0 and mr * nv <= self.max_accumulators]
+        lanes = cpu.lanes(info.dtype)
+        tiles = [default_tile] + [t for t in self.tiles if t != default_tile]
+        fits = [(mr, nv) for mr, nv in tiles
+                if m % mr == 0 and n % (nv * lanes) == 0 and cpu.fits_registers(mr, nv)]
         return fits[: self.max_branches]
 
-    def _schedule(self, sch: Any, name: str, info: Any, lanes: int, cores: int, mr: int, nvec: int,
+    def _schedule(self, sch: Any, name: str, info: Any, cpu: Any, mr: int, nvec: int,
                   order: str, seed: bool = False) -> Any:
         from ingot.ops.schedule.blocked import blocked_gemm_rule
 
         m, k = info.extents[info.i_index], info.extents[info.reduce[0]]
-        mc_dec, k_dec = _default_decisions(m, k, mr, self.max_unroll_k) if seed else (None, None)
+        mc_dec, k_dec = _default_decisions(m, k, mr, self.max_unroll_k, cpu) if seed else (None, None)
         max_ki = self.max_unroll_k
         # Step 1. The builder samples (ic, ir) on the M / MR loop it creates and (kc, ko, ki) on k.
         blocked_gemm_rule(
-            sch, name, info, lanes, cores, mr=mr, nvec=nvec, order=order,
+            sch, name, info, cpu, mr=mr, nvec=nvec, order=order,
             mc_split=lambda lp: sch.sample_perfect_tile(lp, n=2, max_innermost_factor=1 << 20, decision=mc_dec),
             k_split=lambda lp: sch.sample_perfect_tile(lp, n=3, max_innermost_factor=max_ki, decision=k_dec))
         b = sch.get_block(name)
@@ -141,27 +141,27 @@ class BlockedGemm(ScheduleRule):
         return sch
 
 
-def blocked_defaults() -> "tuple[int, int]":
-    """The (MR, NVEC) register tile of the rule-based default (`blocked_gemm_rule`'s defaults).
+def blocked_defaults(m: int, cpu: Any) -> "tuple[int, int]":
+    """The (MR, NVEC) register tile of the rule-based default for M = ``m`` on ``cpu``
+    (`ingot.ops.schedule.blocked.default_gemm_tile`).
 
     Example:
-        >>> blocked_defaults()
-        (8, 2)
+        >>> from ingot.cpu_model import named_cpu
+        >>> blocked_defaults(1024, named_cpu("sapphirerapids")), blocked_defaults(1024, named_cpu("znver3"))
+        ((8, 2), (4, 2))
     """
-    import inspect
+    from ingot.ops.schedule.blocked import default_gemm_tile
 
-    from ingot.ops.schedule.blocked import blocked_gemm_rule
-
-    params = inspect.signature(blocked_gemm_rule).parameters
-    return int(params["mr"].default), int(params["nvec"].default)
+    return default_gemm_tile(m, cpu)
 
 
-def _default_decisions(m: int, k: int, mr: int, max_ki: int) -> "tuple[Any, Any]":
+def _default_decisions(m: int, k: int, mr: int, max_ki: int, cpu: Any) -> "tuple[Any, Any]":
     """The rule-based default's (ic, ir) and (kc, ko, ki) factors, as `blocked_gemm_rule`
     computes MC, KC and KU (None where the default would not apply)."""
     from ingot.ops.schedule import blocked
 
-    mc, kc, ku = min(blocked.MC, m), blocked.choose_kc(k), min(blocked.KU, max_ki)
+    kc, ku = blocked.choose_kc(k), min(blocked.KU, max_ki)
+    mc = min(blocked.default_mc(kc or blocked.KC, cpu), m)
     while mc > mr and m % mc:
         mc -= mr
     if kc is None:

@@ -9,7 +9,8 @@ accumulators' write-back. MultiLevelTiling's SSRSRS space has nothing near it (i
 the tile in registers with the epilogue fused), so tuning could not improve a conv. This rule
 builds that kernel with its factors as sampling decisions:
 
-* ``OW -> (pixel tiles, MR)``: ``sample_perfect_tile(n=2)`` (MR <= 28 / NVEC accumulators);
+* ``OW -> (pixel tiles, MR)``: ``sample_perfect_tile(n=2)`` (MR x NVEC within the target's
+  register file less four: 28 accumulators with 32 registers, 12 with 16);
 * the input channels ``C -> (slices, kc/ku, ku)`` (sliced) or ``(C/ku, ku)`` (unsliced; ku
   unrolled): ``sample_perfect_tile(n=3 | 2)``, mutated by `MutateTileSize`.
 
@@ -57,14 +58,25 @@ class NhwcConv(ScheduleRule):
         1
     """
 
-    def __init__(self, max_branches: int = 3, max_unroll: int = 8, max_accumulators: int = 28):
+    def __init__(self, max_branches: int = 3, max_unroll: int = 8, max_accumulators: "int | None" = None):
         self.max_branches = int(max_branches)
         self.max_unroll = int(max_unroll)
-        self.max_accumulators = int(max_accumulators)
+        self.max_accumulators = None if max_accumulators is None else int(max_accumulators)
+
+    def accumulators(self, cpu: Any) -> int:
+        """The MR x NVEC bound on ``cpu``: ``max_accumulators``, else the register file less four
+        (the step's operand vectors and broadcast).
+
+        Example:
+            >>> from ingot.cpu_model import named_cpu
+            >>> NhwcConv().accumulators(named_cpu("sapphirerapids")), NhwcConv().accumulators(named_cpu("znver3"))
+            (28, 12)
+        """
+        return self.max_accumulators or cpu.vector_registers - 4
 
     def apply(self, sch: Any, block: Any) -> "list[Any]":
         from ingot.ops.schedule.analysis import analyze_block
-        from ingot.ops.schedule.conv_nhwc import analyze_conv_nhwc
+        from ingot.ops.schedule.conv_nhwc import analyze_conv_nhwc, fit_conv_tile
 
         target = getattr(getattr(self, "context", None), "target", None)
         if target is None or not getattr(target, "is_cpu", True):
@@ -74,52 +86,54 @@ class NhwcConv(ScheduleRule):
         name = sch.get(block).name_hint
         try:
             info = analyze_block(sch, block)
-            lanes = int(target.vector_lanes(info.dtype))
-            shape = analyze_conv_nhwc(sch, name, info, lanes)
+            cpu = target.cpu
+            shape = fit_conv_tile(analyze_conv_nhwc(sch, name, info, cpu.lanes(info.dtype)), cpu, name)
         except Exception:  # not an NHWC conv (or a block the analysis does not understand)
             return [sch]
-        cores = max(1, int(target.num_cores or 1))
         out = [sch]
-        for params in self.branch_params(shape, cores):
+        for params in self.branch_params(shape, cpu):
             try:
-                out.append(self._schedule(sch.copy(), name, info, shape, params, lanes, cores))
+                out.append(self._schedule(sch.copy(), name, info, shape, params, cpu))
             except Exception as err:  # a primitive refused: this branch is dropped
                 logger.debug("NhwcConv: block %r, %s skipped: %s", name, params, err)
         return out
 
-    def branch_params(self, shape: Any, cores: int) -> "list[Any]":
+    def branch_params(self, shape: Any, cpu: Any) -> "list[Any]":
         """The (order, slicing) structures of the space with their starting factors: the default
         (`default_conv_params`), the other loop order, the other slicing (sliced <-> whole).
 
         Example:
+            >>> from ingot.cpu_model import named_cpu
             >>> from ingot.ops.schedule.conv_nhwc import ConvNhwcShape
-            >>> [(p.order, p.kc) for p in NhwcConv().branch_params(ConvNhwcShape(1, 7, 7, 1280, 320, 1, 6, 16, 2), 2)]
+            >>> spr = named_cpu("sapphirerapids").with_cores(2)
+            >>> [(p.order, p.kc) for p in NhwcConv().branch_params(ConvNhwcShape(1, 7, 7, 1280, 320, 1, 6, 16, 2), spr)]
             [('oc', 0), ('rows', 0), ('oc', 80)]
         """
         from ingot.ops.schedule.conv_nhwc import default_conv_params
 
-        default = default_conv_params(shape, cores)
+        default = default_conv_params(shape, cpu)
         other_order = "rows" if default.order == "oc" else "oc"
-        branches = [default, default_conv_params(shape, cores, order=other_order, kc=default.kc)]
+        branches = [default, default_conv_params(shape, cpu, order=other_order, kc=default.kc)]
         if default.kc:
-            branches.append(default_conv_params(shape, cores, order=default.order, kc=0))
+            branches.append(default_conv_params(shape, cpu, order=default.order, kc=0))
         else:
-            kc = _slice_channels(shape)
+            kc = _slice_channels(shape, cpu)
             if kc:
-                branches.append(default_conv_params(shape, cores, order=default.order, kc=kc))
+                branches.append(default_conv_params(shape, cpu, order=default.order, kc=kc))
         if shape.c < 8 and shape.taps > 1:  # the stem: (kx, c) fused, no slicing alternative
             branches = [b for b in branches if not b.kc] or branches
         seen, out = set(), []
         for b in branches:
-            if b not in seen and b.mr * shape.nvec <= self.max_accumulators:
+            if b not in seen and b.mr * shape.nvec <= self.accumulators(cpu):
                 seen.add(b)
                 out.append(b)
         return out[: self.max_branches]
 
-    def _schedule(self, sch: Any, name: str, info: Any, shape: Any, params: Any, lanes: int, cores: int) -> Any:
+    def _schedule(self, sch: Any, name: str, info: Any, shape: Any, params: Any, cpu: Any) -> Any:
         from ingot.ops.schedule.conv_nhwc import build_conv_nhwc
 
-        max_mr = max(params.mr, self.max_accumulators // shape.nvec)
+        cores = cpu.cores
+        max_mr = max(params.mr, self.accumulators(cpu) // shape.nvec)
         x_dec = params.x_factors(shape.ow)
         c_dec = params.c_factors(shape.c)
         max_ku = max(self.max_unroll, c_dec[-1] if c_dec else 1)
@@ -131,7 +145,7 @@ class NhwcConv(ScheduleRule):
             return s.sample_perfect_tile(loop, n=len(c_dec), max_innermost_factor=max_ku, decision=c_dec)
 
         # Step 1. the padding stage as the default schedules it (before the conv moves loops)
-        pads = _schedule_pads(sch, name, lanes, cores)  # the target's lanes (a conv may use 8)
+        pads = _schedule_pads(sch, name, cpu)  # the target's lanes (a conv may use 8)
         # Step 2. the conv with sampled tiles, the epilogue fused under its task loop
         task = build_conv_nhwc(sch, name, info, shape, params.order, x_factors,
                                c_factors if c_dec else None, cores, parallel_fuse=params.parallel_fuse,
@@ -146,19 +160,20 @@ class NhwcConv(ScheduleRule):
         return sch
 
 
-def _slice_channels(shape: Any) -> int:
+def _slice_channels(shape: Any, cpu: Any) -> int:
     """The channel slice of a sliced alternative for a layer the default keeps whole: the
-    largest multiple-of-8 proper divisor of C whose weight slice fits `L1_SLICE` (0: none)."""
-    from ingot.ops.schedule.conv_nhwc import L1_SLICE, MAX_KC
+    largest multiple-of-8 proper divisor of C whose weight slice fits `L1_SLICE_SHARE` of
+    ``cpu``'s L1d (0: none)."""
+    from ingot.ops.schedule.conv_nhwc import L1_SLICE_SHARE, MAX_KC
 
     best = 0
     for kc in range(8, min(shape.c - 1, MAX_KC) + 1, 8):
-        if shape.c % kc == 0 and shape.taps * kc * shape.nr * 4 <= L1_SLICE:
+        if shape.c % kc == 0 and shape.taps * kc * shape.nr * 4 <= cpu.l1d_bytes * L1_SLICE_SHARE:
             best = kc
     return best
 
 
-def _schedule_pads(sch: Any, name: str, lanes: int, cores: int) -> "list[str]":
+def _schedule_pads(sch: Any, name: str, cpu: Any) -> "list[str]":
     """Schedule the padding producers of conv block ``name`` with the default's elementwise rule;
     returns their names."""
     from ingot.ops.schedule.analysis import analyze_block
@@ -169,7 +184,7 @@ def _schedule_pads(sch: Any, name: str, lanes: int, cores: int) -> "list[str]":
         pname = sch.get(prod).name_hint
         if not pname.startswith("pad_temp"):
             continue
-        elementwise_rule(sch, pname, analyze_block(sch, prod), lanes, cores)
+        elementwise_rule(sch, pname, analyze_block(sch, prod), cpu)
         names.append(pname)
     return names
 

@@ -33,9 +33,10 @@ from .blocked_gemm import MARK, SEEDED, _drop_parallel_intent, cpu_block_info
 
 logger = logging.getLogger("ingot.tune")
 
-#: (MR, NVEC) register tiles, in branch order: 8x2 (the default's tile) first. MR need not divide M
-#: (gemm_rule predicates the last row tile), NVEC x lanes must divide N.
-TILES = ((8, 2), (12, 2), (4, 4), (6, 4))
+#: (MR, NVEC) register tiles, in branch order, those that fit the target's registers
+#: (`CpuModel.fits_registers`): the first four for 32 registers (AVX-512), the rest for 16 (AVX2).
+#: MR need not divide M (gemm_rule predicates the last row tile), NVEC x lanes must divide N.
+TILES = ((8, 2), (12, 2), (4, 4), (6, 4), (6, 2), (4, 2), (3, 3), (2, 4))
 #: The unroll depth of k every branch is first measured with (8x2: 1.07x faster than ki = 1).
 SEED_KU = 4
 
@@ -64,26 +65,25 @@ class SmallGemm(ScheduleRule):
         if (info is None or info.kind != "gemm" or not info.simple_loops or len(info.spatial) != 2 or len(info.reduce) != 1
                 or None in info.extents or blocked.is_large_gemm(info)):
             return [sch]
-        lanes = int(target.vector_lanes(info.dtype))
+        cpu = target.cpu
+        lanes = cpu.lanes(info.dtype)
         n, k = info.extents[info.j_index], info.extents[info.reduce[0]]
         name = sch.get(block).name_hint
-        cores = max(1, int(target.num_cores or 1))
         out = [sch]
         for mr, nvec in self.tiles:
-            if n % (nvec * lanes) or mr > info.extents[info.i_index]:
+            if n % (nvec * lanes) or mr > info.extents[info.i_index] or not cpu.fits_registers(mr, nvec):
                 continue
             try:
-                out.append(self._schedule(sch.copy(), name, info, lanes, cores, mr, nvec, k))
+                out.append(self._schedule(sch.copy(), name, info, cpu, mr, nvec, k))
             except Exception as err:  # a primitive refused: this branch is dropped
                 logger.debug("SmallGemm: block %r, tile %dx%d skipped: %s", name, mr, nvec, err)
         return out
 
-    def _schedule(self, sch: Any, name: str, info: Any, lanes: int, cores: int, mr: int, nvec: int,
-                  k: int) -> Any:
+    def _schedule(self, sch: Any, name: str, info: Any, cpu: Any, mr: int, nvec: int, k: int) -> Any:
         from ingot.ops.schedule.rules import gemm_rule
 
         # Step 1. the register-tiled kernel (parallel outer tiles, accumulators, epilogue).
-        gemm_rule(sch, name, info, lanes, cores, mr=mr, nvec=nvec)
+        gemm_rule(sch, name, info, cpu, mr=mr, nvec=nvec)
         # Step 2. the k loop (just above the tile loops ii, jn, jl) split by a sampled (ko, ki); ki unrolled.
         b = sch.get_block(name)
         k_loop = sch.get_loops(b)[-4]
