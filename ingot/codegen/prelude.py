@@ -73,6 +73,7 @@ _PRELUDE_TEMPLATE = r"""/* ===== Ingot C prelude, ABI version @ABI_VERSION@ (gen
 #include <stdlib.h>
 #include <stdarg.h>
 #include <time.h>
+#include <sched.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -488,8 +489,8 @@ INGOT_INLINE float ingot_erff(float x) {
  * TVM's WorkspacePool): glibc serves such blocks by mmap and unmaps them on free, so a kernel with
  * a 1.8 MB intermediate took ~900 page faults per call, and zeroing the fresh pages evicted the
  * model's data from the caches. The pool holds at most INGOT_WS_POOL_SLOTS blocks (the largest
- * freed ones); a spin lock guards it because parallel loops may allocate per iteration. Each block
- * carries its capacity in a 64-byte header. */
+ * freed ones); a spin lock guards it because parallel loops and concurrent callers may allocate at
+ * once. Each block carries its capacity in a 64-byte header. */
 #ifndef INGOT_WS_POOL_MIN /* benchmarks define it as ((size_t)-1) to measure without the pool */
 #define INGOT_WS_POOL_MIN ((size_t)64 * 1024)
 #endif
@@ -500,7 +501,11 @@ static ingot_ws_block_t ingot_ws_pool[INGOT_WS_POOL_SLOTS];
 static volatile char ingot_ws_lock;
 
 INGOT_INLINE void ingot_ws_acquire(void) {
-  while (__atomic_test_and_set(&ingot_ws_lock, __ATOMIC_ACQUIRE)) {
+  /* The section it guards is a few loads and stores; but on a busy machine the holder can be
+   * descheduled in it, so after a short spin the waiter gives its CPU away instead of spinning
+   * through the holder's wait for a time slice. */
+  for (int spins = 0; __atomic_test_and_set(&ingot_ws_lock, __ATOMIC_ACQUIRE); ++spins) {
+    if (spins >= 64) sched_yield();
   }
 }
 INGOT_INLINE void ingot_ws_release(void) { __atomic_clear(&ingot_ws_lock, __ATOMIC_RELEASE); }
