@@ -303,6 +303,12 @@ class Simplifier:
         rb = self._bound(r_expr)
         if _finite(rb.min_value, rb.max_value) and rb.min_value // c == rb.max_value // c:
             return q.add(SumForm.constant(rb.min_value // c, dtype)).to_expr()
+        # Step 2b. r = k*x + y with k | c and 0 <= y < k: floordiv(r, c) = floordiv(x, c / k) (a vector
+        # lane inside a panel: (8*t + lane) // 32 = t // 4 for lane < 8).
+        split = self._offset_split(r, c)
+        if split is not None:
+            k, x, _ = split
+            return q.add(SumForm.from_expr(self._div_by_const(x.to_expr(), c // k, dtype))).to_expr()
         # Step 3. a factor common to r and c cancels: floordiv(g*r', g*c') = floordiv(r', c').
         g = gcd(gcd(r.coeff_gcd(), r.const), c)
         if g > 1:
@@ -312,6 +318,21 @@ class Simplifier:
         # Step 4. rules on a single atom: nested divisions merge, div of a mod becomes a split.
         atom = self._div_atom(r_expr, c, dtype)
         return q.add(SumForm.from_expr(atom)).to_expr()
+
+    def _offset_split(self, r: SumForm, c: int) -> "tuple[int, SumForm, SumForm] | None":
+        """``(k, x, y)`` with ``r = k*x + y``, ``1 < k < c``, ``k | c`` and ``0 <= y < k`` provable
+        from bounds (the largest such k), or None."""
+        candidates = sorted({gcd(abs(coeff), c) for coeff, _ in r.terms.values()}, reverse=True)
+        for k in candidates:
+            if not 1 < k < c:
+                continue
+            x, y = self._split_multiples(r, k)
+            if not x.terms or not y.terms:
+                continue  # nothing to gain: the plain rules already cover a constant offset
+            yb = self._bound(y.to_expr())
+            if _finite(yb.min_value, yb.max_value) and yb.min_value >= 0 and yb.max_value < k:
+                return k, x, y
+        return None
 
     def _div_atom(self, x: E.PrimExpr, c: int, dtype) -> E.PrimExpr:
         if isinstance(x, E.FloorDiv) and (_const(x.b) or 0) > 0:
@@ -333,6 +354,12 @@ class Simplifier:
         rb = self._bound(r_expr)
         if _finite(rb.min_value, rb.max_value) and rb.min_value // c == rb.max_value // c:
             return r.add(SumForm.constant(-(rb.min_value // c) * c, dtype)).to_expr()
+        # Step 2b. r = k*x + y with k | c and 0 <= y < k: floormod(r, c) = floormod(x, c / k) * k + y.
+        split = self._offset_split(r, c)
+        if split is not None:
+            k, x, y = split
+            outer = SumForm.from_expr(self._mod_by_const(x.to_expr(), c // k, dtype)).mul_const(k)
+            return outer.add(y).to_expr()
         # Step 3. common factor: floormod(g*r', g*c') = g * floormod(r', c').
         g = gcd(gcd(r.coeff_gcd(), r.const), c)
         if g > 1:

@@ -16,7 +16,7 @@ from ingot.target import Target
 from ingot.tir.schedule import Schedule
 from ingot.tir.schedule.error import ScheduleError
 
-from .schedule_testutil import AVX512_CPU, CPU, TARGET, kernel_loop as _kernel_loop, run as _run, schedule as _schedule
+from .schedule_testutil import AVX512_CPU, AVX512_TARGET, CPU, CPU_TARGETS, TARGET, runs_here, kernel_loop as _kernel_loop, run as _run, schedule as _schedule
 
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.compiler
@@ -69,18 +69,25 @@ CONVS = [
 ]
 
 
+@pytest.mark.parametrize("target", CPU_TARGETS)
 @pytest.mark.parametrize("name,c,hw,o,k,s,panel", CONVS, ids=[c[0] for c in CONVS])
-def test_packed_nhwc_conv_with_fused_epilogue_matches_torch(name, c, hw, o, k, s, panel):
+def test_packed_nhwc_conv_with_fused_epilogue_matches_torch(name, c, hw, o, k, s, panel, target):
+    # the tiles derive from each CPU's registers: the micro-kernel stays in registers on all of
+    # them; the numbers where the host runs the code
     tensors = _packed_conv_layer(c, hw, o, k, s, panel)
-    sch, rules = _schedule(tensors)
+    sch, rules = _schedule(tensors, target)
     assert rules["conv2d_nhwc"] == "conv_nhwc_rule", rules
+    loop = _kernel_loop(sch, target)
+    assert loop["vector"] == loop["fma"] > 0 and loop["stack"] <= (2 if k == 7 else 0), (target, loop)
+    if not runs_here(target):
+        return
     # bias, residual add and relu are inlined into one block reading the accumulator tile
     blocks = set(sch.state.blocks("main"))
     assert "T_add" not in blocks and "T_add_1" not in blocks and "T_relu" in blocks, blocks
     xa, wa, ba = _rand(1, hw, hw, c), _rand(k, k, c, o), _rand(o)
     oh = (hw + 2 * (k // 2) - k) // s + 1
     ra = _rand(1, oh, oh, o)
-    out = _run(sch, [xa, packed.pack_conv2d_nhwc_weight(wa, panel), ba, ra], (1, oh, oh, o))
+    out = _run(sch, [xa, packed.pack_conv2d_nhwc_weight(wa, panel), ba, ra], (1, oh, oh, o), target)
     ref = np.maximum(_torch_conv(xa, wa, s, k // 2) + ba + ra, 0)
     np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-4)
 
@@ -106,15 +113,14 @@ def test_big_weight_panels_slice_the_reduction(hw):
 
     assert choose_kc(9, 160, 32, AVX512_CPU) == 32
     tensors = _packed_conv_layer(160, hw, 64, 3, 1)
-    sch, rules = _schedule(tensors)
+    sch, rules = _schedule(tensors, AVX512_TARGET)
     assert rules["conv2d_nhwc"] == "conv_nhwc_rule", rules
     assert "rc_0" in sch.mod["main"].script()  # the slice loop
     xa, wa, ba, ra = _rand(1, hw, hw, 160), _rand(3, 3, 160, 64), _rand(64), _rand(1, hw, hw, 64)
     out = _run(sch, [xa, packed.pack_conv2d_nhwc_weight(wa, 32), ba, ra], (1, hw, hw, 64))
     np.testing.assert_allclose(out, np.maximum(_torch_conv(xa, wa, 1, 1) + ba + ra, 0), rtol=1e-4, atol=1e-4)
-    if _avx512():
-        loop = _kernel_loop(sch)
-        assert loop["zmm"] >= 2 * min(hw, 14) and loop["stack"] == 0, loop
+    loop = _kernel_loop(sch, AVX512_TARGET)
+    assert loop["zmm"] >= 2 * min(hw, 14) and loop["stack"] == 0, loop
 
 
 def test_plain_hwio_conv_nhwc_uses_the_rule():
@@ -211,13 +217,12 @@ def test_7x7_1x1_odd_panel_pairs_use_balanced_one_panel_tasks(o):
     # tiles in "oc" order instead, o / 32 tasks (6, 10)
     import ingot
 
-    sch, rules = _schedule(_packed_conv_layer(512, 7, o, 1, 1))
+    sch, rules = _schedule(_packed_conv_layer(512, 7, o, 1, 1), AVX512_TARGET)
     assert rules["conv2d_nhwc"] == "conv_nhwc_rule", rules
     src = ingot.build(sch.mod, target=TARGET).get_source()
     assert f"_fused < {o // 32}; " in src, "expected (n, 32-wide oc block) parallel tasks"
-    if _avx512():
-        loop = _kernel_loop(sch)
-        assert loop["fma"] == loop["zmm"] == 56 and loop["stack"] <= 2, loop  # 7 x 2 vectors x 4 steps
+    loop = _kernel_loop(sch, AVX512_TARGET)
+    assert loop["fma"] == loop["zmm"] == 56 and loop["stack"] <= 2, loop  # 7 x 2 vectors x 4 steps
     xa, wa, ba, ra = _rand(1, 7, 7, 512), _rand(1, 1, 512, o), _rand(o), _rand(1, 7, 7, o)
     out = _run(sch, [xa, packed.pack_conv2d_nhwc_weight(wa, 32), ba, ra], (1, 7, 7, o))
     np.testing.assert_allclose(out, np.maximum(_torch_conv(xa, wa, 1, 0) + ba + ra, 0), rtol=1e-4, atol=2e-4)
@@ -229,13 +234,12 @@ def test_14x14_1x1_64_outputs_two_panel_row_tiles_match_torch(c, residual):
     # panels, (n, oh) rows parallel (14 tasks) instead of 2 (n, oc block) tasks of 7 x 2
     import ingot
 
-    sch, rules = _schedule(_packed_conv_layer(c, 14, 64, 1, 1, residual=residual))
+    sch, rules = _schedule(_packed_conv_layer(c, 14, 64, 1, 1, residual=residual), AVX512_TARGET)
     assert rules["conv2d_nhwc"] == "conv_nhwc_rule", rules
     src = ingot.build(sch.mod, target=TARGET).get_source()
     assert "_fused < 14; " in src, "expected (n, oh) row tasks"
-    if _avx512():
-        loop = _kernel_loop(sch)
-        assert loop["fma"] == loop["zmm"] == 28 and loop["stack"] <= 2, loop  # 7 x 4 vectors, 1 step
+    loop = _kernel_loop(sch, AVX512_TARGET)
+    assert loop["fma"] == loop["zmm"] == 28 and loop["stack"] <= 2, loop  # 7 x 4 vectors, 1 step
     _check_1x1_relu(sch, c, 14, 64, residual, atol=2e-4)
 
 
@@ -260,12 +264,11 @@ def test_7x7_1x1_odd_oc_blocks_split_k_matches_torch(c, residual):
 
     assert split_k_kc(ConvNhwcShape(1, 7, 7, 160, c, 1, 6, 16, 2), AVX512_CPU) == (120 if c == 960 else 288)
     assert not split_k_kc(ConvNhwcShape(1, 7, 7, 320, c, 1, 6, 16, 2), AVX512_CPU)  # 10 blocks: even
-    sch, rules = _schedule(_packed_conv_layer(c, 7, 160, 1, 1, residual=residual))
+    sch, rules = _schedule(_packed_conv_layer(c, 7, 160, 1, 1, residual=residual), AVX512_TARGET)
     assert rules["conv2d_nhwc"] == "conv_nhwc_rule", rules
     assert "conv2d_nhwc_rf" in sch.mod["main"].script()
-    if _avx512():
-        loop = _kernel_loop(sch)
-        assert loop["fma"] == loop["zmm"] == 56 and loop["stack"] == 0, loop  # 7 x 2 vectors x 4 steps
+    loop = _kernel_loop(sch, AVX512_TARGET)
+    assert loop["fma"] == loop["zmm"] == 56 and loop["stack"] == 0, loop  # 7 x 2 vectors x 4 steps
     _check_1x1_relu(sch, c, 7, 160, residual, atol=3e-4)
 
 
@@ -297,7 +300,7 @@ def test_depthwise_7x7_output_row_tasks_match_torch(c, hw, s):
     x, w, b = te.placeholder((1, hw, hw, c), name="x"), te.placeholder((3, 3, 1, c), name="w"), \
         te.placeholder((c,), name="bias")
     y = ops.clip(ops.add(ops.nn.conv2d_nhwc(x, w, strides=s, padding=1, groups=c), b), 0.0, 6.0)
-    sch, rules = _schedule([x, w, b, y])
+    sch, rules = _schedule([x, w, b, y], AVX512_TARGET)
     assert rules["depthwise_conv2d_nhwc"] == "nhwc_window_rule", rules
     src = ingot.build(sch.mod, target=TARGET).get_source()
     assert "local = (float*)ingot_alloc_workspace" not in src and "_fused < 7; " in src
@@ -343,7 +346,7 @@ def test_nhwc_pools_vectorized_over_channels_match_torch(kind):
     else:
         y = ops.nn.global_avg_pool2d(x, layout="NHWC")
         ref_fn = lambda t: t.mean(dim=(2, 3), keepdim=True)  # noqa: E731
-    sch, rules = _schedule([x, y])
+    sch, rules = _schedule([x, y], AVX512_TARGET)
     reduce_block = next(n for n in rules if n.startswith(("pool_", "adaptive_pool")) and n != "pool_avg")
     assert rules[reduce_block] == "nhwc_window_rule", rules
     assert "T.vectorized(16)" in sch.mod["main"].script()
@@ -382,7 +385,7 @@ def test_sliced_1x1_oc_order_prefetches_next_weight_slice_matches_torch(c, hw, o
     params = default_conv_params(ConvNhwcShape(1, oh, oh, o, c, 1, 6, 16, 2), AVX512_CPU)
     assert (params.order, params.kc, params.prefetch) == ("oc", 128, WEIGHT_PREFETCH), params
     assert default_conv_params(ConvNhwcShape(1, 14, 14, 64, 512, 9, 6, 16, 2), AVX512_CPU).prefetch is None  # 3x3
-    sch, rules = _schedule(_packed_conv_layer(c, hw, o, 1, s))
+    sch, rules = _schedule(_packed_conv_layer(c, hw, o, 1, s), AVX512_TARGET)
     assert rules["conv2d_nhwc"] == "conv_nhwc_rule", rules
     src = ingot.build(sch.mod, target=TARGET).get_source()
     assert src.count("__builtin_prefetch") == 1 and f", 0, {WEIGHT_PREFETCH})" in src

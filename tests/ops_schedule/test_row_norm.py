@@ -35,7 +35,8 @@ def test_bert_rows_one_parallel_loop_and_accurate(offset):
     sch, picked = _schedule(_layer_norm(x.shape))
     assert picked["T_layer_norm_sum"] == "row_norm_rule"
     script = sch.mod["main"].script()
-    assert script.count("T.parallel") == 1 and "T.vectorized(16)" in script
+    lanes = Target("llvm").vector_lanes("float32")  # the host's: 16 with AVX-512, 8 with AVX2
+    assert script.count("T.parallel") == 1 and f"T.vectorized({lanes})" in script
     # the shift keeps E[d^2] - E[d]^2 accurate when |mean| >> std (the unshifted form fails here)
     np.testing.assert_allclose(_run(sch, [x, g, b], x.shape), _ref(x, g, b), rtol=0, atol=1e-5)
 

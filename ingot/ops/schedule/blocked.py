@@ -76,21 +76,24 @@ MIN_FLOPS = 2 * 256 ** 3   # below this the plain register-tiled rule is as fast
 def default_gemm_tile(m: int, cpu: CpuModel) -> "tuple[int, int]":
     """(MR, NVEC) of the blocked GEMM's register tile on ``cpu``: two vectors per row (NR = the
     packed panel width) and as many rows as give twice the FMA chains the pipes need
-    (`CpuModel.min_accumulators`: 16 accumulators, 8 x 2) within the register budget, dividing M.
+    (`CpuModel.min_accumulators`: 16 accumulators, 8 x 2) within the register budget; when that
+    height does not divide M (6 rows with 16 registers), the largest power of two below it (M is
+    mostly a multiple of one). The rule refuses an M that neither divides.
 
     Example:
         >>> from ingot.cpu_model import named_cpu
         >>> default_gemm_tile(1024, named_cpu("sapphirerapids")), default_gemm_tile(1024, named_cpu("znver3"))
         ((8, 2), (4, 2))
-        >>> default_gemm_tile(96, named_cpu("znver3"))
-        (6, 2)
+        >>> default_gemm_tile(96, named_cpu("znver3")), default_gemm_tile(260, named_cpu("sapphirerapids"))
+        ((6, 2), (8, 2))
     """
     from .rules import max_tile_rows
 
     nvec = 2
     rows = min(max_tile_rows(nvec, cpu), max(1, 2 * cpu.min_accumulators // nvec))
-    while rows > 1 and m % rows:
-        rows -= 1
+    if m % rows:
+        power = 1 << (rows.bit_length() - 1)
+        rows = power if m % power == 0 else rows
     return rows, nvec
 
 
