@@ -142,6 +142,7 @@ def _math(name: str) -> Callable[[Any], Any]:
 
 
 exp = _math("exp")
+expm1 = _math("expm1")
 log = _math("log")
 sqrt = _math("sqrt")
 tanh = _math("tanh")

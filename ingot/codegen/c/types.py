@@ -206,10 +206,12 @@ def _floormod_float(ctype: str) -> "tuple[str, str]":
     # Python semantics: the remainder takes the sign of the divisor.
     name = f"ingot_floormod_{ctype}"
     fmod = "fmod" if ctype == "double" else "fmodf"
+    copysign = "copysign" if ctype == "double" else "copysignf"
     return name, (
         f"static inline {ctype} {name}({ctype} a, {ctype} b) {{\n"
         f"  {ctype} r = {fmod}(a, b);\n"
-        f"  return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;\n}}\n"
+        f"  if (r == 0) return {copysign}(({ctype})0, b);  /* numpy: a zero remainder has b's sign */\n"
+        f"  return ((r < 0) != (b < 0)) ? r + b : r;\n}}\n"
     )
 
 

@@ -98,7 +98,8 @@ def _prelu(ctx: Any, node: Any) -> Any:
 
 
 def _elu_like(ctx: Any, x: Any, alpha: float, scale: float = 1.0) -> Any:
-    neg = ctx.emit(G.op.multiply(ctx.emit(G.op.subtract(ctx.emit(G.op.exp(x)), _s(ctx, x, 1))), _s(ctx, x, alpha)))
+    # expm1, not exp(x) - 1: the subtraction cancels near 0 and float16/bfloat16 keep too few bits for it.
+    neg = ctx.emit(G.op.multiply(ctx.emit(G.op.expm1(x)), _s(ctx, x, alpha)))
     out = ctx.emit(G.op.where(ctx.emit(G.op.greater(x, _s(ctx, x, 0))), x, neg))
     return out if scale == 1.0 else ctx.emit(G.op.multiply(out, _s(ctx, x, scale)))
 
@@ -119,8 +120,7 @@ def _celu(ctx: Any, node: Any) -> Any:
     x = ctx.expr(node.input(0))
     alpha = float(node.attr("alpha", 1.0))
     scaled = ctx.emit(G.op.divide(x, _s(ctx, x, alpha)))
-    neg = ctx.emit(G.op.multiply(ctx.emit(G.op.subtract(ctx.emit(G.op.exp(scaled)), _s(ctx, x, 1))),
-                                 _s(ctx, x, alpha)))
+    neg = ctx.emit(G.op.multiply(ctx.emit(G.op.expm1(scaled)), _s(ctx, x, alpha)))
     return ctx.emit(G.op.add(ctx.emit(G.op.relu(x)), ctx.emit(G.op.minimum(neg, _s(ctx, x, 0)))))
 
 
@@ -312,17 +312,12 @@ for _name, (_builder, _ref) in _BINARY.items():
 @register("Mod", since=10)
 def _mod(ctx: Any, node: Any) -> Any:
     a, b = ctx.expr(node.input(0)), ctx.expr(node.input(1))
+    # fmod=1 is C's fmod/% (sign of the dividend), fmod=0 numpy's mod (sign of the divisor). Both are
+    # primitive ops: composing them from a division (a - trunc(a / b) * b) gives NaN for an infinite
+    # divisor, loses the sign of zero, and rounds the quotient before the subtraction.
     if node.attr("fmod", 0):
-        # fmod: a - trunc(a / b) * b (sign of the dividend)
-        if is_int_dtype(ctx.dtype(a)):
-            q = ctx.emit(G.op.divide(a, b))
-        else:
-            ratio = ctx.expr(ctx.emit(G.op.divide(a, b)))
-            q = ctx.emit(G.op.where(ctx.emit(G.op.less(ratio, _s(ctx, ratio, 0))), ctx.emit(G.op.ceil(ratio)),
-                                    ctx.emit(G.op.floor(ratio))))
-    else:
-        q = ctx.emit(G.op.floor_divide(a, b))
-    return ctx.emit(G.op.subtract(a, ctx.emit(G.op.multiply(ctx.expr(q), b))))
+        return ctx.emit(G.op.mod(a, b))
+    return ctx.emit(G.op.floor_mod(a, b))
 
 
 def _variadic(builder: Callable, mean: bool = False) -> Callable:

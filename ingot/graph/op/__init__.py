@@ -12,8 +12,8 @@ Example:
 """
 from .base import call_dps_packed, call_packed, call_tir
 from .binary import (
-    add, divide, equal, floor_divide, greater, greater_equal, less, less_equal, maximum, minimum, multiply,
-    not_equal, power, subtract, where,
+    add, divide, equal, floor_divide, floor_mod, greater, greater_equal, less, less_equal, maximum, minimum, mod,
+    multiply, not_equal, power, subtract, where,
 )
 from .create import arange, broadcast_to, cumsum, expand, full, ones, pad, unsqueeze, zeros
 from .linalg import dense, linear, matmul
@@ -29,8 +29,8 @@ from .nn import (
 from .sort import topk
 from .reduce import argmax, argmin, max, mean, min, prod, sum  # noqa: A004 - numpy/TVM names
 from .unary import (
-    abs, astype, cast, ceil, clip, cos, erf, exp, floor, gelu, gelu_tanh, hard_swish, leaky_relu, log, negative,
-    relu, round, rsqrt, sigmoid, silu, sin, sqrt, tanh,
+    abs, astype, cast, ceil, clip, cos, erf, exp, expm1, floor, gelu, gelu_tanh, hard_swish, leaky_relu, log,
+    negative, relu, round, rsqrt, sigmoid, silu, sin, sqrt, tanh,
 )
 from . import packed  # noqa: E402 - registers the pre-packed weight ops (PackWeights)
 from .packed import (  # noqa: E402

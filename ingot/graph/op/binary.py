@@ -40,6 +40,9 @@ _BINARY: dict[str, tuple[Callable, bool]] = {
     "divide": (lambda a, b: (a / b).astype(a.dtype) if a.dtype.kind == "f" else (np.trunc(a / b)).astype(a.dtype),
                False),
     "floor_divide": (np.floor_divide, False),
+    # C's fmod / % (the remainder takes the sign of the dividend) and Python's % (sign of the divisor).
+    "mod": (np.fmod, False),
+    "floor_mod": (np.mod, False),
     "power": (np.power, False),
     "maximum": (np.maximum, False),
     "minimum": (np.minimum, False),
@@ -95,6 +98,8 @@ subtract = _builder("subtract")
 multiply = _builder("multiply")
 divide = _builder("divide")
 floor_divide = _builder("floor_divide")
+mod = _builder("mod")
+floor_mod = _builder("floor_mod")
 power = _builder("power")
 maximum = _builder("maximum")
 minimum = _builder("minimum")

@@ -52,6 +52,8 @@ _UNARY: dict[str, tuple[str, Callable, bool]] = {
     "sigmoid": ("sigmoid", lambda x: (1 / (1 + np.exp(-x))).astype(x.dtype), True),
     "tanh": ("tanh", np.tanh, True),
     "exp": ("exp", np.exp, True),
+    # exp(x) - 1 without the cancellation near 0 (Elu/Celu/Selu in float16/bfloat16 need it).
+    "expm1": ("expm1", np.expm1, True),
     "log": ("log", np.log, True),
     "sqrt": ("sqrt", np.sqrt, True),
     "rsqrt": ("rsqrt", lambda x: (1 / np.sqrt(x)).astype(x.dtype), True),
@@ -104,6 +106,7 @@ hard_swish = _builder("hard_swish")
 sigmoid = _builder("sigmoid")
 tanh = _builder("tanh")
 exp = _builder("exp")
+expm1 = _builder("expm1")
 log = _builder("log")
 sqrt = _builder("sqrt")
 rsqrt = _builder("rsqrt")
