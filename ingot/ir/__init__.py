@@ -12,7 +12,7 @@ from .expr import (
     EQ, GE, GT, LE, LT, NE, Add, And, Broadcast, BufferLoad, Call, Cast, CmpOp, BinaryOp, Div, EqualOp,
     FloatImm, FloorDiv, FloorMod, IntImm, IterVar, Let, Max, Min, Mod, Mul, Not, NotEqualOp, Or, PrimExpr,
     Ramp, Range, Select, SizeVar, StringImm, Sub, Var, as_const_int, cast, const, convert, is_const_int,
-    max_value, min_value,
+    max_identity, max_value, min_identity, min_value,
 )
 from .functor import Mutator, Visitor, collect_vars, post_order_visit, substitute
 from .module import GlobalVar, IRModule

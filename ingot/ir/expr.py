@@ -837,6 +837,33 @@ def max_value(dtype: "str | DataType") -> PrimExpr:
     raise TypeError(f"no maximum value for {dtype}")
 
 
+def max_identity(dtype: "str | DataType") -> PrimExpr:
+    """The identity of a max-reduction: ``-inf`` for floats (so that the max of a row of ``-inf``
+    is ``-inf``, as numpy and ONNX say, not the lowest finite value), `min_value` otherwise.
+
+    Example:
+        >>> max_identity("float32").value, max_identity("int8").value
+        (-inf, -128)
+    """
+    dtype = DataType(dtype)
+    if dtype.is_float:
+        return FloatImm(dtype, -math.inf)
+    return min_value(dtype)
+
+
+def min_identity(dtype: "str | DataType") -> PrimExpr:
+    """The identity of a min-reduction: ``+inf`` for floats, `max_value` otherwise (see `max_identity`).
+
+    Example:
+        >>> min_identity("float16").value, min_identity("uint8").value
+        (inf, 255)
+    """
+    dtype = DataType(dtype)
+    if dtype.is_float:
+        return FloatImm(dtype, math.inf)
+    return max_value(dtype)
+
+
 def _float_max(dtype: DataType) -> float:
     if dtype.code == "bfloat":
         return 3.3895313892515355e38

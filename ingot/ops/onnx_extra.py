@@ -157,7 +157,8 @@ def scatter_elements(data: Any, indices: Any, updates: Any, axis: int = 0, reduc
         red = (lambda reducer: lambda v, ax: reducer(v, axis=ax))(red)
         neutral, combine = tir.const(1, dtype), lambda a, b: a * b
     elif reduction in ("max", "min"):
-        lowest = te.min_value(dtype) if reduction == "max" else te.max_value(dtype)
+        # +-inf for floats: combining with the neutral value must keep data even where data is -inf.
+        lowest = tir.max_identity(dtype) if reduction == "max" else tir.min_identity(dtype)
         red = (lambda f: lambda v, ax: f(v, axis=ax))(te.max if reduction == "max" else te.min)
         neutral = lowest
         combine = (lambda a, b: tir.max(a, b)) if reduction == "max" else (lambda a, b: tir.min(a, b))

@@ -150,11 +150,15 @@ def _arg_reduce(x: Any, axis: "int | None", keepdims: bool, select_last: bool, k
         # rhs wins when strictly better, or equal with a smaller (select_last: larger) index; this
         # makes the result independent of the order the reduction visits the elements.
         tie = rhs[0] > lhs[0] if select_last else rhs[0] < lhs[0]
-        take = tir.Or(better(rhs[1], lhs[1]), tir.And(tir.EQ(rhs[1], lhs[1]), tie))
+        # Index -1 marks the identity: a real element always beats it (even one equal to its value,
+        # e.g. a row of -inf, which numpy gives index 0) and never loses to it, in either order.
+        none = tir.const(-1, str(lhs[0].dtype))
+        wins = tir.Or(better(rhs[1], lhs[1]), tir.And(tir.EQ(rhs[1], lhs[1]), tie))
+        take = tir.Or(tir.EQ(lhs[0], none), tir.And(tir.NE(rhs[0], none), wins))
         return tir.Select(take, rhs[0], lhs[0]), tir.Select(take, rhs[1], lhs[1])
 
     def fidentity(index_dtype: str, value_dtype: str) -> tuple:
-        worst = tir.min_value(value_dtype) if kind == "max" else tir.max_value(value_dtype)
+        worst = tir.max_identity(value_dtype) if kind == "max" else tir.min_identity(value_dtype)
         return tir.const(-1, index_dtype), worst
 
     reducer = te.comm_reducer(fcombine, fidentity, name=f"arg{kind}")

@@ -227,8 +227,10 @@ def _sum_identity(t: str) -> PrimExpr:
 
 
 sum = comm_reducer(lambda x, y: x + y, _sum_identity, name="sum")  # noqa: A001 - TVM's name
-min = comm_reducer(lambda x, y: E._arith(E.Min, x, y), E.max_value, name="min")  # noqa: A001
-max = comm_reducer(lambda x, y: E._arith(E.Max, x, y), E.min_value, name="max")  # noqa: A001
+# Float min/max start from +-inf, not the largest finite value: max(-inf, -inf) must stay -inf (a
+# fully masked attention row is detected by exactly that).
+min = comm_reducer(lambda x, y: E._arith(E.Min, x, y), E.min_identity, name="min")  # noqa: A001
+max = comm_reducer(lambda x, y: E._arith(E.Max, x, y), E.max_identity, name="max")  # noqa: A001
 
 
 # --------------------------------------------------------------------------------------------

@@ -11,7 +11,8 @@ from ingot.ir.buffer import Buffer, BufferRegion, MatchBufferRegion, decl_buffer
 from ingot.ir.expr import (
     EQ, GE, GT, LE, LT, NE, Add, And, BinaryOp, Broadcast, BufferLoad, Call, CmpOp, Div, FloatImm, FloorDiv,
     FloorMod, IntImm, IterVar, Let, Max, Min, Mod, Mul, Not, Or, PrimExpr, Ramp, Range, Select, SizeVar,
-    StringImm, Sub, Var, as_const_int, const, convert, is_const_int, max_value, min_value,
+    StringImm, Sub, Var, as_const_int, const, convert, is_const_int, max_identity, max_value, min_identity,
+    min_value,
 )
 from ingot.ir.dtype import DataType
 

@@ -3,7 +3,7 @@ import pytest
 
 from ingot import te
 from ingot.ir import (
-    BufferRegion, FloatImm, IterVar, Range, Var, assert_structural_equal, decl_buffer, max_value, min_value,
+    BufferRegion, FloatImm, IterVar, Range, Var, assert_structural_equal, decl_buffer, max_identity, max_value,
 )
 from ingot.tir import Block, BlockRealize, BufferStore, For, ForKind, IfThenElse, LetStmt, PrimFunc, SeqStmt
 
@@ -117,7 +117,8 @@ def test_symbolic_shapes():
     assert got.params[0].shape[0] is m  # the user's Var is the function's shape variable
 
 
-def test_max_reduction_init_is_min_value():
+def test_max_reduction_init_is_minus_infinity():
+    # -inf, not the lowest finite float: the max of a row of -inf must be -inf (ONNX/numpy).
     A = te.placeholder((8, 32), name="A")
     k = te.reduce_axis((0, 32), name="k")
     M = te.compute((8,), lambda i: te.max(A[i, k], axis=k), name="M")
@@ -127,7 +128,7 @@ def test_max_reduction_init_is_min_value():
     from ingot.tir import max as tmax
     expected = func([a, mm], [block_nest(
         "M", ["i", "k"], [8, 32], "SR",
-        lambda vi, vk: (BufferStore(mm, tmax(mm[vi], a[vi, vk]), [vi]), BufferStore(mm, min_value("float32"), [vi])),
+        lambda vi, vk: (BufferStore(mm, tmax(mm[vi], a[vi, vk]), [vi]), BufferStore(mm, max_identity("float32"), [vi])),
         lambda vi, vk: [point(a, vi, vk)], lambda vi, vk: [point(mm, vi)],
     )])
     assert_structural_equal(got, expected)

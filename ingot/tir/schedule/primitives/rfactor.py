@@ -29,7 +29,8 @@ from typing import Any, Optional
 
 from ingot.ir.buffer import decl_buffer
 from ingot.ir.expr import (
-    Add, BufferLoad, FloatImm, IntImm, IterVar, Max, Min, Mul, PrimExpr, Range, Var, max_value, min_value,
+    Add, BufferLoad, FloatImm, IntImm, IterVar, Max, Min, Mul, PrimExpr, Range, Var, max_identity, max_value,
+    min_identity, min_value,
 )
 from ingot.ir.functor import collect_vars, substitute
 from ingot.ir.structural import structural_equal
@@ -43,12 +44,14 @@ from .decompose_reduction import join_conjuncts, split_conjuncts
 
 RFACTOR = InstructionKind("rfactor", inputs=("loop",), attrs=("factor_axis",))
 
-# combiner class -> identity(dtype)
+# combiner class -> the identities accepted as its init (the first is canonical). A float max starts
+# from -inf (te.max) or, in hand-written TIR, often from the lowest finite value: both are accepted and
+# the rfactor block keeps the init it found.
 _COMBINERS = {
-    Add: lambda dt: _const(0, dt),
-    Mul: lambda dt: _const(1, dt),
-    Max: min_value,
-    Min: max_value,
+    Add: (lambda dt: _const(0, dt),),
+    Mul: (lambda dt: _const(1, dt),),
+    Max: (max_identity, min_value),
+    Min: (min_identity, max_value),
 }
 
 
@@ -74,8 +77,9 @@ def detect_combiner(block: Block) -> "Optional[tuple[type, PrimExpr, PrimExpr, B
     op = type(update.value)
     if op not in _COMBINERS:
         return None
-    identity = _COMBINERS[op](update.buffer.dtype)
-    if not _is_const_equal(init.value, identity):
+    identities = [make(update.buffer.dtype) for make in _COMBINERS[op]]
+    identity = next((i for i in identities if _is_const_equal(init.value, i)), None)
+    if identity is None:
         return None
 
     def is_self(e: PrimExpr) -> bool:
