@@ -417,18 +417,29 @@ def _zero_axis(idx: tuple, axis: int) -> tuple:
     return tuple(out)
 
 
-def softmax(x: Any, axis: int = -1) -> Any:
+def softmax(x: Any, axis: int = -1, round_steps_to: "str | None" = None) -> Any:
     """``exp(x - max) / sum(exp(x - max))`` along ``axis`` (four stages, as topi).
+
+    With ``round_steps_to`` (``"float16"``/``"bfloat16"``, for a float32 ``x`` widened from that type)
+    the result of each step — ``x - max``, ``exp``, the sum (accumulated in float32), the quotient —
+    is rounded to that type, the way numpy evaluates a float16 softmax and hence the way the ONNX
+    reference defines its float16 results (within 4 ulp of the exact softmax).
 
     Example:
         >>> from ingot import te
         >>> y = softmax(te.placeholder((2, 8), name="x"))
     """
     axis = normalize_axis(axis, len(x.shape))
+    dtype = str(x.dtype)
+
+    def r(v: Any) -> Any:
+        return v.astype(round_steps_to).astype(dtype) if round_steps_to else v
+
     mx = _reduce_along(x, axis, "max", lambda i: x[i], "T_softmax_maxelem")
-    ex = compute(x.shape, lambda i: tir.exp(x[i] - mx[_zero_axis(i, axis)]), "T_softmax_exp", tag="elemwise")
+    ex = compute(x.shape, lambda i: r(tir.exp(r(x[i] - mx[_zero_axis(i, axis)]))), "T_softmax_exp",
+                 tag="elemwise")
     sm = _reduce_along(x, axis, "sum", lambda i: ex[i], "T_softmax_expsum")
-    return compute(x.shape, lambda i: ex[i] / sm[_zero_axis(i, axis)], "T_softmax_norm", tag="softmax")
+    return compute(x.shape, lambda i: r(ex[i] / r(sm[_zero_axis(i, axis)])), "T_softmax_norm", tag="softmax")
 
 
 def log_softmax(x: Any, axis: int = -1) -> Any:

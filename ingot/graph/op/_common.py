@@ -89,3 +89,44 @@ def as_expr(value: Any, like: "Expr | None" = None) -> Expr:
 def topi(family: str) -> Any:
     """``ingot.ops.<family>``, imported on first use (legalization only; keeps graph import light)."""
     return importlib.import_module(f"ingot.ops.{family}")
+
+
+# Storage types too narrow to accumulate in: 11 (float16) or 8 (bfloat16) significant bits lose several
+# units in the last place over a K=64 dot product or a softmax row.
+HALF_FLOAT_DTYPES = ("float16", "bfloat16")
+
+
+def accumulate_in_float32(legalize: Any, cast_inputs: bool = False) -> Any:
+    """A legalization computing a float16/bfloat16 op in float32 and rounding once at the end.
+
+    For any other dtype ``legalize`` is called unchanged. With a half-precision result, ``legalize``
+    gets a float32 ``out`` (ops that take ``out_dtype`` from it — matmul, conv — then multiply and
+    accumulate in float32; their operands are widened element by element as they are read) and, with
+    ``cast_inputs``, float32 copies of its floating-point inputs (softmax, norms and reductions compute
+    in their input's dtype). This is how ONNX Runtime, PyTorch and numpy's own half reductions
+    compute, and what the ONNX reference results are within tolerance of.
+
+    Example:
+        >>> from ingot import te
+        >>> from ingot.graph.struct_info import TensorStructInfo
+        >>> mm = lambda inputs, attrs, out: topi("linalg").matmul(*inputs, out_dtype=str(out.dtype))
+        >>> a, b = te.placeholder((2, 8), "float16", name="a"), te.placeholder((8, 3), "float16", name="b")
+        >>> y = accumulate_in_float32(mm)([a, b], {}, TensorStructInfo((2, 3), "float16"))
+        >>> str(y.dtype), str(y.op.input_tensors[0].dtype)
+        ('float16', 'float32')
+    """
+
+    def wrapped(inputs: Any, attrs: Any, out: Any) -> Any:
+        dtype = str(out.dtype)
+        if dtype not in HALF_FLOAT_DTYPES:
+            return legalize(inputs, attrs, out)
+        elemwise = topi("elemwise")
+        if cast_inputs:
+            inputs = [elemwise.cast(t, "float32") if str(getattr(t, "dtype", "")) in HALF_FLOAT_DTYPES else t
+                      for t in inputs]
+        wide = legalize(inputs, attrs, TensorStructInfo(out.shape, "float32"))
+        return elemwise.cast(wide, dtype)
+
+    wrapped.__name__ = getattr(legalize, "__name__", "legalize")
+    wrapped.__doc__ = legalize.__doc__
+    return wrapped

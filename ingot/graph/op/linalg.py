@@ -16,7 +16,7 @@ import numpy as np
 from ..expr import Call, Expr
 from ..op_registry import OpPattern, make_call, op_error, register_op
 from ..struct_info import TensorStructInfo, dims_equal
-from ._common import broadcast_shapes, known_shape, tensor_sinfo, topi
+from ._common import accumulate_in_float32, broadcast_shapes, known_shape, tensor_sinfo, topi
 
 
 def _check_k(name: str, ka: Any, kb: Any) -> None:
@@ -47,7 +47,8 @@ def _infer_matmul(args: Any, attrs: Any) -> TensorStructInfo:
 register_op(
     "matmul", num_inputs=2, pattern=OpPattern.OUT_ELEMWISE_FUSABLE, attrs={"out_dtype": None},
     infer=_infer_matmul,
-    legalize=lambda inputs, attrs, out: topi("linalg").matmul(inputs[0], inputs[1], out_dtype=str(out.dtype)),
+    legalize=accumulate_in_float32(
+        lambda inputs, attrs, out: topi("linalg").matmul(inputs[0], inputs[1], out_dtype=str(out.dtype))),
     numpy=lambda args, attrs: np.matmul(args[0], args[1]).astype(attrs["out_dtype"] or args[0].dtype),
 )
 
@@ -90,8 +91,8 @@ def _np_linear(args: Any, attrs: Any) -> np.ndarray:
 register_op(
     "linear", num_inputs=None, pattern=OpPattern.OUT_ELEMWISE_FUSABLE, attrs={"out_dtype": None},
     infer=_infer_linear,
-    legalize=lambda inputs, attrs, out: topi("nn").dense(inputs[0], inputs[1], inputs[2] if len(inputs) == 3 else None,
-                                                         out_dtype=str(out.dtype)),
+    legalize=accumulate_in_float32(lambda inputs, attrs, out: topi("nn").dense(
+        inputs[0], inputs[1], inputs[2] if len(inputs) == 3 else None, out_dtype=str(out.dtype))),
     numpy=_np_linear,
     doc="x @ weight.T + bias (PyTorch's Linear; TVM's dense + bias_add).",
 )

@@ -19,7 +19,7 @@ from ..expr import Call, Expr
 from ..op_registry import OpPattern, make_call, op_error, register_op
 from ..struct_info import TensorStructInfo, dims_equal, normalize_dim
 from . import _ref
-from ._common import known_shape, norm_axis, tensor_sinfo, topi
+from ._common import HALF_FLOAT_DTYPES, accumulate_in_float32, known_shape, norm_axis, tensor_sinfo, topi
 
 
 def _pair(name: str, key: str, value: Any, minimum: int = 1) -> tuple:
@@ -93,7 +93,8 @@ def _np_conv2d(args: Any, attrs: Any) -> np.ndarray:
 
 
 register_op(
-    "conv2d", num_inputs=2, pattern=OpPattern.OUT_ELEMWISE_FUSABLE, infer=_infer_conv2d, legalize=_legalize_conv2d,
+    "conv2d", num_inputs=2, pattern=OpPattern.OUT_ELEMWISE_FUSABLE, infer=_infer_conv2d,
+    legalize=accumulate_in_float32(_legalize_conv2d),
     attrs={"strides": 1, "padding": 0, "dilation": 1, "groups": 1, "data_layout": "NCHW", "kernel_layout": None,
            "out_dtype": None},
     normalize_attrs=_norm_conv_attrs, numpy=_np_conv2d,
@@ -270,9 +271,9 @@ register_op(
     attrs={"strides": 1, "padding": 0, "output_padding": 0, "dilation": 1, "groups": 1, "data_layout": "NCHW",
            "kernel_layout": None, "out_dtype": None},
     normalize_attrs=_norm_conv_transpose_attrs,
-    legalize=lambda inputs, attrs, out: topi("nn").conv2d_transpose_nchw(
+    legalize=accumulate_in_float32(lambda inputs, attrs, out: topi("nn").conv2d_transpose_nchw(
         inputs[0], inputs[1], attrs["strides"], attrs["padding"], attrs["output_padding"], attrs["dilation"],
-        attrs["groups"], out_dtype=str(out.dtype)),
+        attrs["groups"], out_dtype=str(out.dtype))),
     numpy=lambda args, attrs: _ref.conv2d_transpose_nchw(args[0], args[1], attrs["strides"], attrs["padding"],
                                                          attrs["output_padding"], attrs["dilation"], attrs["groups"]),
     doc="Transposed 2-D convolution (PyTorch ConvTranspose2d; weight (in, out/groups, kh, kw)).",
@@ -345,14 +346,26 @@ def _infer_same_float(name: str) -> Any:
     return infer
 
 
+def _legalize_softmax(inputs: Any, attrs: Any, out: Any) -> Any:
+    x, dtype = inputs[0], str(out.dtype)
+    if dtype not in HALF_FLOAT_DTYPES:
+        return topi("nn").softmax(x, attrs["axis"])
+    # float16/bfloat16: computed in float32 with each step rounded back as numpy does (see ops.nn.softmax):
+    # the sum gets float32 accumulation, and the result the ONNX reference's rounding.
+    elemwise = topi("elemwise")
+    y = topi("nn").softmax(elemwise.cast(x, "float32"), attrs["axis"], round_steps_to=dtype)
+    return elemwise.cast(y, dtype)
+
+
 register_op(
     "softmax", num_inputs=1, pattern=OpPattern.OPAQUE, attrs={"axis": -1}, infer=_infer_same_float("softmax"),
-    legalize=lambda inputs, attrs, out: topi("nn").softmax(inputs[0], attrs["axis"]),
+    legalize=_legalize_softmax,
     numpy=lambda args, attrs: _ref.softmax(args[0], attrs["axis"]),
 )
 register_op(
     "log_softmax", num_inputs=1, pattern=OpPattern.OPAQUE, attrs={"axis": -1}, infer=_infer_same_float("log_softmax"),
-    legalize=lambda inputs, attrs, out: topi("nn").log_softmax(inputs[0], attrs["axis"]),
+    legalize=accumulate_in_float32(lambda inputs, attrs, out: topi("nn").log_softmax(inputs[0], attrs["axis"]),
+                                   cast_inputs=True),
     numpy=lambda args, attrs: _ref.log_softmax(args[0], attrs["axis"]),
 )
 
@@ -398,7 +411,8 @@ register_op(
     infer=_infer_layer_norm,
     normalize_attrs=lambda attrs, args: {"axes": tuple((attrs["axes"],) if isinstance(attrs["axes"], int)
                                                        else attrs["axes"]), "epsilon": float(attrs["epsilon"])},
-    legalize=lambda inputs, attrs, out: topi("nn").layer_norm(*inputs, axes=attrs["axes"], epsilon=attrs["epsilon"]),
+    legalize=accumulate_in_float32(lambda inputs, attrs, out: topi("nn").layer_norm(
+        *inputs, axes=attrs["axes"], epsilon=attrs["epsilon"]), cast_inputs=True),
     numpy=lambda args, attrs: _ref.layer_norm(*args, attrs["axes"], attrs["epsilon"]),
 )
 
@@ -427,7 +441,8 @@ def _infer_group_norm(args: Any, attrs: Any) -> TensorStructInfo:
 register_op(
     "group_norm", num_inputs=3, pattern=OpPattern.OPAQUE, attrs={"num_groups": None, "epsilon": 1e-5},
     infer=_infer_group_norm,
-    legalize=lambda inputs, attrs, out: topi("nn").group_norm(*inputs, attrs["num_groups"], attrs["epsilon"]),
+    legalize=accumulate_in_float32(lambda inputs, attrs, out: topi("nn").group_norm(
+        *inputs, attrs["num_groups"], attrs["epsilon"]), cast_inputs=True),
     numpy=lambda args, attrs: _ref.group_norm(*args, attrs["num_groups"], attrs["epsilon"]),
 )
 

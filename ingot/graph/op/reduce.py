@@ -17,7 +17,7 @@ import numpy as np
 from ..expr import Call, Expr
 from ..op_registry import OpPattern, make_call, op_error, register_op
 from ..struct_info import TensorStructInfo
-from ._common import known_shape, norm_axis, tensor_sinfo, topi
+from ._common import accumulate_in_float32, known_shape, norm_axis, tensor_sinfo, topi
 
 
 def _norm_attrs(name: str) -> Callable:
@@ -57,8 +57,10 @@ def _register(name: str) -> None:
     register_op(
         name, num_inputs=1, pattern=OpPattern.REDUCTION, attrs={"axis": None, "keepdims": False},
         infer=_infer(name), normalize_attrs=_norm_attrs(name),
-        legalize=lambda inputs, attrs, out: getattr(topi("reduce"), _TOPI[name])(
-            inputs[0], axis=list(attrs["axis"]), keepdims=attrs["keepdims"]),
+        # max/min are exact in any dtype; sum/mean/prod of float16/bfloat16 accumulate in float32.
+        legalize=(lambda f: f if name in ("max", "min") else accumulate_in_float32(f, cast_inputs=True))(
+            lambda inputs, attrs, out: getattr(topi("reduce"), _TOPI[name])(
+                inputs[0], axis=list(attrs["axis"]), keepdims=attrs["keepdims"])),
         numpy=lambda args, attrs: np.asarray(ref(args[0], axis=attrs["axis"], keepdims=attrs["keepdims"]))
         .astype(args[0].dtype),
         doc=f"{name} over axes.",
