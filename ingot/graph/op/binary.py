@@ -37,7 +37,8 @@ _BINARY: dict[str, tuple[Callable, bool]] = {
     "add": (np.add, False),
     "subtract": (np.subtract, False),
     "multiply": (np.multiply, False),
-    "divide": (lambda a, b: (a / b).astype(a.dtype) if a.dtype.kind == "f" else (np.trunc(a / b)).astype(a.dtype),
+    # Integers truncate; everything else (bfloat16 from ml_dtypes has dtype kind "V", not "f") divides.
+    "divide": (lambda a, b: np.trunc(a / b).astype(a.dtype) if a.dtype.kind in "iu" else (a / b).astype(a.dtype),
                False),
     "floor_divide": (np.floor_divide, False),
     # C's fmod / % (the remainder takes the sign of the dividend) and Python's % (sign of the divisor).
