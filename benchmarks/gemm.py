@@ -23,6 +23,9 @@ K x N = 768 x 768 / 768 x 3072 / 3072 x 768) with the weight pre-packed as the g
 PackWeights pass does (``dense_packed_weight``, ``[N/32, K, 32]`` panels), beside PyTorch's
 ``linear`` on the same threads.
 
+Every mode takes ``--target`` (default ``llvm``: the host; ``"llvm -mcpu=haswell"`` times the AVX2
+code path on any AVX2 or AVX-512 host): tiles, the assembly check and the FMA peak are that CPU's.
+
 Usage:
     python benchmarks/gemm.py                  # the table (run on a quiet machine)
     python benchmarks/gemm.py --check          # correctness + assembly only (square + transformer shapes)
@@ -47,8 +50,33 @@ import ingot  # noqa: E402
 from ingot import te  # noqa: E402
 from ingot.tir.schedule import Schedule  # noqa: E402
 
-MR, LANES, NVEC, MC, KU = 8, 16, 2, 64, 4
+#: The CPU target the benchmark builds for (``--target``; "-num-cores=N" is added per run).
+TARGET = "llvm"
+MR, LANES, NVEC, MC, KU = 8, 16, 2, 64, 4   # the hand schedule's tile; main() fits MR/NVEC/LANES to TARGET
 NR = LANES * NVEC
+
+
+def set_target(target: str) -> None:
+    """Build for ``target``: the hand schedule's register tile becomes that CPU's default tile.
+
+    Example:
+        >>> set_target("llvm -mcpu=haswell"); (LANES, MR, NVEC)   # doctest: +SKIP
+        (8, 4, 2)
+    """
+    from ingot.ops.schedule.blocked import default_gemm_tile
+    from ingot.target import Target
+
+    global TARGET, MR, LANES, NVEC, NR
+    TARGET = target
+    cpu = Target(target).cpu
+    LANES = cpu.lanes("float32")
+    MR, NVEC = default_gemm_tile(1024, cpu)
+    NR = LANES * NVEC
+
+
+def target_for(threads: int) -> str:
+    """`TARGET` with ``threads`` cores."""
+    return f"{TARGET} -num-cores={threads}"
 
 
 def gemm_func(n: int, m: int, k: int):
@@ -106,8 +134,7 @@ def default_gemm(n: int, threads: int) -> Schedule:
     from ingot.target import Target
 
     A, B = te.placeholder((n, n), name="A"), te.placeholder((n, n), name="B")
-    return schedule_blocks(Schedule(te.create_prim_func([A, B, ops.matmul(A, B)])),
-                           Target(f"llvm -num-cores={threads}"))
+    return schedule_blocks(Schedule(te.create_prim_func([A, B, ops.matmul(A, B)])), Target(target_for(threads)))
 
 
 SCHEDULE = "default"
@@ -115,7 +142,7 @@ SCHEDULE = "default"
 
 def build(n: int, threads: int):
     sch = default_gemm(n, threads) if SCHEDULE == "default" else gemm_schedule(n, n, n)
-    return sch, ingot.build(sch.mod, f"llvm -num-cores={threads}")
+    return sch, ingot.build(sch.mod, target_for(threads))
 
 
 TRANSFORMER_SHAPES = [(128, 768, 768), (128, 768, 3072), (128, 3072, 768)]
@@ -131,11 +158,11 @@ def transformer_dense(m: int, k: int, n: int, threads: int, gelu: bool = False):
     from ingot.ops.schedule import schedule_blocks
     from ingot.target import Target
 
-    panel, lanes = default_panel()
+    target = target_for(threads)
+    panel, lanes = default_panel(target)
     p = panel if n % panel == 0 else lanes
     x = te.placeholder((1, m, k), name="x")
     w = te.placeholder((n // p, k, p), name="w")
-    target = f"llvm -num-cores={threads}"
     if gelu:
         b = te.placeholder((n,), name="b")
         tensors = [x, w, b, ops.gelu(packed.dense_packed_weight(x, w, b))]
@@ -158,7 +185,7 @@ def check_transformer(threads: int = 2) -> None:
         print(f"dense {m}x{k}x{n} (pre-packed weight) matches numpy; per-call copies={copies}; "
               f"micro-kernel loop: {json.dumps(rep)}")
         assert "w_global" not in copies, "the pre-packed weight was packed again"
-        assert rep["stack"] == 0 and rep["zmm"] >= MR * NVEC, rep
+        assert rep["stack"] == 0 and rep["vector"] >= MR * NVEC, rep
 
 
 def transformer_table(threads: int) -> None:
@@ -207,11 +234,13 @@ def transformer_table(threads: int) -> None:
 
 def micro_kernel_report(sch: Schedule) -> dict:
     """Assembly facts of the micro-kernel (`ingot.codegen.build.hot_loop_report`): the innermost
-    loop holding the most FMAs — its FMAs, how many use zmm registers, its stack accesses
-    (spills/reloads; 0 means the accumulators stay in registers), zmm stores, instructions."""
+    loop holding the most FMAs — its FMAs, how many use the target's full-width registers
+    (``vector``), its stack accesses (spills/reloads; 0 means the accumulators stay in registers),
+    vector stores, instructions."""
     from ingot.codegen.build import hot_loop_report, module_assembly
+    from ingot.target import Target
 
-    return hot_loop_report(module_assembly(ingot.lower(sch.mod), "llvm -num-cores=2"))
+    return hot_loop_report(module_assembly(ingot.lower(sch.mod), target_for(2)), Target(TARGET).cpu.vector_bits)
 
 
 def numpy_gflops(n: int, threads: int, coretype: "str | None") -> float:
@@ -240,7 +269,7 @@ def check(n: int = 512) -> None:
     np.testing.assert_allclose(c, a @ b, rtol=1e-4)
     rep = micro_kernel_report(sch)
     print(f"{n}^3 matches numpy; micro-kernel loop: {json.dumps(rep)}")
-    assert rep["zmm"] >= MR * NVEC, "expected the MR x NVEC FMAs on zmm registers"
+    assert rep["vector"] >= MR * NVEC, f"expected the MR x NVEC FMAs on full-width registers of {TARGET}"
     assert rep["instructions"] < 160, "C reloaded/stored inside the k loop (restrict lost?)"
     assert rep["stack"] == 0, "accumulators spilled to the stack in the micro-kernel loop"
 
@@ -251,6 +280,7 @@ SWEEP_SHAPES = [(1024, 1024, 1024), (512, 512, 512), (2048, 2048, 2048), (768, 7
 SWEEP_POINTS = [{}, dict(mr=4, nvec=4), dict(mr=4, nvec=4, mc=64), dict(mr=4, nvec=4, kc=256),
                 dict(mr=4, nvec=4, ku=8), dict(mc=64), dict(mc=256), dict(kc=256), dict(ku=8), dict(ku=2),
                 dict(mr=16, nvec=1), dict(mr=8, nvec=3), dict(mr=6, nvec=4, mc=96), dict(mr=12, nvec=2, mc=96),
+                dict(mr=4, nvec=2), dict(mr=6, nvec=2, mc=96), dict(mr=3, nvec=3, mc=96), dict(mr=2, nvec=4),
                 dict(order="block"), dict(order="slice")]   # points whose tiles do not divide a shape are skipped
 
 
@@ -264,12 +294,16 @@ def blocked_point(m: int, k: int, n: int, threads: int, **kw):
     from ingot import ops
     from ingot.ops.schedule.analysis import analyze_block
     from ingot.ops.schedule.blocked import blocked_gemm_rule
+    from ingot.target import Target
 
+    cpu = Target(target_for(threads)).cpu
+    if "mr" in kw and not cpu.fits_registers(kw["mr"], kw.get("nvec", 2)):
+        raise ValueError(f"tile {kw['mr']} x {kw.get('nvec', 2)} does not fit {cpu.name}'s registers")
     A, B = te.placeholder((m, k), name="A"), te.placeholder((k, n), name="B")
     C = ops.matmul(A, B)
     sch = Schedule(te.create_prim_func([A, B, C]))
-    blocked_gemm_rule(sch, C.op.name, analyze_block(sch, sch.get_block(C.op.name)), LANES, threads, **kw)
-    return ingot.build(sch.mod, f"llvm -num-cores={threads}")
+    blocked_gemm_rule(sch, C.op.name, analyze_block(sch, sch.get_block(C.op.name)), cpu, **kw)
+    return ingot.build(sch.mod, target_for(threads))
 
 
 def sweep(shapes, points, threads_list, rounds: int) -> None:
@@ -327,7 +361,10 @@ def main() -> None:
     parser.add_argument("--sweep", action="store_true",
                         help="time points of blocked_gemm_rule's space (MR x NVEC, MC, KC, KU, order) vs the default")
     parser.add_argument("--rounds", type=int, default=10, help="interleaved rounds for --sweep")
+    parser.add_argument("--target", default="llvm",
+                        help='CPU target, e.g. "llvm -mcpu=haswell" (AVX2 code on any AVX2/AVX-512 host)')
     args = parser.parse_args()
+    set_target(args.target)
     if args.sweep:
         shapes = [(n, n, n) for n in args.sizes] if "--sizes" in sys.argv else SWEEP_SHAPES
         sweep(shapes, SWEEP_POINTS, (1, 2), args.rounds)
@@ -345,9 +382,14 @@ def main() -> None:
     from common import banner, ingot_median_seconds, load_average, markdown_table
     from peak_fma import peak_gflops
 
+    from ingot.target import Target
+
     banner("fp32 GEMM: Ingot schedule vs numpy/OpenBLAS")
     check()
-    peaks = {t: peak_gflops(t) for t in (1, 2)}
+    from ingot.cpu_model import host_cpu
+
+    print(f"host: {host_cpu().describe()}; target: {TARGET} ({Target(TARGET).cpu.isa})")
+    peaks = {t: peak_gflops(t, target=TARGET) for t in (1, 2)}
     rows = []
     for n in args.sizes:
         rng = np.random.default_rng(0)
@@ -367,7 +409,7 @@ def main() -> None:
                          f"{np_skx:.1f}", f"{g / best:.2f}"])
             print(f"  {n} x {threads} thread(s): {g:.1f} GFLOP/s", flush=True)
     print()
-    print(f"peak FMA: {peaks[1]:.1f} GFLOP/s (1 thread), {peaks[2]:.1f} (2 threads)")
+    print(f"peak FMA of {TARGET}: {peaks[1]:.1f} GFLOP/s (1 thread), {peaks[2]:.1f} (2 threads)")
     print(markdown_table(["n", "threads", "Ingot GFLOP/s", "of peak", "numpy default", "numpy SkylakeX",
                           "Ingot / best numpy"], rows))
     print(f"load average after: {load_average()}")

@@ -119,7 +119,8 @@ def peak_rss_mb(script: str, *args: str) -> float:
     return int(proc.stdout.strip().splitlines()[-1]) / 1024.0
 
 
-def bench_model(name: str, module, x: np.ndarray, repeat: int, workdir: str, use_compile: bool) -> dict:
+def bench_model(name: str, module, x: np.ndarray, repeat: int, workdir: str, use_compile: bool,
+                target: str = "llvm") -> dict:
     """All numbers of one model (see the module docstring)."""
     import onnxruntime as ort
     import torch
@@ -136,7 +137,7 @@ def bench_model(name: str, module, x: np.ndarray, repeat: int, workdir: str, use
                           opset_version=17)
     # Step 2. compile with Ingot and check against ONNX Runtime.
     t0 = time.perf_counter()
-    package = M.compile(M.load(path), target=f"llvm -num-cores={THREADS}")
+    package = M.compile(M.load(path), target=f"{target} -num-cores={THREADS}")
     row["compile_s"] = time.perf_counter() - t0
     pkg_dir = package.export(os.path.join(workdir, f"{name}.ingot"))
     opts = ort.SessionOptions()
@@ -195,20 +196,26 @@ def main(argv=None) -> int:
     p.add_argument("--no-torch-compile", action="store_true")
     p.add_argument("--smoke", action="store_true", help="tiny models, 1 repeat (checks the script only)")
     p.add_argument("--max-load", type=float, default=1.0, help="refuse to measure above this load average")
+    p.add_argument("--target", default="llvm",
+                   help='CPU target for Ingot, e.g. "llvm -mcpu=haswell" (the AVX2 path on an AVX-512 host)')
     args = p.parse_args(argv)
     load = float(load_average()) if load_average() != "?" else 0.0
     if not args.smoke and load > args.max_load:
         print(f"load average {load} > {args.max_load}: the machine is busy, numbers would be noise; "
               f"rerun later (or pass --max-load)", file=sys.stderr)
         return 2
-    print(f"load average before: {load_average()}", file=sys.stderr)
+    from ingot.cpu_model import host_cpu
+    from ingot.target import Target
+
+    print(f"load average before: {load_average()}; host: {host_cpu().describe()}; Ingot target: {args.target} "
+          f"({Target(args.target).cpu.isa})", file=sys.stderr)
     rows = []
     with tempfile.TemporaryDirectory(prefix="ingot-models-") as workdir:
         names = list(architectures.NAMES) if args.models == "all" else args.models.split(",")
         for name, (module, x) in build_models(names, args.smoke, args.bert_layers).items():
             print(f"[{name}] export, compile, measure...", file=sys.stderr, flush=True)
             rows.append(bench_model(name, module, x, 1 if args.smoke else args.repeat, workdir,
-                                    not args.no_torch_compile and not args.smoke))
+                                    not args.no_torch_compile and not args.smoke, args.target))
     print(markdown(rows))
     print(f"load average after: {load_average()}", file=sys.stderr)
     return 0

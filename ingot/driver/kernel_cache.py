@@ -61,7 +61,7 @@ __all__ = ["CACHE_VERSION", "FINGERPRINTED", "cache_stats", "clear", "code_finge
 CACHE_VERSION = 1
 
 #: Packages (under ``ingot/``) whose sources determine a kernel's lowered C.
-FINGERPRINTED = ("ir", "arith", "tir", "codegen", "driver", "runtime", "target.py", "__init__.py")
+FINGERPRINTED = ("ir", "arith", "tir", "codegen", "driver", "runtime", "target.py", "cpu_model.py", "__init__.py")
 
 _stats_lock = threading.Lock()
 _stats = {"hits": 0, "misses": 0, "bypassed": 0, "corrupt": 0}

@@ -223,7 +223,10 @@ def test_compiled_cnn_in_nhwc_packs_and_matches_numpy():
     assert {"fused_conv2d_add_relu", "fused_conv2d_relu", "conv2d_nhwc_packed_weight"} <= set(kernels), \
         sorted(kernels)
     shapes = [tuple(int(d) for d in p.shape) for f in kernels.values() for p in f.params if hasattr(p, "shape")]
-    assert (1, 3, 3, 16, 32) in shapes and (3, 3, 1, 32) in shapes  # packed conv, HWIO depthwise
+    from ingot.graph.transform.pack_weights import default_panel
+
+    panel = default_panel("llvm")[0]  # two vectors of the host's lanes: 32 with AVX-512, 16 with AVX2
+    assert (32 // panel, 3, 3, 16, panel) in shapes and (3, 3, 1, 32) in shapes  # packed conv, HWIO depthwise
     ex = G.build(mod, "llvm -num-cores=2")
     data = rng.standard_normal((1, 16, 14, 14)).astype("float32")
     np.testing.assert_allclose(G.Executor(ex)["main"](data).numpy(), ref(data), rtol=1e-4, atol=1e-4)

@@ -149,7 +149,6 @@ def test_tile_rows_keep_the_stage_buffers_per_row_and_log_no_type_errors():
     x = te.placeholder((1, 14, 14, 16), name="x")
     log: list = []
     from ingot.ops.schedule.default import schedule_blocks
-    from ingot.target import Target
     from ingot.tir.schedule import Schedule
     schedule_blocks(Schedule(te.create_prim_func([x, u, W.conv2d_nhwc_winograd(x, u)])), Target("llvm"), log=log)
     assert not any("unexpected keyword" in e for _, _, errs in log for e in errs or ())
