@@ -7,9 +7,13 @@ and each target, runs the graph pipeline and the rule-based default schedule of 
 Diff two runs (before / after a change) to see which kernels a change of the rules touched, for
 CPUs this host cannot run (``-mcpu=sapphirerapids`` on an AVX2 host).
 
+``--asm`` also compiles each kernel for the target and adds its micro-kernel facts
+(`ingot.codegen.build.hot_loop_report`: FMAs, FMAs on full-width registers, stack accesses): a
+register tile that spills shows as stack accesses, whatever CPU the tool runs on.
+
 Usage:
     python benchmarks/kernel_sources.py --models resnet50,mobilenet_v2 \
-        --targets "llvm -mcpu=sapphirerapids -num-cores=2" --out /tmp/before.txt
+        --targets "llvm -mcpu=sapphirerapids -num-cores=2" --out /tmp/before.txt [--asm]
 """
 from __future__ import annotations
 
@@ -43,7 +47,7 @@ def export_model(name: str, workdir: str) -> str:
     return path
 
 
-def kernel_fingerprints(path: str, target: str) -> "list[tuple[str, str, str]]":
+def kernel_fingerprints(path: str, target: str, asm: bool = False) -> "list[tuple[str, str, str]]":
     """``(kernel, sha256[:16] of its default-scheduled script, rules per block)`` for each fused
     kernel of the ONNX model at ``path`` built for ``target``.
 
@@ -71,6 +75,11 @@ def kernel_fingerprints(path: str, target: str) -> "list[tuple[str, str, str]]":
         except Exception as err:  # a rule crashing is what this tool should show, not hide
             text = f"error: {type(err).__name__}: {err}"
         rules = ",".join(f"{blk}:{rule}" for blk, rule, _ in log if rule)
+        if asm and not text.startswith("error"):
+            from ingot.codegen.build import hot_loop_report, module_assembly
+
+            rep = hot_loop_report(module_assembly(ingot.lower(sch.mod), tgt), tgt.cpu.vector_bits)
+            rules += f"\tfma={rep['fma']} vector={rep['vector']} stack={rep['stack']}"
         rows.append((str(getattr(key, "name_hint", key)), hashlib.sha256(text.encode()).hexdigest()[:16], rules))
     return rows
 
@@ -82,12 +91,13 @@ def main(argv=None) -> int:
                    help="targets separated by ';'")
     p.add_argument("--workdir", default="/tmp/ingot-models")
     p.add_argument("--out", default=None, help="also write the lines to this file")
+    p.add_argument("--asm", action="store_true", help="compile each kernel and report its micro-kernel loop")
     args = p.parse_args(argv)
     lines = []
     for name in args.models.split(","):
         path = export_model(name, args.workdir)
         for target in args.targets.split(";"):
-            for kernel, digest, rules in kernel_fingerprints(path, target):
+            for kernel, digest, rules in kernel_fingerprints(path, target, args.asm):
                 line = f"{name}\t{target}\t{kernel}\t{digest}\t{rules}"
                 print(line, flush=True)
                 lines.append(line)

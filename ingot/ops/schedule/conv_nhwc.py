@@ -610,12 +610,13 @@ def _blocked(sch: Any, order: str, blk: Any, tile_loops: tuple, outer_ext: list,
         sch.reorder(ln, ly, oo, rco, xo, *reduce[:-1], rci, rcu, xi, on, ol)
     if not (isinstance(cf[2], int) and cf[2] == 1):
         sch.unroll(rcu)
-    if prefetch is not None:
+    block = sch.get(blk)
+    weight, panel = _channel_weight(block, block.iter_vars[3].var, block.name_hint)
+    if prefetch is not None and (panel is None or panel == _extent_product(sch, on, ol)):
         # Each slice first prefetches the next slice's weights: KH*KW pieces 4 KB apart
         # (32 KB strides) that hardware prefetchers do not follow. A loop annotation lowered by
         # InjectSoftwarePrefetch (a schedule cannot insert statements; the pass sees the region).
-        block = sch.get(blk)
-        weight, _ = _channel_weight(block, block.iter_vars[3].var, block.name_hint)
+        # Not when the tile covers part of a panel (16 registers): its box is not one panel.
         sch.annotate(rco, "software_prefetch", [weight.name, int(prefetch)])
     sch.unroll(xi)
     sch.unroll(on)
@@ -639,6 +640,14 @@ def _blocked(sch: Any, order: str, blk: Any, tile_loops: tuple, outer_ext: list,
         _fuse_epilogue(sch, blk, task, lanes)
         _inline_chain(sch, blk, lanes)
     return task
+
+
+def _extent_product(sch: Any, *loops: Any) -> int:
+    """The product of the constant extents of ``loops`` (0 when one is not constant)."""
+    total = 1
+    for lp in loops:
+        total *= _loop_extent(sch, lp) or 0
+    return total
 
 
 def _inline_chain(sch: Any, producer: Any, vl: int, *, include_producer: bool = False,
