@@ -146,7 +146,8 @@ class Constant(Expr):
         except AttributeError:
             array = self.data
             digest = hashlib.sha256(f"{array.dtype}{array.shape}".encode())
-            digest.update(memoryview(np.ascontiguousarray(array)).cast("B"))
+            # A uint8 view, not memoryview(array): the buffer protocol refuses ml_dtypes' bfloat16/float8.
+            digest.update(np.ascontiguousarray(array).view(np.uint8).reshape(-1))
             object.__setattr__(self, "_content_hash", digest.hexdigest())
             return self._content_hash
 

@@ -9,7 +9,8 @@ Each model is compiled with the C backend and compared with numpy or ONNX's refe
   Attention's fully-masked-row guard, ``ReduceMax(bias) == -inf``, never fired: NaN rows);
 * float16/bfloat16 MatMul, Gemm, Conv, reductions accumulate in float32 (they accumulated in float16:
   up to 6 ulp off), and a float16 Softmax rounds each step as the reference does;
-* Elu/Celu use ``expm1`` (``exp(x) - 1`` cancels in float16/bfloat16).
+* Elu/Celu use ``expm1`` (``exp(x) - 1`` cancels in float16/bfloat16);
+* a bfloat16 constant could not be hashed (the buffer protocol refuses ml_dtypes): bfloat16 models failed.
 """
 from __future__ import annotations
 
@@ -29,6 +30,12 @@ pytestmark = pytest.mark.compiler
 _ELEM = {np.dtype("float16"): TP.FLOAT16, np.dtype("float32"): TP.FLOAT, np.dtype("float64"): TP.DOUBLE,
          np.dtype("int8"): TP.INT8, np.dtype("int32"): TP.INT32, np.dtype("int64"): TP.INT64,
          np.dtype("uint16"): TP.UINT16, np.dtype("bool"): TP.BOOL}
+try:
+    import ml_dtypes
+
+    _ELEM[np.dtype(ml_dtypes.bfloat16)] = TP.BFLOAT16
+except ImportError:  # onnx depends on ml_dtypes; kept optional all the same
+    ml_dtypes = None
 
 
 def _model(nodes, inputs: dict, outputs: dict, opset: int = 21, inits=()):
@@ -230,3 +237,22 @@ def test_elu_family_near_zero(dtype, op, attrs):
     (got,) = _compiled(model, {"x": x})
     np.testing.assert_allclose(got, _reference(model, {"x": x})[0], rtol=1e-3 if dtype == "float16" else 1e-6,
                                atol=1e-7)
+
+
+@pytest.mark.skipif(ml_dtypes is None, reason="needs ml_dtypes")
+@pytest.mark.parametrize("op,attrs", [("Elu", {"alpha": 1.0}), ("Celu", {"alpha": 2.0})])
+def test_elu_family_bfloat16_matches_reference(op, attrs):
+    x = np.array([-3.0, -0.5, -0.01, 0.0, 0.5, 3.0], ml_dtypes.bfloat16)
+    model = _model([helper.make_node(op, ["x"], ["y"], **attrs)], {"x": x}, {"y": (x.dtype, x.shape)}, opset=22)
+    (got,) = _compiled(model, {"x": x})
+    assert got.dtype == x.dtype
+    np.testing.assert_allclose(got.astype(np.float32), _reference(model, {"x": x})[0].astype(np.float32),
+                               rtol=1e-3, atol=1e-7)
+
+
+@pytest.mark.skipif(ml_dtypes is None, reason="needs ml_dtypes")
+def test_attention_bfloat16_causal_matches_reference():
+    model, inputs = _attention_case(ml_dtypes.bfloat16, is_causal=1, seed=7)
+    (got,) = _compiled(model, inputs)
+    want = _reference(model, inputs)[0]
+    np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), rtol=1e-3, atol=1e-7)
