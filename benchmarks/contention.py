@@ -140,7 +140,7 @@ def bench(name: str, args, workdir: str) -> dict:
     import onnxruntime as ort
 
     import ingot
-    from ingot.driver import model as M
+    from ingot.workflow import model as M
     from ingot.runtime.threads import default_num_threads
 
     threads = default_num_threads()

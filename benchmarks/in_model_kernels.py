@@ -34,21 +34,11 @@ def in_model_us(package, inputs: dict, repeat: int) -> "dict[str, tuple[int, flo
     ``repeat`` runs, summed over the kernel's call sites. The fastest, not `ingot.profile`'s
     median: other processes only ever add time, and under load a 2-thread kernel whose second
     thread is descheduled runs 10-100x slower, which a median over a few runs does not hide."""
-    import time
-
-    from ingot import graph as G
+    from ingot.workflow.model import kernel_timed_main
 
     samples: dict = {}
-
-    class _Timed(G.Executor):
-        # the same hook as ingot.driver.model.profile: each kernel step timed around the call
-        def _run_step(self, fname, step, *rest):
-            t0 = time.perf_counter()
-            super()._run_step(fname, step, *rest)
-            if step.get("op") in ("call_tir", "call_dps_packed", "call_packed"):
-                samples.setdefault(step.get("func", step["op"]), []).append(time.perf_counter() - t0)
-
-    fn = _Timed(package.executable, None, use_aot=False)["main"]
+    # the same per-step hook as ingot.profile: each kernel step timed around its call
+    fn = kernel_timed_main(package, lambda kernel, sec: samples.setdefault(kernel, []).append(sec))
     fn(*inputs.values())  # warm-up (first touch of the workspace)
     samples.clear()
     for _ in range(repeat):
@@ -127,7 +117,7 @@ def uniformity(ratios: list) -> str:
 
 def main(argv: "list | None" = None) -> None:
     import ingot
-    from ingot.driver import model as M
+    from ingot.workflow import model as M
     from ingot.target import as_target
     from ingot.tune.tasks.extract import extract_tasks
 

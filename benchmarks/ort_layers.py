@@ -193,7 +193,7 @@ def _ingot_conv_sig(func, step: dict) -> Optional[ConvSig]:
 
 def ingot_run(package, x: np.ndarray) -> dict:
     """One profiled Ingot run: {kernel name: (calls, µs)}."""
-    from ingot.driver import model as M
+    from ingot.workflow import model as M
 
     prof = M.profile(package, {"data": x}, repeat=1)
     return {k.name: (k.calls, k.ms * 1e3) for k in prof.kernels}
@@ -216,7 +216,7 @@ def compare(onnx_path: str, repeat: int, target: str) -> dict:
     import time
 
     import ingot
-    from ingot.driver import model as M
+    from ingot.workflow import model as M
 
     sess = ort_session(onnx_path, profile=True)
     plain = ort_session(onnx_path, profile=False)

@@ -63,7 +63,7 @@ def calls_per_ms(fn, x, total_s: float) -> "list[float]":
 def contestants(name: str, copies: int, kinds: "list[str]", threads: int = 0) -> "dict[str, object]":
     """{label: callable}: per allocator kind, ``copies`` separate compiles, plus ``copies`` extra
     executors of the first package each with its own weights copy and workspace."""
-    from ingot.driver import model as M
+    from ingot.workflow import model as M
     from ingot.graph.executor import Executor
 
     out = {}

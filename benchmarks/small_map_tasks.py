@@ -4,7 +4,7 @@ Compiles one ONNX model several times in one process, each with a setting of the
 switches (``SMALL_N_TWO_PANEL``, ``SPLIT_K``: the variants ``tp``, ``sk``; ``WINDOW_ROW_TASKS``:
 depthwise/window reductions with < 4 rows per core run row tasks, not (row, channel block) ones;
 ``TWO_PANEL_BALANCED``: two-panel 1x1s with an odd handful of tasks use one-panel tiles), then runs the packages interleaved (the order rotated every round) and reports
-per kernel the minimum over rounds of each call site (`ingot.driver.model.kernel_timed_main`).
+per kernel the minimum over rounds of each call site (`ingot.workflow.model.kernel_timed_main`).
 ``old2`` is a second compile of ``old`` (``new2``, ``tp2``, ``sk2`` likewise): its ratio is the noise
 floor of the comparison.
 Only conv kernels at maps <= 14x14 are listed, plus the sum of all kernels.
@@ -52,7 +52,7 @@ VARIANTS = {
 
 def compile_variants(path: str, names: "list[str]", threads: int) -> dict:
     """{variant: Package}: the model compiled under each variant's switches (restored after)."""
-    from ingot.driver import model as M
+    from ingot.workflow import model as M
     from ingot.ops.schedule import conv_nhwc as CN
 
     saved = {k: getattr(CN, k) for k in VARIANTS["old"]}
@@ -71,7 +71,7 @@ def compile_variants(path: str, names: "list[str]", threads: int) -> dict:
 def per_kernel_min(packages: dict, x: np.ndarray, rounds: int) -> dict:
     """{kernel: {variant: (calls, min µs per call)}}: each call site's minimum over ``rounds``
     interleaved runs (order rotated per round), averaged over the kernel's call sites."""
-    from ingot.driver import model as M
+    from ingot.workflow import model as M
 
     samples: dict = {n: {} for n in packages}
     fns = {n: M.kernel_timed_main(p, lambda k, s, n=n: samples[n].setdefault(k, []).append(s))
@@ -96,7 +96,7 @@ def per_kernel_min(packages: dict, x: np.ndarray, rounds: int) -> dict:
 
 def main(argv: "list | None" = None) -> int:
     """Command line (see the module docstring)."""
-    from ingot.driver import model as M
+    from ingot.workflow import model as M
     from benchmarks.ort_layers import ingot_kernel_keys
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -5,7 +5,7 @@ after each cumulative tuning budget (default 10 and 30 minutes; one work dir per
 between checkpoints, so the 30-minute point costs 20 more minutes, and a rerun of the script
 continues where the last one stopped), each point checked against ONNX Runtime's output, the
 tuner's end-to-end estimate beside the measured latency, and the tuning curve as a PNG when
-matplotlib is installed. Each tuning run ends with in-model validation (`ingot.tune.validate_in_model`:
+matplotlib is installed. Each tuning run ends with in-model validation (`ingot.workflow.validate_in_model`:
 tuned schedules that lose inside the model revert to the default); each checkpoint is timed both
 ways, validated (what ``ingot.compile`` applies) and "not validated" (every isolated winner applied),
 so the table shows what validation gained.
@@ -115,7 +115,7 @@ def time_baselines(sess, module, x: np.ndarray) -> dict:
 def time_ingot(model, target: str, x: np.ndarray, expected, records=None) -> "tuple[dict, object]":
     """Compile (with ``records`` when given), check against ONNX Runtime, time (ms); returns the point
     and the compiled model's callable (for the final interleaved timing)."""
-    from ingot.driver import model as M
+    from ingot.workflow import model as M
 
     t = time.perf_counter()
     package = M.compile(model, target, tuning_records=records)
@@ -156,7 +156,7 @@ def interleaved_ms(contestants: dict, rounds: int, per_round_s: float = 0.5) -> 
 def bench_model(name: str, args, save) -> dict:
     """One model: baselines, untuned, each cumulative tuning checkpoint; ``save(result)`` after each."""
     import ingot
-    from ingot.driver import model as M
+    from ingot.workflow import model as M
     from ingot.tune.tasks.records import parse_duration, read_tasks_file
 
     from benchmarks import architectures
@@ -186,10 +186,10 @@ def bench_model(name: str, args, save) -> dict:
         spent = float(read_tasks_file(work).get("total_elapsed_s", 0.0) or 0.0)
         more = parse_duration(budget) - spent
         if more > 5.0:
-            ingot.tune(model, target=args.target, time_budget=more, work_dir=work, verbose=args.verbose)
+            ingot.workflow.tune(model, target=args.target, time_budget=more, work_dir=work, verbose=args.verbose)
         records = ingot.tune.TuningRecords(work)
         if more <= 5.0:  # resumed at a finished checkpoint: validate what an older run left unvalidated
-            ingot.tune.validate_in_model(model, records, args.target, verbose=args.verbose)
+            ingot.workflow.validate_in_model(model, records, args.target, verbose=args.verbose)
             records = ingot.tune.TuningRecords(work)
         raw = ingot.tune.apply_records(records, args.target, in_model=False)
         _, runs[f"{budget}, not validated"] = time_ingot(model, args.target, x, None, raw)

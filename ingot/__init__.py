@@ -5,7 +5,8 @@ Entry points (TVM names in parentheses):
 * tensor programs: `ingot.te` (te), `ingot.script` (TVMScript), `ingot.tir` (tir),
   `ingot.tir.Schedule` (tir.Schedule), `ingot.build` / `ingot.lower` (tvm.build / tvm.lower);
 * runtime: `ingot.nd.array`, `ingot.cpu`, `ingot.runtime.load_module`, `ingot.register_func`;
-* models: `ingot.load` → `ingot.tune` → `ingot.compile` → `ingot.run` (tvmc).
+* models: `ingot.load` → `ingot.workflow.tune` → `ingot.compile` → `ingot.run` (tvmc; `ingot.workflow`);
+* auto-tuning: `ingot.tune` (MetaSchedule: `tune_tir`, `tune_model`, databases, ...).
 
 Subpackages load on first use, so ``import ingot`` stays fast.
 
@@ -27,7 +28,7 @@ from .ir.error import IngotError
 __version__ = "0.1.0"
 
 _SUBMODULES = {
-    "ir", "arith", "tir", "te", "script", "ops", "graph", "frontend", "codegen", "runtime", "tune", "driver", "cli",
+    "ir", "arith", "tir", "te", "script", "ops", "graph", "frontend", "codegen", "runtime", "tune", "driver", "workflow", "cli",
 }
 
 # Top-level names → (module, attribute). Resolved lazily on first access.
@@ -47,12 +48,12 @@ _LAZY_ATTRS = {
     "list_global_func_names": ("ingot.runtime", "list_global_func_names"),
     "transform": ("ingot.ir.transform", None),
     "Schedule": ("ingot.tir.schedule", "Schedule"),
-    "load": ("ingot.driver.model", "load"),
-    "compile": ("ingot.driver.model", "compile"),
-    "run": ("ingot.driver.model", "run"),
-    "load_package": ("ingot.driver.model", "load_package"),
-    "profile": ("ingot.driver.model", "profile"),
-    "Package": ("ingot.driver.model", "Package"),
+    "load": ("ingot.workflow.model", "load"),
+    "compile": ("ingot.workflow.model", "compile"),
+    "run": ("ingot.workflow.model", "run"),
+    "load_package": ("ingot.workflow.model", "load_package"),
+    "profile": ("ingot.workflow.model", "profile"),
+    "Package": ("ingot.workflow.model", "Package"),
     "tune": ("ingot.tune", None),
 }
 

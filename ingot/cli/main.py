@@ -95,7 +95,7 @@ def main() -> None:
 def compile_cmd(model: str, output: str, target: str, input_shapes: "str | None", tuning_records: "str | None",
                 layout: str = "auto") -> None:
     """Compile MODEL (.onnx) into a package directory."""
-    from ingot.driver import model as M
+    from ingot.workflow import model as M
 
     shapes = parse_shapes(input_shapes)
     with _errors():
@@ -141,7 +141,7 @@ def _load_inputs(path: "str | None", package: Any) -> dict:
 def run_cmd(package: str, inputs: "str | None", outputs: "str | None", print_top: int, device: str,
             threads: "int | None") -> None:
     """Run a compiled PACKAGE on inputs from an .npz file."""
-    from ingot.driver import model as M
+    from ingot.workflow import model as M
 
     with _errors():
         pkg = M.load_package(package)
@@ -207,7 +207,7 @@ def inspect_cmd(model: str) -> None:
 @click.option("--profile", is_flag=True, help="per-kernel times (when the executor supports profiling)")
 def bench_cmd(package: str, repeat: int, warmup: int, inputs: "str | None", profile: bool) -> None:
     """Measure PACKAGE's latency (percentiles over --repeat runs)."""
-    from ingot.driver import model as M
+    from ingot.workflow import model as M
 
     with _errors():
         pkg = M.load_package(package)
@@ -226,7 +226,7 @@ def bench_cmd(package: str, repeat: int, warmup: int, inputs: "str | None", prof
     click.echo(f"latency over {len(t)} runs (ms): mean {t.mean():.3f}  p50 {np.percentile(t, 50):.3f}  "
                f"p90 {np.percentile(t, 90):.3f}  p99 {np.percentile(t, 99):.3f}  min {t.min():.3f}  max {t.max():.3f}")
     if profile:
-        # Per-kernel times from the step-by-step (interpreter) path; see ingot.driver.model.profile.
+        # Per-kernel times from the step-by-step (interpreter) path; see ingot.workflow.model.profile.
         with _errors():
             prof = M.profile(pkg, feed, repeat=max(min(repeat, 20), 1))
         click.echo("per-kernel profile (median ms per run, interpreter path):")

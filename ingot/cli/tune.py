@@ -47,11 +47,11 @@ def tune_cmd(model: str, target: str, trials: "int | None", time_budget: "str | 
             parse_duration(time_budget)
         except ValueError as err:
             raise click.BadParameter(str(err), param_hint="--time-budget") from None
-    from ingot.driver.tune import tune
+    from ingot.workflow.tune import tune
 
     shapes = parse_shapes(input_shapes)
     if validate_only:
-        from ingot.tune.tasks.validate import validate_in_model
+        from ingot.workflow.validate import validate_in_model
 
         with _errors():
             validate_in_model(model, work_dir, target, shape_dict=shapes or None)

@@ -18,45 +18,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from ingot.ir.functor import Visitor
 from ingot.ir.module import IRModule
 from ingot.target import Target, as_target
+from ingot.tir.analysis.lowered import is_lowered  # re-exported: ingot.driver.build.is_lowered stays
 from ingot.tir.function import PrimFunc
-from ingot.tir.stmt import Block, BlockRealize
 
-__all__ = ["build", "lower", "is_lowered"]
-
-
-class _HasBlocks(Visitor):
-    def __init__(self) -> None:
-        self.found = False
-
-    def visit_Block(self, node: Block) -> None:
-        self.found = True
-
-    def visit_BlockRealize(self, node: BlockRealize) -> None:
-        self.found = True
-
-    def generic_visit(self, node) -> None:
-        if not self.found:
-            super().generic_visit(node)
-
-
-def is_lowered(mod: "IRModule | PrimFunc") -> bool:
-    """Whether no PrimFunc of ``mod`` contains a Block/BlockRealize (ready for code generation).
-
-    Example:
-        >>> from ingot.tir import Evaluate
-        >>> is_lowered(PrimFunc([], Evaluate(0)))
-        True
-    """
-    funcs = [mod] if isinstance(mod, PrimFunc) else [f for _, f in mod.items() if isinstance(f, PrimFunc)]
-    for func in funcs:
-        v = _HasBlocks()
-        v.visit(func.body)
-        if v.found:
-            return False
-    return True
+__all__ = ["build", "lower", "lower_for_cuda", "is_lowered"]
 
 
 def _as_module(mod_or_func: Any, name: str) -> IRModule:
@@ -95,6 +62,25 @@ def lower(mod_or_func: Any, name: str = "main") -> IRModule:
     return lower_pipeline(mod)
 
 
+def lower_for_cuda(mod_or_func: Any, name: str = "main") -> IRModule:
+    """Lower for CUDA: the standard pipeline with ``tir.disable_vectorize`` set (the CUDA printer
+    emits scalar code; a vectorized loop inside a thread runs as a serial loop). A module that is
+    already lowered is returned as is.
+
+    Example:
+        >>> lowered = lower_for_cuda(sch.mod)            # doctest: +SKIP
+    """
+    from ingot.ir.transform import PassContext
+
+    if isinstance(mod_or_func, (IRModule, PrimFunc)) and is_lowered(mod_or_func):
+        return lower(mod_or_func, name)
+    ctx = PassContext.current()
+    config = {**ctx.config, "tir.disable_vectorize": True}
+    with PassContext(opt_level=ctx.opt_level, config=config, required_pass=ctx.required_pass,
+                     disabled_pass=ctx.disabled_pass, instruments=ctx.instruments):
+        return lower(mod_or_func, name)
+
+
 def build(mod_or_func: Any, target: "str | Target | dict | None" = "llvm", name: str = "main", *,
           cache_dir: Any = None):
     """Compile a tensor program for ``target`` and load it; returns an `ingot.runtime.Module`.
@@ -115,7 +101,9 @@ def build(mod_or_func: Any, target: "str | Target | dict | None" = "llvm", name:
         # CUDA: lowered without vectorization, split into kernels, compiled by nvcc (docs/cuda.md).
         from ingot.codegen.cuda.build import build_cuda
 
-        return build_cuda(mod_or_func, target, name, cache_dir=cache_dir)
+        with target:
+            lowered = lower_for_cuda(mod_or_func, name)
+        return build_cuda(lowered, target, name, cache_dir=cache_dir)
     with target:
         lowered = lower(mod_or_func, name)
     return build_module(lowered, target, cache_dir=cache_dir)

@@ -29,6 +29,7 @@ Example:
 from __future__ import annotations
 
 import threading
+import time
 from typing import Any, Callable
 
 import numpy as np
@@ -345,7 +346,10 @@ class Executor:
     """Runs the functions of an `Executable` (``vm["main"](*inputs)``) on a device.
 
     A static function runs as one call of its AOT C entry; others are interpreted step by step.
-    ``use_aot=False`` forces the interpreter.
+    ``use_aot=False`` forces the interpreter. ``on_step(function_name, step, seconds)``, when
+    given, is called after each interpreted plan step (a step is a dict with ``"op"``:
+    ``call_tir``, ``call_packed``, ``call_dps_packed``, ``call_graph``, and ``"func"``); it implies
+    the interpreter, since the AOT entry is one C call (per-kernel profiling uses it).
 
     Thread safety: several threads may call one Executor at once (a server's request threads
     calling one model). Shared by all calls, read-only: the executable, its library and the
@@ -358,10 +362,12 @@ class Executor:
     Example: see `build`.
     """
 
-    def __init__(self, executable: Executable, device: Any = None, use_aot: bool = True):
+    def __init__(self, executable: Executable, device: Any = None, use_aot: bool = True,
+                 on_step: "Callable[[str, dict, float], None] | None" = None):
         self.executable = executable
         self.device = device
-        self.use_aot = use_aot
+        self.use_aot = use_aot and on_step is None
+        self.on_step = on_step
         self._consts = self._constant_views()
         # function name -> free workspace arenas (the interpreter's; list.pop/append are atomic)
         self._workspaces: dict[str, list] = {}
@@ -543,8 +549,14 @@ class Executor:
             desc = plan["values"][v]
             return aligned_empty(tuple(eval_dim_json(d, env) for d in desc["shape"]), desc["dtype"])
 
+        on_step = self.on_step
         for step in plan["steps"]:
-            self._run_step(name, step, resolve, alloc, values)
+            if on_step is None:
+                self._run_step(name, step, resolve, alloc, values)
+            else:
+                t0 = time.perf_counter()
+                self._run_step(name, step, resolve, alloc, values)
+                on_step(name, step, time.perf_counter() - t0)
         return resolve(plan["output"])
 
     @staticmethod

@@ -57,7 +57,7 @@ def _as_prim_func(result: Any) -> Any:
 
 
 def _has_blocks(func: Any) -> bool:
-    from ingot.driver.build import is_lowered
+    from ingot.tir.analysis import is_lowered
 
     return not is_lowered(func)
 

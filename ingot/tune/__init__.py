@@ -4,16 +4,22 @@ Roles, one sub-package each (swap any of them): ``database``, ``builder``, ``run
 ``task_scheduler``, ``feature_extractor``, ``cost_model``, ``space_generator`` (alias
 ``space``), ``schedule_rule``, ``mutator``, ``postproc``, ``search_strategy``.
 
+Whole models: `tune_model` (``ingot.tune.tune_model(model, target, trials=..., work_dir=...)``)
+tunes every kernel of a loaded model; the model workflow's ``ingot.workflow.tune`` adds loading a
+file and in-model validation. Compatibility: this package used to be callable too
+(``ingot.tune(model, ...)``, through a module-class swap); that call is now
+``ingot.workflow.tune(model, ...)``, with the same arguments.
+
 Example:
     >>> from ingot import tune as ms
+    >>> callable(ms.tune_model)
+    True
     >>> # sch = ms.tune_tir(mod, target="llvm -num-cores=2", work_dir="./tune_tmp", max_trials_global=64)
     >>> # lib = ingot.build(sch.mod, target="llvm")
 """
 from __future__ import annotations
 
 import importlib
-import sys
-import types
 from typing import Any
 
 _SUBPACKAGES = {
@@ -42,7 +48,6 @@ _LAZY = {
     "TuningRecords": ("ingot.tune.tasks.records", "TuningRecords"),
     "merge_records": ("ingot.tune.tasks.records", "merge_records"),
     "apply_records": ("ingot.tune.apply", "apply_records"),
-    "validate_in_model": ("ingot.tune.tasks.validate", "validate_in_model"),
 }
 
 
@@ -63,16 +68,3 @@ def __getattr__(name: str) -> Any:
 def __dir__() -> list:
     return sorted(set(globals()) | set(_LAZY) | _SUBPACKAGES | set(_ALIASES))
 
-
-class _CallableModule(types.ModuleType):
-    """``ingot.tune`` is a module (``from ingot import tune as ms; ms.tune_tir(...)``) and also
-    the model tuning entry point ``ingot.tune(model, target=..., trials=N | time_budget="30m",
-    work_dir=...)`` (TVM's tvmc ``tune``), which `ingot.driver.tune.tune` implements."""
-
-    def __call__(self, model: Any, *args: Any, **kwargs: Any) -> Any:
-        # The one call that goes up the layer list: loading a model file is the driver's job, and
-        # ingot.tune must not import the driver at import time (the driver imports ingot.tune).
-        return importlib.import_module("ingot.driver.tune").tune(model, *args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableModule

@@ -13,7 +13,7 @@ Step 3. on a miss, returns None: the graph layer uses the default schedule (``"d
 Step 2b. when the best record is the default schedule itself, or beat it by less than
    `APPLY_MIN_GAIN` (the default's record of the same flush policy is the one whose candidate hash is the default
    schedule's, measured first by the model tuner), returns None: ``"kept-default"``;
-Step 2c. when the best record was validated inside the model (`ingot.tune.tasks.validate`: records
+Step 2c. when the best record was validated inside the model (`ingot.workflow.validate`: records
    of policy ``"in-model"`` for this candidate and the default, from one validation run) and its
    calls there were not `IN_MODEL_MIN_GAIN` faster than the default's, returns None:
    ``"kept-default-in-model"`` (a schedule that won alone with cold weights but loses in the model).
@@ -201,7 +201,7 @@ class ApplyBest:
 def in_model_verdict(database: Any, record: Any, default_hash: "str | None", target: Any) -> "bool | None":
     """Whether ``record`` (a workload's best isolated record) ran faster inside the model than the
     default schedule by `IN_MODEL_MIN_GAIN`, per the newest in-model validation of this very
-    candidate (`ingot.tune.tasks.validate`); None when it was never validated there.
+    candidate (`ingot.workflow.validate`); None when it was never validated there.
 
     Example:
         >>> # in_model_verdict(db, db.query_best(wl, "llvm"), default_hash, "llvm")   # True / False / None

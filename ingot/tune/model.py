@@ -11,11 +11,11 @@ Step 3. `ModelTaskScheduler` runs rounds: gradient-based task choice, the defaul
 Step 4. after every round ``work_dir/tasks.json`` (the per-task summary) is rewritten and the
    progress display (a live bar, the per-task table, the end-to-end estimate = sum of
    weight x best latency) is updated.
-Step 5. in-model validation (`ingot.tune.tasks.validate.validate_in_model`, ``validate=True``): the
-   default and the tuned package are compiled and timed in turn, kernel by kernel inside the model;
-   a tuned schedule that is not faster there is reverted (records of policy ``"in-model"``, read
-   by apply-best). It runs after the budget (about three compiles plus seconds of timing) and,
-   on a resumed run, only for the tasks whose best record changed.
+Step 5. in-model validation is the workflow's (`ingot.workflow.tune` runs
+   `ingot.workflow.validate_in_model` after `tune_model`): the default and the tuned package are
+   compiled and timed in turn, kernel by kernel inside the model; a tuned schedule that is not
+   faster there is reverted (records of policy ``"in-model"``, read by apply-best). Compiling and
+   running a model is above the tuner in the layer list, so `tune_model` stops after Step 4.
 Running again with the same ``work_dir`` resumes (records already measured count, are never
 measured again, train the cost model and seed the search). Ctrl-C or SIGTERM stop cleanly
 after saving; a SIGKILL loses at most the candidate being measured.
@@ -248,8 +248,7 @@ def tune_model(model: Any, target: Any = "llvm", *, trials: "int | None" = None,
                seed: "int | None" = None, num_workers: "int | None" = None, runner_config: Any = None,
                patience: int = 3, min_improvement: float = 0.01, measure_default: bool = True,
                skip_share: float = 0.05, max_tasks: "int | None" = None,
-               enable_cpu_cache_flush: "bool | str | None" = None, validate: bool = True,
-               verbose: int = 1) -> TuningRecords:
+               enable_cpu_cache_flush: "bool | str | None" = None, verbose: int = 1) -> TuningRecords:
     """Tune every distinct kernel of ``model`` for ``target``; returns the `TuningRecords`.
 
     ``model``: an ``ingot.Model`` (``ingot.load``) or a graph IRModule (``params`` bound into it).
@@ -270,8 +269,8 @@ def tune_model(model: Any, target: Any = "llvm", *, trials: "int | None" = None,
     on for a new work dir; a resumed work dir keeps the policy its records were measured with
     (``tasks.json``'s ``runner_config``), since times of two policies must never be compared.
     False: warm repeated calls (the single-operator benchmark convention).
-    ``validate``: end with in-model validation (Step 5; needs an ``ingot.Model``, skipped with a log
-    line for a bare IRModule); run it later with `ingot.tune.validate_in_model`.
+    In-model validation (Step 5) is `ingot.workflow.tune`'s last step, or run it on a work dir with
+    `ingot.workflow.validate_in_model`.
 
     Example:
         >>> # records = tune_model(ingot.load("mlp.onnx"), "llvm -num-cores=2", trials=64, work_dir="w")
@@ -380,25 +379,7 @@ def tune_model(model: Any, target: Any = "llvm", *, trials: "int | None" = None,
                       f"{work_dir}", file=sys.stderr, flush=True)
         logger.removeHandler(handler)
         handler.close()
-    records = TuningRecords(work_dir, database, read_tasks_file(work_dir))
-    if validate:  # Step 5 (not reached when interrupted: the next run validates what changed)
-        _validate(model, records, target, verbose)
-    return records
-
-
-def _validate(model: Any, records: TuningRecords, target: Any, verbose: int) -> None:
-    from ingot.driver.model import Model
-
-    from .tasks.validate import validate_in_model
-
-    if not isinstance(model, Model):
-        logger.info("in-model validation skipped: it compiles the model, which needs an ingot.Model (ingot.load); "
-                    "run ingot.tune.validate_in_model(model, %r, target) to validate", records.work_dir)
-        return
-    t0 = time.perf_counter()
-    validate_in_model(model, records, target, verbose=verbose)
-    logger.info("in-model validation took %.1f s (after the tuning budget)", time.perf_counter() - t0)
-    records.info = read_tasks_file(records.work_dir)
+    return TuningRecords(work_dir, database, read_tasks_file(work_dir))
 
 
 __all__ = ["tune_model", "TuningRecords", "DEFAULT_TIME_BUDGET", "MODEL_RUNNER_CONFIG", "measured_cold"]

@@ -1,5 +1,8 @@
 """The model workflow (TVM's tvmc): ``ingot.load`` → ``ingot.compile`` → ``ingot.run``.
 
+Note: this is the top of the layer list (docs/architecture.md): it uses the frontends, the
+graph, the tuner (tuning records at compile time) and the runtime; nothing below imports it.
+
 Note: `Model` is the imported graph (IRModule + params + the input/output signature); `Package` is
 the compiled form (a ``ingot.graph.Executable``) plus the same signature. A package exports to one
 ``.ingot`` directory: the shared library and plan/weights written by the graph layer's exporter
@@ -266,11 +269,8 @@ def compile(model: Any, target: Any = "llvm", tuning_records: Any = None, opt_le
 
 
 def _tuned_schedule_fn(records: Any, target: Any) -> Any:
-    try:
-        from ingot.tune import apply_records  # type: ignore[attr-defined]
-    except ImportError:
-        raise NotImplementedError("tuning_records: ingot.tune.apply_records is not available yet; compile "
-                                  "without tuning_records") from None
+    from ingot.tune.apply import apply_records
+
     return apply_records(records, target)
 
 
@@ -289,11 +289,8 @@ def load_package(path: "str | os.PathLike") -> Package:
     if manifest.get("format") != "ingot-package" or manifest.get("version", 0) > FORMAT_VERSION:
         raise IngotError(f"{path}: package format {manifest.get('format')!r} v{manifest.get('version')} is not "
                          f"readable by this Ingot (reads v{FORMAT_VERSION}); recompile the model")
-    try:
-        from ingot.graph.artifact import load_executable  # type: ignore[attr-defined]
-    except ImportError:
-        raise NotImplementedError("loading an exported package needs ingot.graph.artifact.load_executable, which "
-                                  "the graph layer does not provide yet") from None
+    from ingot.graph.artifact import load_executable
+
     executable = load_executable(os.path.join(path, manifest.get("library", LIBRARY)))
     return Package(executable, [TensorInfo.from_json(i) for i in manifest["inputs"]],
                    [TensorInfo.from_json(o) for o in manifest["outputs"]], manifest.get("target", "llvm"),
@@ -406,37 +403,27 @@ def kernel_timed_main(package: Any, on_kernel: Any) -> Any:
     """The package's ``main`` run step by step, calling ``on_kernel(kernel_name, seconds)`` after
     each kernel call (the timing `profile` and in-model validation share).
 
-    Note: the graph executor has no profiling hook, so this runs the plan in the Python interpreter
-    path (``Executor(use_aot=False)``) and times each kernel step around its call.
+    Note: kernels are timed through the graph executor's per-step hook (``Executor(on_step=...)``),
+    which runs the plan in the interpreter path: the AOT entry is one C call with no steps to see.
 
     Example:
         >>> # times = []; main = kernel_timed_main(package, lambda k, s: times.append((k, s))); main(x)
     """
-    import time
-
     from ingot import graph as G
 
-    if not hasattr(G.Executor, "_run_step"):  # pragma: no cover - the executor changed its internals
-        raise NotImplementedError("ingot.driver.model.kernel_timed_main relies on Executor._run_step, which "
-                                  "the graph executor no longer has; add a profiling hook there")
+    def on_step(function: str, step: dict, seconds: float) -> None:
+        if step.get("op") in ("call_tir", "call_dps_packed", "call_packed"):
+            on_kernel(step.get("func", step["op"]), seconds)
 
-    class _Timed(G.Executor):
-        # Wraps each plan step; kernel steps are named by their function.
-        def _run_step(self, fname: str, step: dict, *rest: Any) -> None:
-            t0 = time.perf_counter()
-            super()._run_step(fname, step, *rest)
-            if step.get("op") in ("call_tir", "call_dps_packed", "call_packed"):
-                on_kernel(step.get("func", step["op"]), time.perf_counter() - t0)
-
-    return _Timed(package.executable, None, use_aot=False)["main"]
+    return G.Executor(package.executable, None, on_step=on_step)["main"]
 
 
 def profile(package: Any, inputs: Mapping[str, Any], repeat: int = 10) -> Profile:
     """Per-kernel times of ``package`` on ``inputs`` (median over ``repeat`` runs).
 
-    Note: the graph executor has no profiling hook, so this runs the plan step by step in the
-    Python interpreter path (``Executor(use_aot=False)``) and times each kernel call around the
-    step. Kernel times are the same as in the AOT path; only the overhead between them differs.
+    Note: this runs the plan step by step in the Python interpreter path (`kernel_timed_main`:
+    the executor's per-step hook) and times each kernel call. Kernel times are the same as in the
+    AOT path; only the overhead between them differs.
 
     Example:
         >>> print(profile(load_package("m.ingot"), {"data": x}))  # doctest: +SKIP

@@ -1,5 +1,8 @@
 """In-model validation: keep a tuned schedule only if it makes its kernel faster *inside the model*.
 
+It compiles and runs the model, so it belongs to the workflow layer (above ``ingot.tune``, whose
+records it writes); `ingot.workflow.tune` runs it at the end of every tuning run.
+
 Note: the tuner times each kernel alone, with its weights flushed (`MODEL_FLUSH_POLICY`). That
 ranking is not the model's: on MobileNetV2, 14 kernels took schedules that won alone and lost in
 the model, and 10 minutes of tuning made the model 9% slower than untuned (session 5).
@@ -10,7 +13,7 @@ Step 2. keep the tasks whose applied record has no in-model verdict yet (all wit
    none left: nothing to do (a resumed run that found nothing new costs one compile);
 Step 3. compile the model with default schedules, then time both packages in turn (default,
    tuned, tuned, default, ...) for ``rounds`` rounds, each kernel call timed around its step of the
-   plan (`ingot.driver.model.profile`'s hook), summed over the calls of one task (a kernel that
+   plan (`ingot.workflow.model.kernel_timed_main`: the executor's per-step hook), summed over the calls of one task (a kernel that
    appears at several places of the model is one task), the fastest round kept per kernel (other
    processes only ever add time);
 Step 4. store the verdict durably: per task two records of policy ``"in-model"`` (the default's
@@ -36,7 +39,7 @@ import time
 import uuid
 from typing import Any, Mapping
 
-from .records import IN_MODEL_MIN_GAIN, TuningRecords, read_tasks_file, write_tasks_file
+from ingot.tune.tasks.records import IN_MODEL_MIN_GAIN, TuningRecords, read_tasks_file, write_tasks_file
 
 logger = logging.getLogger("ingot.tune")
 
@@ -121,17 +124,17 @@ def validate_in_model(model: Any, work_dir: "str | os.PathLike | TuningRecords",
     faster in the model. ``model``: an ``ingot.Model`` or a model file (``shape_dict`` fixes input
     shapes); ``inputs``: the model's inputs (default: random arrays of the declared shapes);
     ``revalidate``: re-time tasks validated before too (default: only the tasks whose best record
-    changed since); ``whole_model``: Step 5. ``ingot.tune`` calls it at the end of every run.
+    changed since); ``whole_model``: Step 5. `ingot.workflow.tune` calls it at the end of every run.
 
     Example:
-        >>> # report = ingot.tune.validate_in_model("mnv2.onnx", "tune_mnv2", "llvm -num-cores=2")
+        >>> # report = ingot.workflow.validate_in_model("mnv2.onnx", "tune_mnv2", "llvm -num-cores=2")
         >>> # package = ingot.compile(model, "llvm -num-cores=2", tuning_records="tune_mnv2")  # uses it
     """
-    from ingot.driver import model as M
     from ingot.target import as_target
+    from ingot.tune.apply import ApplyBest, in_model_verdict, preferred_flush
+    from ingot.tune.database.record import IN_MODEL, TuningRecord
 
-    from ..apply import ApplyBest, in_model_verdict, preferred_flush
-    from ..database.record import IN_MODEL, TuningRecord
+    from . import model as M
 
     target = as_target(target)
     if not isinstance(model, M.Model):
@@ -256,7 +259,7 @@ def _default_trace(db: Any, workload: Any, record: Any, default_hash: str, targe
 def _inputs(package: Any, inputs: "Mapping[str, Any] | None") -> list:
     import numpy as np
 
-    from ingot.driver.model import check_inputs
+    from .model import check_inputs
 
     if inputs is None:
         rng, inputs = np.random.default_rng(0), {}
@@ -271,7 +274,7 @@ def _inputs(package: Any, inputs: "Mapping[str, Any] | None") -> list:
 
 def _kernel_times(packages: dict, arrays: list, rounds: int) -> dict:
     """{package: {kernel: fastest seconds per run, summed over the kernel's calls in one run}}."""
-    from ingot.driver.model import kernel_timed_main
+    from .model import kernel_timed_main
 
     samples: dict = {}
 

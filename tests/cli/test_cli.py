@@ -79,7 +79,7 @@ def test_compile_run_bench(model_path, tmp_path):
 
 def test_bench_profile_lists_kernels(model_path, tmp_path):
     pytest.importorskip("ingot.graph.executor")
-    from ingot.driver import model as M
+    from ingot.workflow import model as M
 
     runner = click_testing.CliRunner()
     pkg = tmp_path / "m.ingot"

@@ -110,7 +110,7 @@ def test_outputs_are_never_reused_by_a_later_call(conv_ex):
 
 
 def test_ingot_run_on_one_package_from_threads(mlp_ex):
-    from ingot.driver.model import Package, TensorInfo
+    from ingot.workflow.model import Package, TensorInfo
 
     pkg = Package(mlp_ex, [TensorInfo("x", (1, 784), "float32")], [TensorInfo("y", (1, 10), "float32")], "llvm")
     inputs = _inputs((1, 784), 5, seed=7)

@@ -139,7 +139,7 @@ def test_tune_records_the_runner_config(tmp_path):
 
     work = tmp_path / "w"
     cfg = RunnerConfig(number=1, repeat=1, min_repeat_ms=0, timeout_s=30)
-    ingot.tune(mlp_model(), target=TARGET, trials=1, work_dir=str(work), runner_config=cfg, num_trials_per_iter=1,
+    ingot.workflow.tune(mlp_model(), target=TARGET, trials=1, work_dir=str(work), runner_config=cfg, num_trials_per_iter=1,
                num_workers=1, verbose=0, patience=0, seed=0, enable_cpu_cache_flush=True)
     info = json.loads((work / "tasks.json").read_text())
     assert info["runner_config"]["cache_flush"] == "weights"
@@ -147,14 +147,14 @@ def test_tune_records_the_runner_config(tmp_path):
     assert all(t["weight_params"] == [1] and t["output_params"] == [2] for t in info["tasks"])
     assert any(t["default_us"] for t in info["tasks"])  # the default schedule was timed cold too
     with pytest.raises(ValueError, match="not comparable"):
-        ingot.tune(mlp_model(), target=TARGET, trials=2, work_dir=str(work), runner_config=cfg, verbose=0,
+        ingot.workflow.tune(mlp_model(), target=TARGET, trials=2, work_dir=str(work), runner_config=cfg, verbose=0,
                    enable_cpu_cache_flush=False)
 
 
 def test_cli_flag(monkeypatch, tmp_path):
     from click.testing import CliRunner
 
-    import ingot.driver.tune  # noqa: F401  (the module, patched below through sys.modules)
+    import ingot.workflow.tune  # noqa: F401  (the module, patched below through sys.modules)
     from ingot.cli.main import main as cli
 
     calls = []
@@ -166,7 +166,7 @@ def test_cli_flag(monkeypatch, tmp_path):
         calls.append(kwargs)
         return _Records()
 
-    monkeypatch.setattr(sys.modules["ingot.driver.tune"], "tune", fake_tune)
+    monkeypatch.setattr(sys.modules["ingot.workflow.tune"], "tune", fake_tune)
     model = tmp_path / "m.onnx"
     model.write_bytes(b"")
     for flag, want in (([], None), (["--disable-cpu-cache-flush"], False), (["--enable-cpu-cache-flush"], True)):

@@ -60,7 +60,7 @@ def test_tuner_passes_the_weight_indices(tasks, tmp_path, monkeypatch):
 
     monkeypatch.setattr(LocalRunner, "run_one", spy)
     cfg = RunnerConfig(number=1, repeat=1, min_repeat_ms=0, timeout_s=60, cache_flush="weights")
-    ingot.tune(_residual_conv_model(), target=TARGET, trials=1, work_dir=str(tmp_path / "w"), runner_config=cfg,
+    ingot.workflow.tune(_residual_conv_model(), target=TARGET, trials=1, work_dir=str(tmp_path / "w"), runner_config=cfg,
                num_trials_per_iter=1, num_workers=1, verbose=0, patience=0, seed=0, max_tasks=1)
     want = (tasks[0].weight_params, tasks[0].output_params, "weights")
     assert seen and all(s == want for s in seen), (seen, want)

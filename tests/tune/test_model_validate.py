@@ -1,4 +1,4 @@
-"""In-model validation (ingot/tune/tasks/validate.py): a tuned schedule that is not faster inside the
+"""In-model validation (ingot/workflow/validate.py): a tuned schedule that is not faster inside the
 model is reverted to the default, durably (records of policy "in-model" read by apply-best), and a
 later validation redoes only the tasks whose best record changed."""
 import json
@@ -13,7 +13,7 @@ from model_workloads import N, TARGET, fast_runner, mlp_model, mlp_params, mlp_r
 
 import ingot  # noqa: E402
 from ingot.tune.database import IN_MODEL, SQLiteDatabase, TuningRecord  # noqa: E402
-from ingot.tune.tasks import validate as V  # noqa: E402
+from ingot.workflow import validate as V  # noqa: E402
 from ingot.tune.tasks.records import applied_us  # noqa: E402
 
 FAST = dict(num_trials_per_iter=3, seed=0, num_workers=2, verbose=0)
@@ -25,7 +25,7 @@ V.WHOLE_TURN_S = 0.01  # the whole-model check: a short window is enough to chec
 def defaults_only(tmp_path_factory):
     """A work dir whose two tasks have only their default schedule measured (validation off)."""
     work = tmp_path_factory.mktemp("validate") / "w"
-    ingot.tune(mlp_model(), target=TARGET, trials=2, work_dir=str(work), runner_config=fast_runner(),
+    ingot.workflow.tune(mlp_model(), target=TARGET, trials=2, work_dir=str(work), runner_config=fast_runner(),
                validate=False, **FAST)
     return work
 
@@ -69,7 +69,7 @@ def test_reverts_kernels_slower_in_the_model_and_revalidates_changed(defaults_on
     names = sorted(t["name"] for t in tasks)
     slow, fast = names[0], names[1]
     # Before validation, both tuned records apply (isolated times say 2x faster).
-    assert ingot.driver.model.compile(mlp_model(), TARGET, tuning_records=str(work)).schedule_report.num_tuned == 2
+    assert ingot.compile(mlp_model(), TARGET, tuning_records=str(work)).schedule_report.num_tuned == 2
 
     # Step 1: validation: the kernel that is slower in the model goes back to its default.
     _scaled_times(monkeypatch, [slow])
@@ -93,12 +93,12 @@ def test_reverts_kernels_slower_in_the_model_and_revalidates_changed(defaults_on
 
     # Step 2: the decision is durable: a fresh compile from the work dir keeps the default there.
     capsys.readouterr()
-    package = ingot.driver.model.compile(mlp_model(), TARGET, tuning_records=str(work))
+    package = ingot.compile(mlp_model(), TARGET, tuning_records=str(work))
     counts = package.schedule_report.counts
     assert counts["tuned"] == 1 and counts["kept-default-in-model"] == 1
     assert "1 kept default (slower in the model)" in capsys.readouterr().err
     x = np.random.default_rng(1).standard_normal((1, N)).astype("float32")
-    np.testing.assert_allclose(ingot.driver.model.run(package, {"x": x})["y"], mlp_reference(x, mlp_params()),
+    np.testing.assert_allclose(ingot.run(package, {"x": x})["y"], mlp_reference(x, mlp_params()),
                                rtol=1e-4, atol=1e-5)
 
     # Step 3: nothing changed: nothing is re-timed, the verdicts stand.
@@ -108,12 +108,12 @@ def test_reverts_kernels_slower_in_the_model_and_revalidates_changed(defaults_on
     # Step 4: a resumed tune finds a faster record for the slow task: it applies on its isolated
     # time until validated, then only that task is validated again.
     db.commit_tuning_record(TuningRecord(*_retagged(db, tasks, slow, "t2")))
-    status = ingot.driver.model.compile(mlp_model(), TARGET, tuning_records=str(work)).schedule_report
+    status = ingot.compile(mlp_model(), TARGET, tuning_records=str(work)).schedule_report
     assert status.num_tuned == 2
     _scaled_times(monkeypatch, [])
     third = V.validate_in_model(mlp_model(), str(work), TARGET, rounds=3, verbose=0, whole_model=False)
     assert [v.name for v in third.verdicts] == [slow] and third.verdicts[0].kept and third.already_validated == 1
-    assert ingot.driver.model.compile(mlp_model(), TARGET, tuning_records=str(work)).schedule_report.num_tuned == 2
+    assert ingot.compile(mlp_model(), TARGET, tuning_records=str(work)).schedule_report.num_tuned == 2
 
 
 def _retagged(db, tasks, name, tag):
@@ -138,7 +138,7 @@ def test_in_model_records_never_compete_with_tuner_times(defaults_only, tmp_path
 def test_tune_model_ends_with_validation(tmp_path, capsys):
     # validate=True (default): the run ends with the validation; with defaults only nothing is applied
     # tuned, so nothing is timed and the work dir says so in its log, not in an error.
-    records = ingot.tune(mlp_model(), target=TARGET, trials=2, work_dir=str(tmp_path / "w"),
+    records = ingot.workflow.tune(mlp_model(), target=TARGET, trials=2, work_dir=str(tmp_path / "w"),
                          runner_config=fast_runner(), **FAST)
     assert records.tasks and "in_model" not in records.info
 

@@ -41,8 +41,8 @@ def mlp_reference(x, params):
 
 
 def mlp_model():
-    """The MLP as an `ingot.driver.model.Model` (what ingot.load returns)."""
-    from ingot.driver.model import Model, TensorInfo
+    """The MLP as an `ingot.workflow.Model` (what ingot.load returns)."""
+    from ingot.workflow.model import Model, TensorInfo
 
     return Model(mlp_module(), mlp_params(), [TensorInfo("x", (1, N), "float32")],
                  [TensorInfo("y", (1, N), "float32")], "mlp")

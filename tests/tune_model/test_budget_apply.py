@@ -21,24 +21,24 @@ def test_defaults_first_then_nothing_applied(tmp_path, capsys):
     # A budget of one trial per task: every trial is a task's default schedule, so the estimate is
     # the untuned latency and the compile keeps every default (kept-default, no misses).
     work = tmp_path / "w"
-    records = ingot.tune(mlp_model(), target=TARGET, trials=2, work_dir=str(work), runner_config=fast_runner(), **FAST)
+    records = ingot.workflow.tune(mlp_model(), target=TARGET, trials=2, work_dir=str(work), runner_config=fast_runner(), **FAST)
     assert [t["trials"] for t in records.tasks] == [1, 1]
     assert all(t["default_us"] == t["best_us"] and t["default_hash"] for t in records.tasks)
     assert records.estimated_latency_us == pytest.approx(records.default_latency_us)
     db = SQLiteDatabase(work / "database.db")
     assert {r.candidate_hash for r in db.get_all_tuning_records()} == {t["default_hash"] for t in records.tasks}
-    package = ingot.driver.model.compile(mlp_model(), TARGET, tuning_records=records)
+    package = ingot.compile(mlp_model(), TARGET, tuning_records=records)
     assert package.schedule_report.counts == {"tuned": 0, "default": 0, "failed": 0, "kept-default": 2}
     assert "2 kept default" in capsys.readouterr().err
     x = np.random.default_rng(1).standard_normal((1, N)).astype("float32")
-    np.testing.assert_allclose(ingot.driver.model.run(package, {"x": x})["y"], mlp_reference(x, mlp_params()),
+    np.testing.assert_allclose(ingot.run(package, {"x": x})["y"], mlp_reference(x, mlp_params()),
                                rtol=1e-4, atol=1e-5)
 
 
 def test_tiny_tasks_are_skipped(tmp_path):
     # skip_share=0.5: the task with the smaller weighted default latency (at most half of the total)
     # gets its default measured and nothing more; the rest of the trials go to the other task.
-    records = ingot.tune(mlp_model(), target=TARGET, trials=6, work_dir=str(tmp_path / "w"), skip_share=0.5,
+    records = ingot.workflow.tune(mlp_model(), target=TARGET, trials=6, work_dir=str(tmp_path / "w"), skip_share=0.5,
                          runner_config=fast_runner(), patience=0, **FAST)
     tasks = records.tasks
     small = min(tasks, key=lambda t: t["weight"] * t["default_us"])
@@ -104,12 +104,12 @@ def test_resume_adds_up_time_and_reuses_estimates(tmp_path):
     import time
 
     work = str(tmp_path / "w")
-    first = ingot.tune(mlp_model(), target=TARGET, trials=4, work_dir=work, runner_config=fast_runner(), **FAST)
+    first = ingot.workflow.tune(mlp_model(), target=TARGET, trials=4, work_dir=work, runner_config=fast_runner(), **FAST)
     est = first.info["time_estimates"]
     assert est["sec_per_cand"] > 0 and est["first_round_s"] > 0
     assert first.info["total_elapsed_s"] == pytest.approx(first.info["elapsed_s"])
     t0 = time.perf_counter()
-    second = ingot.tune(mlp_model(), target=TARGET, time_budget=5.0, work_dir=work, runner_config=fast_runner(),
+    second = ingot.workflow.tune(mlp_model(), target=TARGET, time_budget=5.0, work_dir=work, runner_config=fast_runner(),
                         patience=0, **FAST)
     elapsed = time.perf_counter() - t0
     assert elapsed <= 5.0 * 1.5 + 3.0, elapsed  # a loaded 2-core machine: one chunk of overrun at most

@@ -95,7 +95,7 @@ def test_tuned_kernel_keeps_its_name_and_trace_applies():
 
 
 def test_compile_with_tuning_records_reports(tmp_path, capsys):
-    from ingot.driver.model import compile as compile_model, run
+    from ingot.workflow.model import compile as compile_model, run
     from ingot.tune.database import SQLiteDatabase
 
     tasks = extract_tasks(mlp_model(), TARGET)

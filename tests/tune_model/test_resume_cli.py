@@ -18,7 +18,7 @@ _SCRIPT = textwrap.dedent("""
     sys.path.insert(0, {here!r})
     from model_workloads import TARGET, fast_runner, mlp_model
     import ingot
-    ingot.tune(mlp_model(), target=TARGET, trials={trials}, work_dir={work!r}, runner_config=fast_runner(),
+    ingot.workflow.tune(mlp_model(), target=TARGET, trials={trials}, work_dir={work!r}, runner_config=fast_runner(),
                num_trials_per_iter=2, seed={seed}, num_workers=2, verbose=0, patience=0)
 """)
 

@@ -19,7 +19,7 @@ FAST = dict(num_trials_per_iter=3, seed=0, num_workers=2, verbose=0)
 
 def test_tune_model_end_to_end_then_compile(tmp_path, capsys):
     work = tmp_path / "w"
-    records = ingot.tune(mlp_model(), target=TARGET, trials=8, work_dir=str(work), runner_config=fast_runner(), **FAST)
+    records = ingot.workflow.tune(mlp_model(), target=TARGET, trials=8, work_dir=str(work), runner_config=fast_runner(), **FAST)
     assert isinstance(records, ingot.tune.TuningRecords) and records.work_dir == str(work)
     info = json.loads((work / "tasks.json").read_text())
     assert info["format"] == "ingot-tune-model" and info["version"] == 1 and info["target"] == TARGET
@@ -33,21 +33,21 @@ def test_tune_model_end_to_end_then_compile(tmp_path, capsys):
     db = SQLiteDatabase(work / "database.db")
     # 8 distinct candidates; the default may have been timed again (a second record of its hash)
     assert len({r.candidate_hash for r in db.get_all_tuning_records()}) == 8 and len(db) in (8, 9, 10)
-    package = ingot.driver.model.compile(mlp_model(), TARGET, tuning_records=records)
+    package = ingot.compile(mlp_model(), TARGET, tuning_records=records)
     n_tuned = sum(a < t["default_us"] for t, a in zip(records.tasks, applied))
     counts = package.schedule_report.counts
     assert counts["tuned"] == n_tuned and counts.get("kept-default", 0) == 2 - n_tuned
     assert counts["default"] == 0 and counts["failed"] == 0  # no misses: every kernel is a task
     assert f"{n_tuned} tuned" in capsys.readouterr().err
     x = np.random.default_rng(3).standard_normal((1, N)).astype("float32")
-    out = ingot.driver.model.run(package, {"x": x})["y"]
+    out = ingot.run(package, {"x": x})["y"]
     np.testing.assert_allclose(out, mlp_reference(x, mlp_params()), rtol=1e-4, atol=1e-5)
 
 
 def test_time_budget_is_honoured(tmp_path):
     budget = 8.0
     t0 = time.perf_counter()
-    records = ingot.tune(mlp_model(), target=TARGET, time_budget=budget, work_dir=str(tmp_path / "w"),
+    records = ingot.workflow.tune(mlp_model(), target=TARGET, time_budget=budget, work_dir=str(tmp_path / "w"),
                          runner_config=fast_runner(), patience=0, **FAST)
     elapsed = time.perf_counter() - t0
     info = records.info

@@ -5,7 +5,8 @@
   insertion, the unbound-loop check (`ingot.codegen.cuda.split`);
 * `generate_cuda` — the ``.cu`` source and the launch metadata (`ingot.codegen.cuda.codegen`);
 * `compile_cuda` — nvcc, cached by content (`ingot.codegen.cuda.compile`);
-* `build_cuda` — lower + generate + compile + wrap in a runtime module (`ingot.codegen.cuda.build`).
+* `build_cuda` — generate + compile a lowered module + wrap it in a runtime module
+  (`ingot.codegen.cuda.build`; lowering for CUDA is the driver's: `ingot.driver.build.lower_for_cuda`).
 
 Example:
     >>> import ingot.codegen.cuda as cg
@@ -25,7 +26,6 @@ _LAZY = {
     "CUDASource": ("ingot.codegen.cuda.codegen", "CUDASource"),
     "compile_cuda": ("ingot.codegen.cuda.compile", "compile_cuda"),
     "build_cuda": ("ingot.codegen.cuda.build", "build_cuda"),
-    "lower_for_cuda": ("ingot.codegen.cuda.build", "lower_for_cuda"),
     "CUDAPrinter": ("ingot.codegen.cuda.printer", "CUDAPrinter"),
 }
 

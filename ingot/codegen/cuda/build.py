@@ -1,14 +1,17 @@
-"""Build a scheduled or lowered module for ``cuda``: lower → CUDA source → nvcc → `CUDAModule`.
+"""Build a lowered module for ``cuda``: CUDA source → nvcc → `CUDAModule`.
 
-Note: lowering for the GPU is the ordinary pipeline (`ingot.driver.lower.lower`) with
-``tir.disable_vectorize`` set — the CUDA printer emits scalar code, a vectorized loop inside a
-thread runs as a serial loop — followed by the host/device split inside `generate_cuda`. The
+Note: `build_cuda` takes a lowered module; the driver lowers it first
+(`ingot.driver.build.lower_for_cuda`: the ordinary pipeline with ``tir.disable_vectorize`` set —
+the CUDA printer emits scalar code, a vectorized loop inside a thread runs as a serial loop), so
+code generation never climbs back to the driver. The host/device split happens inside
+`generate_cuda`. The
 architecture is the target's ``-arch``, else the compute capability of ``cuda(0)`` when a GPU is
 present, else `ingot.codegen.cuda.compile.DEFAULT_ARCH`; the fatbin carries PTX too, so newer
 GPUs JIT it.
 
 Example:
-    >>> lib = build_cuda(sch.mod, "cuda -arch=sm_90")        # doctest: +SKIP
+    >>> # needs nvcc and a GPU:
+    >>> lib = ingot.build(sch.mod, "cuda -arch=sm_90")       # doctest: +SKIP
     >>> lib["main"](a_gpu, b_gpu)                            # doctest: +SKIP
 """
 from __future__ import annotations
@@ -16,31 +19,14 @@ from __future__ import annotations
 from typing import Any
 
 from ingot.ir.module import IRModule
-from ingot.ir.transform import PassContext
 from ingot.target import Target, as_target
+from ingot.tir.analysis import is_lowered
 from ingot.tir.function import PrimFunc
 
 from .codegen import CUDASource, generate_cuda
 from .compile import compile_cuda
 
-__all__ = ["lower_for_cuda", "build_cuda", "cuda_arch"]
-
-
-def lower_for_cuda(mod_or_func: Any, name: str = "main") -> IRModule:
-    """Lower for CUDA: the standard pipeline with vectorization off (see the module note).
-
-    Example:
-        >>> lowered = lower_for_cuda(sch.mod)            # doctest: +SKIP
-    """
-    from ingot.driver.build import is_lowered, lower
-
-    if isinstance(mod_or_func, (IRModule, PrimFunc)) and is_lowered(mod_or_func):
-        return lower(mod_or_func, name)
-    ctx = PassContext.current()
-    config = {**ctx.config, "tir.disable_vectorize": True}
-    with PassContext(opt_level=ctx.opt_level, config=config, required_pass=ctx.required_pass,
-                     disabled_pass=ctx.disabled_pass, instruments=ctx.instruments):
-        return lower(mod_or_func, name)
+__all__ = ["build_cuda", "cuda_arch"]
 
 
 def cuda_arch(target: Target) -> str:
@@ -65,14 +51,17 @@ def cuda_arch(target: Target) -> str:
     return normalize_arch(None)
 
 
-def build_cuda(mod_or_func: Any, target: "str | Target | None" = "cuda", name: str = "main", *,
+def build_cuda(lowered: Any, target: "str | Target | None" = "cuda", name: str = "main", *,
                cache_dir: Any = None):
-    """Compile ``mod_or_func`` (scheduled or lowered) for ``target`` and wrap it in a
+    """Compile ``lowered`` (an IRModule or PrimFunc without blocks: lowered by
+    `ingot.driver.build.lower_for_cuda`) for ``target`` and wrap it in a
     `ingot.runtime.cuda.CUDAModule`; needs ``nvcc`` (build) and, to call it, a GPU.
+    ``ingot.build(mod, "cuda")`` lowers and calls it.
 
     Example:
-        >>> lib = build_cuda(sch.mod, "cuda -arch=sm_90")    # doctest: +SKIP
-        >>> "__global__" in lib.get_source()                 # doctest: +SKIP
+        >>> # needs nvcc and a GPU:
+        >>> lib = build_cuda(lower_for_cuda(sch.mod), "cuda -arch=sm_90")    # doctest: +SKIP
+        >>> "__global__" in lib.get_source()                                # doctest: +SKIP
         True
     """
     from ingot.runtime.cuda import CUDAModule
@@ -80,8 +69,12 @@ def build_cuda(mod_or_func: Any, target: "str | Target | None" = "cuda", name: s
     target = as_target(target)
     if not target.is_cuda:
         raise ValueError(f"build_cuda needs a 'cuda' target, got {str(target)!r}")
-    with target:
-        lowered = lower_for_cuda(mod_or_func, name)
+    if isinstance(lowered, PrimFunc):
+        func = lowered if "global_symbol" in lowered.attrs else lowered.with_attr("global_symbol", name)
+        lowered = IRModule({name: func})
+    if not is_lowered(lowered):
+        raise ValueError("build_cuda needs a lowered module (no blocks); call ingot.build(mod, 'cuda'), which "
+                         "lowers it first (ingot.driver.build.lower_for_cuda)")
     source: CUDASource = generate_cuda(lowered, target)
     path = compile_cuda(source.code, cuda_arch(target), "fatbin", cache=cache_dir)
     with open(path, "rb") as f:

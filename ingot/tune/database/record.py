@@ -42,7 +42,7 @@ SCHEMA_VERSION = 2
 #: records of a known policy.
 UNKNOWN_FLUSH = "unknown"
 
-#: The "policy" of in-model validation records (`ingot.tune.tasks.validate`): a kernel's time summed
+#: The "policy" of in-model validation records (`ingot.workflow.validate`): a kernel's time summed
 #: over its calls inside the compiled model, default and tuned packages timed in turn. Never a
 #: runner's policy: the tuner never compares these times with its own (a different quantity).
 IN_MODEL = "in-model"

@@ -1,4 +1,4 @@
-"""`TuningRecords` (what ``ingot.tune(model, ...)`` returns), opening record sources, merging.
+"""`TuningRecords` (what ``ingot.workflow.tune(model, ...)`` returns), opening record sources, merging.
 
 Note, the model tuning work directory (format ``ingot-tune-model`` version 1):
 
@@ -99,7 +99,7 @@ class TuningRecords:
     ``os.fspath(records)`` is the work directory.
 
     Example:
-        >>> # records = ingot.tune(model, target="llvm -num-cores=2", time_budget="10m", work_dir="w")
+        >>> # records = ingot.workflow.tune(model, target="llvm -num-cores=2", time_budget="10m", work_dir="w")
         >>> # print(records.summary()); records.estimated_latency_us
     """
 
@@ -162,7 +162,7 @@ def _fmt_us(x: Any) -> str:
     return f"{x:.1f}" if isinstance(x, (int, float)) and math.isfinite(x) else "N/A"
 
 
-#: In-model validation (`ingot.tune.tasks.validate`): a validated tuned schedule stays only when its
+#: In-model validation (`ingot.workflow.validate`): a validated tuned schedule stays only when its
 #: kernel's calls, summed, ran at least this much faster inside the model than the default's did.
 #: Two packages of the same code differ by ~1% per kernel when timed in turn (min of 20 rounds).
 IN_MODEL_MIN_GAIN = 0.02
@@ -174,7 +174,7 @@ APPLY_MIN_GAIN = 0.02
 def applied_us(task: dict) -> "float | None":
     """The latency (us) a compile with these records gets for ``task`` (a tasks.json row): the
     tuned best when it beat the default by `APPLY_MIN_GAIN` and in-model validation did not revert
-    it (``"in_model_kept": false``, written by `ingot.tune.validate_in_model`), else the default.
+    it (``"in_model_kept": false``, written by `ingot.workflow.validate_in_model`), else the default.
 
     Example:
         >>> applied_us({"default_us": 10.0, "best_us": 9.95}), applied_us({"default_us": 10.0, "best_us": 5.0})
