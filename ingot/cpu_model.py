@@ -10,7 +10,8 @@ target's `CpuModel` instead of carrying the constants of the CPU it was first me
 * ``fma_units`` / ``fma_latency``: vector FMA pipes per core and their latency in cycles — a
   register tile needs ``fma_units * fma_latency`` independent accumulators to keep the pipes busy;
 * ``l1d_bytes`` / ``l2_bytes`` / ``l3_bytes``: per-core data caches (L3: the whole socket);
-* ``march``: what gcc's ``-march=`` gets (``native`` for the host).
+* ``march``: what gcc's ``-march=`` gets (``native`` for the host); ``mtune``: a ``-mtune=`` that
+  overrides the one ``-march`` implies, where gcc's own tuning for the CPU hurts register-tiled code.
 
 Named CPUs (``-mcpu=haswell``, ``znver3``, ``sapphirerapids``, ``x86-64-v3`` ...) come from a table
 of vendor data; the host is read from ``/proc/cpuinfo`` (flags) and sysfs (caches). A named CPU
@@ -67,6 +68,8 @@ class CpuModel:
     march: str = "x86-64"
     #: gcc ``-march`` names to try when the installed gcc does not know ``march`` (oldest last).
     march_fallbacks: tuple = field(default=(), compare=False)
+    #: gcc ``-mtune`` replacing the tuning ``march`` implies (None: keep it). See `ZEN_AVX2_MTUNE`.
+    mtune: Optional[str] = None
 
     def has(self, feature: str) -> bool:
         """Whether the CPU has ISA extension ``feature`` (gcc's spelling: ``avx2``, ``avx512f``).
@@ -162,13 +165,20 @@ class CpuModel:
                 f"L3 {self.l3_bytes // _MIB} MiB)")
 
 
+#: gcc's tuning for AVX2 Zen cores (znver2/znver3) folds every reuse of a loaded vector into the
+#: FMAs that use it (a memory operand each), so a register tile's weight vectors are loaded once per
+#: row instead of once per step: twice the loads of the kernel, and the load ports, not the FMA
+#: pipes, set its speed. Haswell's tuning keeps them in registers (BENCHMARKS.md, "Session 8").
+ZEN_AVX2_MTUNE = "haswell"
+
+
 def _cpu(name: str, features: Iterable[str], l1: int, l2: int, l3: int, *, fma_units: int = 2,
-         fma_latency: int = 4, fallbacks: tuple = ()) -> CpuModel:
+         fma_latency: int = 4, fallbacks: tuple = (), mtune: Optional[str] = None) -> CpuModel:
     feats = frozenset(features)
     bits = 512 if "avx512f" in feats else 256 if "avx" in feats else 128
     regs = 32 if "avx512f" in feats else 16
     return CpuModel(name, feats, bits, regs, fma_units if "fma" in feats else 0, fma_latency,
-                    l1 * _KIB, l2 * _KIB, l3 * _MIB, 1, name, fallbacks)
+                    l1 * _KIB, l2 * _KIB, l3 * _MIB, 1, name, fallbacks, mtune)
 
 
 _AVX512_ICX = _V4 + ("avx512vnni", "avx512vbmi", "avx512vbmi2", "avx512bitalg", "avx512vpopcntdq", "avx512ifma")
@@ -189,8 +199,8 @@ NAMED_CPUS: dict = {c.name: c for c in (
     _cpu("icelake-server", _AVX512_ICX, 48, 1280, 48, fallbacks=("skylake-avx512",)),
     _cpu("sapphirerapids", _AVX512_ICX + ("avx512bf16", "avx512fp16", "amx-tile", "amx-int8", "amx-bf16"),
          48, 2048, 105, fallbacks=("icelake-server",)),
-    _cpu("znver2", _V3, 32, 512, 16, fma_latency=5),
-    _cpu("znver3", _V3, 32, 512, 32),
+    _cpu("znver2", _V3, 32, 512, 16, fma_latency=5, mtune=ZEN_AVX2_MTUNE),
+    _cpu("znver3", _V3, 32, 512, 32, mtune=ZEN_AVX2_MTUNE),
     _cpu("znver4", _AVX512_ICX + ("avx512bf16",), 32, 1024, 32, fma_units=1, fallbacks=("icelake-server",)),
     _cpu("znver5", _AVX512_ICX + ("avx512bf16", "avx512vp2intersect", "avxvnni"), 48, 1024, 32,
          fallbacks=("znver4", "icelake-server")),
@@ -295,6 +305,8 @@ def cpu_from_flags(flags: "set[str]", caches: "dict[int, int]", name: str = "hos
                max(1, caches.get(3, base.l3_bytes) // _MIB))
     if "amd" in vendor.lower() and "avx512f" in feats and "avx512vp2intersect" not in feats:
         cpu = replace(cpu, fma_units=1)
+    if "amd" in vendor.lower() and "avx2" in feats and "avx512f" not in feats:
+        cpu = replace(cpu, mtune=ZEN_AVX2_MTUNE)  # an AVX2 Zen core
     return replace(cpu, march=march)
 
 

@@ -200,7 +200,7 @@ class Target:
     @property
     def cpu(self) -> CpuModel:
         """The CPU model schedules derive their tiles from (`ingot.cpu_model`): ``-mcpu``'s (the host's
-        without one), with ``-num-cores`` as its cores, ``-vector-width`` narrowing its vectors and
+        without one), with ``-num-cores`` as its cores, ``-vector-width`` as its vector width and
         ``-mattr`` adding or removing features.
 
         Example:
@@ -304,7 +304,9 @@ def _cpu_model(mcpu: str, vector_width: "int | None", mattr: tuple, cores: int) 
         elif "avx" not in feats and "avx512f" not in feats:
             cpu = replace(cpu, vector_bits=128)
     if vector_width:
-        cpu = replace(cpu, vector_bits=min(cpu.vector_bits, int(vector_width)) if cpu.vector_bits else int(vector_width))
+        # as TVM's -vector-width: the vector loops' width, whatever the CPU (wider than its
+        # registers: GCC splits each vector operation)
+        cpu = replace(cpu, vector_bits=int(vector_width))
     return cpu.with_cores(cores)
 
 

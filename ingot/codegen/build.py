@@ -64,7 +64,7 @@ def compile_options_for(target: "Target | str") -> CompileOptions:
         )
     # A named CPU compiles for that CPU, not the host: -mcpu=haswell on an AVX-512 host is AVX2 code.
     march, feature_flags = march_flags(target.cpu)
-    options = CompileOptions(march=march)
+    options = CompileOptions(march=march, mtune=target.cpu.mtune)
     if "opt-level" in target.attrs:
         options = options.replace(opt_level=min(3, int(target.attrs["opt-level"])))
     extra: list[str] = list(feature_flags)

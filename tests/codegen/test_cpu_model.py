@@ -42,6 +42,7 @@ def test_host_model_from_flags_and_caches():
                           vendor="AuthenticAMD")
     assert (zen3.isa, zen3.vector_registers, zen3.l1d_bytes, zen3.l2_bytes, zen3.march) == \
         ("avx2", 16, 32 << 10, 512 << 10, "native")
+    assert zen3.mtune == "haswell"  # gcc's znver tuning folds a tile's reused loads into its FMAs
     zen4 = cpu_from_flags({"avx2", "fma", "avx512f", "avx512bw", "avx512vl"}, {}, vendor="AuthenticAMD")
     assert zen4.fma_units == 1  # 512-bit FMAs on two 256-bit pipes
     xeon = cpu_from_flags({"avx2", "fma", "avx512f", "avx512_vnni", "amx_tile"}, {1: 48 << 10}, vendor="GenuineIntel")
@@ -65,6 +66,8 @@ def test_target_cpu_options():
 def test_a_named_cpu_compiles_for_that_cpu():
     assert compile_options_for("llvm -mcpu=haswell").march == "haswell"
     assert compile_options_for("llvm").march == "native"
+    assert compile_options_for("llvm -mcpu=znver3").mtune == "haswell"
+    assert compile_options_for("llvm -mcpu=sapphirerapids").mtune is None
     march, extra = march_flags(named_cpu("znver5"))
     # the installed gcc may predate znver5: then a known AVX-512 CPU plus the features it lacks
     assert march == "znver5" or (march in ("znver4", "icelake-server") and "-mavx512bf16" in extra)

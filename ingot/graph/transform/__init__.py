@@ -62,6 +62,6 @@ def default_build_pipeline(target: Any = None, layout: str = "auto") -> Any:
     passes = [FoldConstant(), SimplifyInference(), FoldConstant()]
     if resolve_layout(target, layout) == "NHWC":
         passes += [ConvertLayout(), FoldConstant()]
-    passes += [EliminateCommonSubexpr(), DeadCodeElimination(), FuseOps(), PackWeights(), FuseTIR(), LegalizeOps(),
+    passes += [EliminateCommonSubexpr(), DeadCodeElimination(), FuseOps(), PackWeights(target=target), FuseTIR(), LegalizeOps(),
                DeadCodeElimination()]
     return transform.Sequential(passes, name="graph.default_build_pipeline")

@@ -230,10 +230,10 @@ def _pack_primitive(func: Function, calls: list, panel: int, lanes: int,
 
 
 def pack_weights_module(mod: IRModule, panel: "int | None" = None, lanes: "int | None" = None,
-                        winograd: "bool | None" = None) -> IRModule:
+                        winograd: "bool | None" = None, target: Any = None) -> IRModule:
     """Apply PackWeights to every graph function of ``mod`` (see the module note). ``winograd``
     (default: the ``graph.winograd`` pass config, else True) lets eligible 3×3 convs become
-    Winograd convs.
+    Winograd convs; ``panel``/``lanes`` default to `default_panel` of ``target``.
 
     Example:
         >>> mod2 = pack_weights_module(IRModule({}))
@@ -243,7 +243,7 @@ def pack_weights_module(mod: IRModule, panel: "int | None" = None, lanes: "int |
 
         winograd = bool(PassContext.current().get_config("graph.winograd", True))
     if panel is None or lanes is None:
-        default_p, default_l = default_panel()
+        default_p, default_l = default_panel(target)
         panel, lanes = panel or default_p, lanes or default_l
     if panel % lanes:
         raise ValueError(f"PackWeights: panel width {panel} must be a multiple of the vector lanes {lanes}")
@@ -275,13 +275,13 @@ def pack_weights_module(mod: IRModule, panel: "int | None" = None, lanes: "int |
 
 
 def PackWeights(panel: "int | None" = None, lanes: "int | None" = None,  # noqa: N802 - TVM's pass naming
-                winograd: "bool | None" = None) -> Any:
-    """The PackWeights pass (module note). ``panel``/``lanes`` default to `default_panel()` of
-    the current target (two / one float32 vectors: 32 / 16 with AVX-512); ``winograd`` to the
-    ``graph.winograd`` pass config (True unless set).
+                winograd: "bool | None" = None, target: Any = None) -> Any:
+    """The PackWeights pass (module note). ``panel``/``lanes`` default to `default_panel` of
+    ``target`` (else the current target: two / one float32 vectors, 32 / 16 with AVX-512, 16 / 8
+    with AVX2); ``winograd`` to the ``graph.winograd`` pass config (True unless set).
 
     Example:
         >>> p = PackWeights()
         >>> direct = PackWeights(winograd=False)
     """
-    return make_pass(lambda mod: pack_weights_module(mod, panel, lanes, winograd), "PackWeights")
+    return make_pass(lambda mod: pack_weights_module(mod, panel, lanes, winograd, target), "PackWeights")

@@ -63,13 +63,13 @@ from ingot.tir.schedule.error import ScheduleError
 
 from .analysis import BlockInfo, panel_layout
 
-__all__ = ["blocked_gemm_rule", "choose_kc", "is_large_gemm", "default_gemm_tile", "default_mc", "KC", "KC_CHOICES",
-           "MC"]
+__all__ = ["blocked_gemm_rule", "choose_kc", "is_large_gemm", "default_gemm_tile", "default_mc", "default_ku", "KC",
+           "KC_CHOICES", "MC"]
 
 KC = 256        # the smallest k slice the rule uses (is_large_gemm: K >= KC)
 KC_CHOICES = (512, 384, 256)   # slice depths tried in order: the first that divides K
 MC = 128        # rows of A per ic block at most: MC x KC x 4 bytes = 256 KiB at KC = 512
-KU = 4          # k steps unrolled in the micro-kernel
+KU = 4          # k steps unrolled in the micro-kernel at most (default_ku)
 MIN_FLOPS = 2 * 256 ** 3   # below this the plain register-tiled rule is as fast (fits in L2)
 
 
@@ -95,6 +95,24 @@ def default_gemm_tile(m: int, cpu: CpuModel) -> "tuple[int, int]":
         power = 1 << (rows.bit_length() - 1)
         rows = power if m % power == 0 else rows
     return rows, nvec
+
+
+def default_ku(mr: int, nvec: int, cpu: CpuModel) -> int:
+    """k steps unrolled in the micro-kernel: at most `KU`, and few enough that the unrolled steps'
+    operands (``nvec`` vectors, and without AVX-512's embedded broadcast one broadcast register
+    each) fit beside the ``mr * nvec`` accumulators — GCC loads the unrolled steps' operands
+    early, and more than the register file holds makes it re-load them from memory.
+
+    Example:
+        >>> from ingot.cpu_model import named_cpu
+        >>> default_ku(8, 2, named_cpu("sapphirerapids")), default_ku(4, 2, named_cpu("znver3"))
+        (4, 2)
+    """
+    per_step = nvec + (0 if cpu.has("avx512f") else 1)
+    ku = KU
+    while ku > 1 and mr * nvec + ku * per_step > cpu.vector_registers:
+        ku //= 2
+    return ku
 
 
 def default_mc(kc: int, cpu: CpuModel) -> int:
@@ -272,7 +290,7 @@ def _binding(sch: Any, block_rv: Any, k: int) -> Any:
 def blocked_gemm_rule(sch: Any, name: str, info: BlockInfo, cpu: CpuModel, *, epilogue: bool = True,
                       mr: Optional[int] = None, nvec: Optional[int] = None, kc: Optional[int] = None,
                       mc: Optional[int] = None,
-                      order: Optional[str] = None, nc: Optional[int] = None, ku: int = KU,
+                      order: Optional[str] = None, nc: Optional[int] = None, ku: Optional[int] = None,
                       mc_split: Any = None, k_split: Any = None) -> None:
     """The cache-blocked schedule of the module note on a large ``"gemm"`` block (see
     `is_large_gemm`): the one builder of this GEMM, used by the rule-based default (no tile
@@ -284,7 +302,7 @@ def blocked_gemm_rule(sch: Any, name: str, info: BlockInfo, cpu: CpuModel, *, ep
     `default_gemm_tile` for ``cpu``; pre-packed weights fix NR to their panel width); ``order``:
     "panel" (default), "slice" or "block" (module note); ``mc``/``kc``/``nc``: the cache blocks
     (defaults `default_mc`, `choose_kc`, `_choose_nc`, from ``cpu``'s caches);
-    ``ku``: the unrolled k steps of the micro-kernel. With ``epilogue``, elementwise consumers
+    ``ku``: the unrolled k steps of the micro-kernel (default `default_ku`). With ``epilogue``, elementwise consumers
     (bias, relu, residual) run per register tile when K is one slice, per MC x NR block after its
     last slice in "panel" order (per jr panel of an MC block in "block" order), and as one
     inlined pass after the GEMM in "slice" order.
@@ -316,6 +334,7 @@ def blocked_gemm_rule(sch: Any, name: str, info: BlockInfo, cpu: CpuModel, *, ep
     if mr is None or nvec is None:
         tile = default_gemm_tile(m, cpu)
         mr, nvec = mr or tile[0], nvec or tile[1]
+    ku = ku or default_ku(mr, nvec, cpu)
     vi, vdim, bi, bdim = _operand_reads(sch, name, info)
     prepacked = vdim < 0
     if prepacked:

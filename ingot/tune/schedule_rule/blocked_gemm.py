@@ -160,7 +160,7 @@ def _default_decisions(m: int, k: int, mr: int, max_ki: int, cpu: Any) -> "tuple
     computes MC, KC and KU (None where the default would not apply)."""
     from ingot.ops.schedule import blocked
 
-    kc, ku = blocked.choose_kc(k), min(blocked.KU, max_ki)
+    kc, ku = blocked.choose_kc(k), min(blocked.default_ku(mr, 2, cpu), max_ki)
     mc = min(blocked.default_mc(kc or blocked.KC, cpu), m)
     while mc > mr and m % mc:
         mc -= mr

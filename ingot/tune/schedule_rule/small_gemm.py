@@ -44,16 +44,18 @@ SEED_KU = 4
 class SmallGemm(ScheduleRule):
     """Tunable register tiling of small plain GEMMs (see the module note).
 
-    ``tiles``: (MR, NVEC) branches; ``max_unroll_k``: the largest ki the search may sample.
+    ``tiles``: (MR, NVEC) branches, of which the first ``max_branches`` that fit the target's
+    registers and N are built; ``max_unroll_k``: the largest ki the search may sample.
 
     Example:
         >>> SmallGemm(tiles=[(8, 2)], max_unroll_k=8).max_unroll_k
         8
     """
 
-    def __init__(self, tiles=TILES, max_unroll_k: int = 16):
+    def __init__(self, tiles=TILES, max_unroll_k: int = 16, max_branches: int = 4):
         self.tiles = tuple((int(a), int(b)) for a, b in tiles)
         self.max_unroll_k = int(max_unroll_k)
+        self.max_branches = int(max_branches)
         if not self.tiles:
             raise ValueError("SmallGemm: tiles must name at least one (MR, NVEC) register tile")
 
@@ -73,6 +75,8 @@ class SmallGemm(ScheduleRule):
         for mr, nvec in self.tiles:
             if n % (nvec * lanes) or mr > info.extents[info.i_index] or not cpu.fits_registers(mr, nvec):
                 continue
+            if len(out) > self.max_branches:
+                break
             try:
                 out.append(self._schedule(sch.copy(), name, info, cpu, mr, nvec, k))
             except Exception as err:  # a primitive refused: this branch is dropped
