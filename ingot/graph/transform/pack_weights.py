@@ -15,7 +15,7 @@ reads the panels directly; the schedule rules recognize the panel layout and ski
                                                    `ingot.ops.winograd.choose_tile` picks a tile)
     linear(x, W[N, K], b?)                       → dense_packed_weight(x, W'[N/P, K, P], b?)
     matmul(x, W[K, N]), x of rank ≥ 2            → dense_packed_weight(x, (W.T)'[N/P, K, P])
-    matmul(x, W[K, N]), N fits no panel, ≤ 4 rows → linear(x, W.T)   (gemv_rule's row layout)
+    matmul(x, W[K, N]), N fits no 2-vector panel, ≤ 4 rows → linear(x, W.T)   (gemv_rule's row layout)
 
 P is two vectors of the target's float32 lanes when the channels allow, else one (L); every
 other case (weights that are not constants, other layouts or dtypes, channel counts that are
@@ -164,11 +164,11 @@ def _rewrite(call: Call, panel: int, lanes: int, winograd: bool = False) -> "Cal
         return None
     w_nk = w if name == "linear" else np.ascontiguousarray(w.T)
     p = _panel_for(w_nk.shape[0], panel, lanes)
-    if p is None:
+    if p is None or (p < panel and _gemv_rows(x_shape)):
         if name == "matmul" and _gemv_rows(x_shape):
-            # N fits no panel (ResNet-50's fc: 1000 outputs) and the batch is small: as ``W[K, N]``
-            # gemm_rule reads 8 columns per task, 4000 bytes apart, and re-streams every cache
-            # line; as ``linear(x, W.T)`` gemv_rule streams each weight row once (1.9x, cold).
+            # N fits no two-vector panel (ResNet-50's fc: 1000 outputs) and the batch is small: as
+            # ``W[K, N]`` gemm_rule reads 8 columns per task, 4000 bytes apart, and re-streams every
+            # cache line; as ``linear(x, W.T)`` gemv_rule streams each weight row once (1.9x, cold).
             return make_call("linear", [call.args[0], Constant(w_nk)], out_dtype=out_dtype)
         return None
     args = [call.args[0], Constant(packed.pack_dense_weight(w_nk, p))] + list(call.args[2:])
