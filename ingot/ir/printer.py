@@ -104,7 +104,7 @@ def expr_to_str(expr: E.PrimExpr, name_of: "Callable[[Any], str] | None" = None)
     Example:
         >>> from ingot.ir import Var
         >>> expr_to_str(Var("x", "float32") * 0.5)
-        'x * T.float32(0.5)' if False else 'x * 0.5'
+        'x * 0.5'
     """
     return _ExprPrinter(name_of or (lambda n: n.name)).print(expr)[0]
 

@@ -62,8 +62,8 @@ def scalar_like(value: float, dtype: str) -> G.Constant:
     """A 0-d constant of ``dtype``.
 
     Example:
-        >>> scalar_like(1, "float32").struct_info.dtype
-        float32
+        >>> str(scalar_like(1, "float32").struct_info.dtype)
+        'float32'
     """
     return G.const(np.array(value, dtype=dtype))
 

@@ -76,8 +76,8 @@ def tuning_target_key(target: Any) -> "str | None":
     them stays valid and near-best without them.)
 
     Example:
-        >>> tuning_target_key("llvm -mcpu=skylake-avx512 -num-cores=2") == tuning_target_key(
-        ...     "llvm -num-cores=2 -vector-width=512")
+        >>> tuning_target_key("llvm -num-cores=2 -vector-width=512 -opt-level=2") == tuning_target_key(
+        ...     "llvm -vector-width=512 -num-cores=2")
         True
         >>> tuning_target_key("llvm -num-cores=2") == tuning_target_key("llvm -num-cores=4")
         False

@@ -6,7 +6,7 @@ line also goes to the ``ingot.tune`` logger, which `tune_tir` points at ``work_d
 Example:
     >>> print(format_table([{"id": 0, "name": "matmul", "flop": 2e6, "weight": 1, "gflops": 10.0,
     ...                      "latency_us": 200.0, "trials": 16, "done": False}]).splitlines()[0])
-     ID | Name   |   FLOP | Weight | GFLOP/s | Latency (us) | Trials | Done
+     ID | Name   |    FLOP | Weight | GFLOP/s | Latency (us) | Trials | Done
 """
 from __future__ import annotations
 
