@@ -70,6 +70,10 @@ class CpuModel:
     march_fallbacks: tuple = field(default=(), compare=False)
     #: gcc ``-mtune`` replacing the tuning ``march`` implies (None: keep it). See `ZEN_AVX2_MTUNE`.
     mtune: Optional[str] = None
+    #: gcc tuning under which FMAs read a tile's reused operand vectors from memory (L1) instead of
+    #: registers, for kernels whose tile fits the registers only that way (`fits_registers`'
+    #: ``folded``); None where no such tuning is known to pay.
+    fold_tune: Optional[str] = None
 
     def has(self, feature: str) -> bool:
         """Whether the CPU has ISA extension ``feature`` (gcc's spelling: ``avx2``, ``avx512f``).
@@ -126,19 +130,21 @@ class CpuModel:
         """
         return self.fma_units * self.fma_latency
 
-    def fits_registers(self, rows: int, vectors: int) -> bool:
+    def fits_registers(self, rows: int, vectors: int, folded: bool = False) -> bool:
         """Whether a ``rows`` x ``vectors`` register tile fits without spills: its accumulators,
-        one register per operand vector of a step, and one for the broadcast row value — except
-        with AVX-512, whose FMAs broadcast a memory operand themselves (``{1to16}``).
+        one register per operand vector of a step (none when ``folded``: the FMAs read them from
+        memory, see ``fold_tune``), and one for the broadcast row value — except with AVX-512, whose
+        FMAs broadcast a memory operand themselves (``{1to16}``).
 
         Example:
             >>> named_cpu("haswell").fits_registers(6, 2), named_cpu("haswell").fits_registers(7, 2)
             (True, False)
-            >>> named_cpu("skylake-avx512").fits_registers(7, 4)
-            True
+            >>> named_cpu("skylake-avx512").fits_registers(7, 4), named_cpu("znver3").fits_registers(7, 2, folded=True)
+            (True, True)
         """
         broadcast = 0 if self.has("avx512f") else 1
-        return rows * vectors + vectors + broadcast <= self.vector_registers
+        operands = 0 if folded else vectors
+        return rows * vectors + operands + broadcast <= self.vector_registers
 
     def peak_gflops(self, ghz: float, dtype: object = "float32", cores: Optional[int] = None) -> float:
         """FMA peak at ``ghz``: cores × units × lanes × 2 FLOP per cycle.
@@ -169,16 +175,19 @@ class CpuModel:
 #: FMAs that use it (a memory operand each), so a register tile's weight vectors are loaded once per
 #: row instead of once per step: twice the loads of the kernel, and the load ports, not the FMA
 #: pipes, set its speed. Haswell's tuning keeps them in registers (BENCHMARKS.md, "Session 8").
+#: A tile that fits the registers only with its operand vectors left in memory (a 7 x 2-vector conv
+#: tile in 16 registers) gets the Zen tuning back for its loop nest (``fold_tune``).
 ZEN_AVX2_MTUNE = "haswell"
 
 
 def _cpu(name: str, features: Iterable[str], l1: int, l2: int, l3: int, *, fma_units: int = 2,
-         fma_latency: int = 4, fallbacks: tuple = (), mtune: Optional[str] = None) -> CpuModel:
+         fma_latency: int = 4, fallbacks: tuple = (), mtune: Optional[str] = None,
+         fold_tune: Optional[str] = None) -> CpuModel:
     feats = frozenset(features)
     bits = 512 if "avx512f" in feats else 256 if "avx" in feats else 128
     regs = 32 if "avx512f" in feats else 16
     return CpuModel(name, feats, bits, regs, fma_units if "fma" in feats else 0, fma_latency,
-                    l1 * _KIB, l2 * _KIB, l3 * _MIB, 1, name, fallbacks, mtune)
+                    l1 * _KIB, l2 * _KIB, l3 * _MIB, 1, name, fallbacks, mtune, fold_tune)
 
 
 _AVX512_ICX = _V4 + ("avx512vnni", "avx512vbmi", "avx512vbmi2", "avx512bitalg", "avx512vpopcntdq", "avx512ifma")
@@ -199,8 +208,8 @@ NAMED_CPUS: dict = {c.name: c for c in (
     _cpu("icelake-server", _AVX512_ICX, 48, 1280, 48, fallbacks=("skylake-avx512",)),
     _cpu("sapphirerapids", _AVX512_ICX + ("avx512bf16", "avx512fp16", "amx-tile", "amx-int8", "amx-bf16"),
          48, 2048, 105, fallbacks=("icelake-server",)),
-    _cpu("znver2", _V3, 32, 512, 16, fma_latency=5, mtune=ZEN_AVX2_MTUNE),
-    _cpu("znver3", _V3, 32, 512, 32, mtune=ZEN_AVX2_MTUNE),
+    _cpu("znver2", _V3, 32, 512, 16, fma_latency=5, mtune=ZEN_AVX2_MTUNE, fold_tune="znver2"),
+    _cpu("znver3", _V3, 32, 512, 32, mtune=ZEN_AVX2_MTUNE, fold_tune="znver3"),
     _cpu("znver4", _AVX512_ICX + ("avx512bf16",), 32, 1024, 32, fma_units=1, fallbacks=("icelake-server",)),
     _cpu("znver5", _AVX512_ICX + ("avx512bf16", "avx512vp2intersect", "avxvnni"), 48, 1024, 32,
          fallbacks=("znver4", "icelake-server")),
@@ -306,7 +315,7 @@ def cpu_from_flags(flags: "set[str]", caches: "dict[int, int]", name: str = "hos
     if "amd" in vendor.lower() and "avx512f" in feats and "avx512vp2intersect" not in feats:
         cpu = replace(cpu, fma_units=1)
     if "amd" in vendor.lower() and "avx2" in feats and "avx512f" not in feats:
-        cpu = replace(cpu, mtune=ZEN_AVX2_MTUNE)  # an AVX2 Zen core
+        cpu = replace(cpu, mtune=ZEN_AVX2_MTUNE, fold_tune="znver3")  # an AVX2 Zen core
     return replace(cpu, march=march)
 
 

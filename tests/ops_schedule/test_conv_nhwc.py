@@ -392,3 +392,23 @@ def test_sliced_1x1_oc_order_prefetches_next_weight_slice_matches_torch(c, hw, o
     xa, wa, ba, ra = _rand(1, hw, hw, c), _rand(1, 1, c, o), _rand(o), _rand(1, oh, oh, o)
     out = _run(sch, [xa, packed.pack_conv2d_nhwc_weight(wa, 32), ba, ra], (1, oh, oh, o))
     np.testing.assert_allclose(out, np.maximum(_torch_conv(xa, wa, s, 0) + ba + ra, 0), rtol=1e-4, atol=2e-4)
+
+
+@pytest.mark.parametrize("target", ["llvm -mcpu=znver3 -num-cores=2", "llvm -mcpu=haswell -num-cores=2"])
+def test_7_wide_maps_on_16_registers(target):
+    # 16 registers hold no 7 x 2-vector tile with its weight vectors: Haswell gets 7 x 1-vector
+    # tiles over half a 16-wide panel; an AVX2 Zen core keeps 7 x 2 with the weights read by the
+    # FMAs from memory, its loop nest compiled with gcc's Zen tuning (which does that)
+    import ingot
+
+    tensors = _packed_conv_layer(64, 14, 64, 3, 1, panel=16)
+    sch, rules = _schedule(tensors, target)
+    assert rules["conv2d_nhwc"] == "conv_nhwc_rule", rules
+    zen = "znver3" in target
+    assert ('target("tune=znver3")' in ingot.build(sch.mod, target=target).get_source()) == zen
+    loop = _kernel_loop(sch, target)
+    assert loop["vector"] == loop["fma"] == (14 if zen else 28) and loop["stack"] == 0, loop
+    if runs_here(target):
+        xa, wa, ba, ra = _rand(1, 14, 14, 64), _rand(3, 3, 64, 64), _rand(64), _rand(1, 14, 14, 64)
+        out = _run(sch, [xa, packed.pack_conv2d_nhwc_weight(wa, 16), ba, ra], (1, 14, 14, 64), target)
+        np.testing.assert_allclose(out, np.maximum(_torch_conv(xa, wa, 1, 1) + ba + ra, 0), rtol=1e-4, atol=1e-4)

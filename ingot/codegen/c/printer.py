@@ -37,6 +37,7 @@ Example:
 from __future__ import annotations
 
 import math
+import re
 from typing import Any, Callable, Sequence
 
 from ingot.codegen.prelude import c_string_literal
@@ -594,7 +595,8 @@ class CPrinter:
         args = [cname for _, cname in free] + [name]
         # The function has its own failure flag (set by guards in the body, see the module
         # note) and returns it; the loop copies a failure into the kernel's flag.
-        self.outlined.append(f"static __attribute__((noinline)) int32_t {fn}({', '.join(params)}) {{\n"
+        attrs = "noinline" + _tune_attribute(node)
+        self.outlined.append(f"static __attribute__(({attrs})) int32_t {fn}({', '.join(params)}) {{\n"
                              f"  int32_t ingot_fail = 0;\n{body.rstrip()}\n  return ingot_fail;\n}}\n")
         self.writer.line(_parallel_pragma(node))
         self.writer.line(f"for ({self.value_type(node.loop_var.dtype)} {name} = {lo}; {name} < {end}; ++{name}) {{")
@@ -664,6 +666,31 @@ def _used_vars(stmt: Stmt) -> list:
 
     _Collect().visit(stmt)
     return list(found.values())
+
+
+#: Loop annotation naming the gcc tuning (``-mtune`` value) of a parallel loop's outlined body: set
+#: by schedules whose register tile relies on it (`ingot.cpu_model.CpuModel.fold_tune`).
+COMPILER_TUNE_KEY = "compiler_tune"
+
+
+def _tune_attribute(node: For) -> str:
+    """``, target("tune=<cpu>")`` for a loop annotated with `COMPILER_TUNE_KEY`, else empty.
+
+    Example:
+        >>> from ingot.ir import Var
+        >>> from ingot.tir.stmt import Evaluate, For, ForKind
+        >>> loop = For(Var("i", "int32"), 0, 4, ForKind.PARALLEL, Evaluate(0), annotations={COMPILER_TUNE_KEY: "znver3"})
+        >>> _tune_attribute(loop)
+        ', target("tune=znver3")'
+    """
+    tune = (getattr(node, "annotations", None) or {}).get(COMPILER_TUNE_KEY)
+    if tune is None:
+        return ""
+    tune = str(getattr(tune, "value", tune))
+    if not re.fullmatch(r"[a-z0-9][a-z0-9.\-]*", tune):
+        raise ValueError(f"loop {node.loop_var.name!r}: {COMPILER_TUNE_KEY} must name a gcc -mtune CPU such as "
+                         f"'znver3', got {tune!r}")
+    return f', target("tune={tune}")'
 
 
 def _parallel_pragma(node: For) -> str:

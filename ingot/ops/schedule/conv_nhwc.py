@@ -76,6 +76,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Optional
 
+from ingot.codegen.c.printer import COMPILER_TUNE_KEY
 from ingot.cpu_model import CpuModel
 from ingot.ir.expr import BufferLoad, Var
 from ingot.ir.functor import collect_vars
@@ -87,7 +88,7 @@ from .rules import _fuse_parallel, _vectorize_tail, choose_mr, fit_tile
 
 __all__ = ["conv_nhwc_rule", "nhwc_window_rule", "choose_kc", "SMALL_MAP", "ConvNhwcShape", "ConvNhwcParams",
            "analyze_conv_nhwc", "default_conv_params", "build_conv_nhwc", "window_accumulators",
-           "fit_conv_tile"]
+           "fit_conv_tile", "folded_rows"]
 
 #: Output maps with at most this many pixels loop over oc blocks outermost (weights stay hot).
 SMALL_MAP = 14 * 14
@@ -156,6 +157,9 @@ class ConvNhwcShape:
     rc_pos: int
     lanes: int
     nvec: int
+    #: gcc tuning of a tile that fits the registers only with its weight vectors read from memory
+    #: by the FMAs (`CpuModel.fold_tune`; `fit_conv_tile`), None for an ordinary tile
+    fold_tune: Optional[str] = None
 
     @property
     def nr(self) -> int:
@@ -241,17 +245,44 @@ def analyze_conv_nhwc(sch: Any, name: str, info: BlockInfo, lanes: int) -> ConvN
 
 def fit_conv_tile(shape: ConvNhwcShape, cpu: CpuModel, name: str = "?") -> ConvNhwcShape:
     """``shape`` with as many vectors per tile as ``cpu``'s registers allow for a tile height
-    dividing OW (`rules.fit_tile`): with 16 registers OW = 14 and 7 get 1-vector tiles.
+    dividing OW (`rules.fit_tile`): with 16 registers OW = 14 and 7 get 1-vector tiles — unless the
+    CPU has a ``fold_tune`` under which the whole panel's tile fits with the weight vectors read
+    from memory by the FMAs (7 x 2 vectors + 1 broadcast in 16 registers, AVX2 Zen cores): then
+    the tile keeps its vectors and carries that tuning (`folded_rows`).
 
     Example:
         >>> from ingot.cpu_model import named_cpu
-        >>> fit_conv_tile(ConvNhwcShape(1, 14, 14, 256, 256, 9, 6, 8, 2), named_cpu("znver3")).nvec
+        >>> fit_conv_tile(ConvNhwcShape(1, 14, 14, 256, 256, 9, 6, 8, 2), named_cpu("haswell")).nvec
         1
+        >>> zen = fit_conv_tile(ConvNhwcShape(1, 14, 14, 256, 256, 9, 6, 8, 2), named_cpu("znver3"))
+        >>> zen.nvec, zen.fold_tune, folded_rows(zen, named_cpu("znver3"))
+        (2, 'znver3', 7)
     """
     try:
-        return replace(shape, nvec=fit_tile(shape.ow, shape.nvec, cpu)[1])
+        _, nvec = fit_tile(shape.ow, shape.nvec, cpu)
     except ScheduleError as err:
         raise ScheduleError(f"conv_nhwc_rule: block {name!r}: {err}") from None
+    if nvec < shape.nvec and cpu.fold_tune:
+        folded = replace(shape, fold_tune=cpu.fold_tune)
+        if folded_rows(folded, cpu):
+            return folded
+    return replace(shape, nvec=nvec)
+
+
+def folded_rows(shape: ConvNhwcShape, cpu: CpuModel) -> int:
+    """The tile height of a folded-operand tile (`fit_conv_tile`): the largest divisor of OW, at
+    least 4, whose ``rows x nvec`` tile fits ``cpu``'s registers with the weight vectors in memory
+    (0: none).
+
+    Example:
+        >>> from ingot.cpu_model import named_cpu
+        >>> folded_rows(ConvNhwcShape(1, 7, 7, 64, 64, 9, 6, 8, 2), named_cpu("znver3"))
+        7
+    """
+    for rows in range(shape.ow, 3, -1):
+        if shape.ow % rows == 0 and cpu.fits_registers(rows, shape.nvec, folded=True):
+            return rows
+    return 0
 
 
 def default_conv_params(shape: ConvNhwcShape, cpu: CpuModel, *, order: Optional[str] = None,
@@ -266,11 +297,16 @@ def default_conv_params(shape: ConvNhwcShape, cpu: CpuModel, *, order: Optional[
         >>> default_conv_params(ConvNhwcShape(1, 56, 56, 64, 64, 9, 6, 16, 2), named_cpu("sapphirerapids").with_cores(2))
         ConvNhwcParams(order='rows', mr=14, kc=32, ku=2, parallel_fuse=None, prefetch=None)
         >>> default_conv_params(ConvNhwcShape(1, 56, 56, 64, 64, 9, 6, 8, 2), named_cpu("znver3").with_cores(2))
-        ConvNhwcParams(order='rows', mr=4, kc=0, ku=4, parallel_fuse=None, prefetch=None)
+        ConvNhwcParams(order='rows', mr=4, kc=32, ku=4, parallel_fuse=None, prefetch=None)
     """
     cores = cpu.cores
     wide = cpu.fits_registers(WIDE_MR, shape.nvec)  # the 14 x 2-vector tile fits the register file
     mr_given = mr is not None
+    if shape.fold_tune and not mr_given:
+        # weight vectors read by the FMAs: one channel step per iteration keeps the operands of
+        # the unrolled steps from piling up in the registers
+        order = order or ("oc" if shape.oh * shape.ow <= SMALL_MAP else "rows")
+        return ConvNhwcParams(order, folded_rows(shape, cpu), 0 if kc is None else kc, 1)
     mr = mr or choose_mr(shape.ow, shape.nvec, cpu)
     if shape.ow % mr:
         raise ScheduleError(f"conv_nhwc_rule: no register-tile height divides OW = {shape.ow}")
@@ -394,7 +430,9 @@ def conv_nhwc_rule(sch: Any, name: str, info: BlockInfo, cpu: CpuModel, *, epilo
     shape = analyze_conv_nhwc(sch, name, info, cpu.lanes(info.dtype))
     if mr is None:
         shape = fit_conv_tile(shape, cpu, name)
-    if order is None and mr is None and kc is None and _two_panel_1x1(shape, cpu) and _stride_1(sch, name, shape):
+    plain = shape.fold_tune is None  # the special tiles below assume operand vectors in registers
+    if plain and order is None and mr is None and kc is None and _two_panel_1x1(shape, cpu) and \
+            _stride_1(sch, name, shape):
         # 7 x 4 vectors over two adjacent weight panels (module note); unroll 1: GCC spills with 2
         shape = replace(shape, nvec=2 * shape.nvec)
         if TWO_PANEL_BALANCED and few_uneven_tasks(shape.n * shape.o // shape.nr, cores):
@@ -406,13 +444,13 @@ def conv_nhwc_rule(sch: Any, name: str, info: BlockInfo, cpu: CpuModel, *, epilo
             build_conv_nhwc(sch, name, info, shape, "oc", [1, shape.ow], [shape.c // TWO_PANEL_KC, TWO_PANEL_KC, 1],
                             cores, epilogue=epilogue)
             return
-    if order is None and mr is None and kc is None and SPLIT_K > 1:
+    if plain and order is None and mr is None and kc is None and SPLIT_K > 1:
         from .conv_nhwc_splitk import split_k_1x1, split_k_kc
 
         if split_k_kc(shape, cpu):
             split_k_1x1(sch, name, shape, cpu, epilogue)
             return
-    if order is None and mr is None and kc is None and SMALL_N_TWO_PANEL and _small_n_1x1(shape, cpu):
+    if plain and order is None and mr is None and kc is None and SMALL_N_TWO_PANEL and _small_n_1x1(shape, cpu):
         # 64 outputs at 14x14 (module note): 7 x 4 vectors over both panels, rows parallel
         wide = replace(shape, nvec=2 * shape.nvec)
         build_conv_nhwc(sch, name, info, wide, "rows", [shape.ow // 7, 7], None, cores, epilogue=epilogue)
@@ -428,6 +466,23 @@ def conv_nhwc_rule(sch: Any, name: str, info: BlockInfo, cpu: CpuModel, *, epilo
 def build_conv_nhwc(sch: Any, name: str, info: BlockInfo, shape: ConvNhwcShape, order: str, x_factors: Any,
                     c_factors: Any, cores: int, *, parallel_fuse: Optional[int] = None, epilogue: bool = True,
                     prefetch: Optional[int] = None) -> Any:
+    """`_build_conv_nhwc_loops` (the schedule), then a folded-operand tile's tuning on its task
+    loop (``shape.fold_tune``: the C code generator gives the loop's outlined function that gcc
+    tuning). Returns the task loop.
+
+    Example:
+        >>> # build_conv_nhwc(sch, "conv2d_nhwc", info, shape, "rows", [7, 8], [16, 4], cores=2)
+    """
+    task = _build_conv_nhwc_loops(sch, name, info, shape, order, x_factors, c_factors, cores,
+                                  parallel_fuse=parallel_fuse, epilogue=epilogue, prefetch=prefetch)
+    if shape.fold_tune and task is not None:
+        sch.annotate(task, COMPILER_TUNE_KEY, shape.fold_tune)
+    return task
+
+
+def _build_conv_nhwc_loops(sch: Any, name: str, info: BlockInfo, shape: ConvNhwcShape, order: str, x_factors: Any,
+                           c_factors: Any, cores: int, *, parallel_fuse: Optional[int] = None, epilogue: bool = True,
+                           prefetch: Optional[int] = None) -> Any:
     """The parameterized NHWC conv schedule (module note) that `conv_nhwc_rule` (with
     `default_conv_params`) and the tuner's `NhwcConv` rule (with sampled factors) both build.
 
@@ -563,8 +618,8 @@ def choose_kc(taps: int, channels: int, nr: int, cpu: CpuModel) -> int:
         >>> spr = named_cpu("sapphirerapids")
         >>> choose_kc(1, 256, 32, spr), choose_kc(9, 64, 32, spr), choose_kc(9, 512, 32, spr), choose_kc(1, 2048, 32, spr)
         (0, 32, 32, 128)
-        >>> choose_kc(9, 64, 16, named_cpu("znver3"))
-        0
+        >>> choose_kc(9, 32, 16, named_cpu("znver3")), choose_kc(9, 64, 16, named_cpu("znver3"))
+        (0, 32)
     """
     if taps * channels * nr * 4 <= cpu.l1d_bytes:
         return 0
