@@ -19,11 +19,9 @@ Example:
 """
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
 from .ir import DataType, IRModule, structural_equal, structural_hash, assert_structural_equal
 from .ir.error import IngotError
+from .support import lazy_exports
 
 __version__ = "0.1.0"
 
@@ -58,22 +56,7 @@ _LAZY_ATTRS = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY_ATTRS:
-        module_name, attr = _LAZY_ATTRS[name]
-        module = importlib.import_module(module_name)
-        value = module if attr is None else getattr(module, attr)
-        globals()[name] = value
-        return value
-    if name in _SUBMODULES:
-        module = importlib.import_module(f"ingot.{name}")
-        globals()[name] = module
-        return module
-    raise AttributeError(f"module 'ingot' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY_ATTRS) | _SUBMODULES)
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY_ATTRS, _SUBMODULES)
 
 # TVMScript registers the printer of statements, functions and modules (ingot.ir cannot import
 # it: imports only go down), so `print(func)` and `mod.script()` show TVMScript.

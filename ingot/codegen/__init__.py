@@ -14,8 +14,7 @@ Example:
 """
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from ingot.support import lazy_exports
 
 _LAZY = {
     "build_module": ("ingot.codegen.build", "build_module"),
@@ -27,10 +26,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        module, attr = _LAZY[name]
-        value = getattr(importlib.import_module(module), attr)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'ingot.codegen' has no attribute {name!r}")
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)

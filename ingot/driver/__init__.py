@@ -10,17 +10,12 @@ Example:
 """
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from ingot.support import lazy_exports
 
 from .lower import get_lowering_pipeline, lower
 
 __all__ = ["lower", "get_lowering_pipeline", "build"]
 
 
-def __getattr__(name: str) -> Any:
-    if name == "build":
-        value = importlib.import_module("ingot.driver.build").build
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'ingot.driver' has no attribute {name!r}")
+# build loads the code generators: on first use only.
+__getattr__, __dir__ = lazy_exports(__name__, {"build": ("ingot.driver.build", "build")})

@@ -52,13 +52,8 @@ def lower(mod_or_func: Any, name: str = "main") -> IRModule:
     mod = _as_module(mod_or_func, name)
     if is_lowered(mod):
         return mod
-    try:
-        from ingot.driver.lower import lower as lower_pipeline
-    except ImportError as err:  # the lowering pipeline is a separate layer
-        raise NotImplementedError(
-            "this module still contains blocks and the lowering pipeline (ingot.driver.lower) is not "
-            f"available ({err}); pass an already lowered module to ingot.build"
-        ) from err
+    from ingot.driver.lower import lower as lower_pipeline
+
     return lower_pipeline(mod)
 
 

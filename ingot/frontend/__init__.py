@@ -13,14 +13,10 @@ Example:
 """
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from ingot.support import lazy_exports
 
 from .errors import ConversionError, FrontendError, ModelLoadError, ShapeDictError, UnsupportedOpsError
 
 
-def __getattr__(name: str) -> Any:
-    # onnx and torch are optional dependencies: import the importers on first use only.
-    if name in ("onnx", "reference", "torch"):
-        return importlib.import_module(f"ingot.frontend.{name}")
-    raise AttributeError(f"module 'ingot.frontend' has no attribute {name!r}")
+# onnx and torch are optional dependencies: import the importers on first use only.
+__getattr__, __dir__ = lazy_exports(__name__, submodules=("onnx", "reference", "torch"))

@@ -15,6 +15,7 @@ Example:
     True
 """
 from ingot.ir.module import GlobalVar, IRModule
+from ingot.support import lazy_exports
 
 from . import op, op_registry
 from . import printer as _printer  # noqa: F401 - registers the text printers
@@ -30,15 +31,11 @@ from .struct_info import (
 )
 
 
-def __getattr__(name: str):
-    # Passes and the executor import heavier layers; load them on first use.
-    import importlib
-
-    if name == "transform":
-        return importlib.import_module("ingot.graph.transform")
-    if name in ("build", "Executable", "Executor", "VirtualMachine", "load_executable"):
-        return getattr(importlib.import_module("ingot.graph.executor"), name)
-    raise AttributeError(f"module 'ingot.graph' has no attribute {name!r}")
+# Passes and the executor import heavier layers; load them on first use.
+__getattr__, __dir__ = lazy_exports(__name__, {
+    name: ("ingot.graph.executor", name)
+    for name in ("build", "Executable", "Executor", "VirtualMachine", "load_executable")
+}, submodules=("transform",))
 
 
 def _register_loader() -> None:

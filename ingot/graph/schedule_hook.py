@@ -23,7 +23,6 @@ Example:
 """
 from __future__ import annotations
 
-import importlib
 from typing import Any, Callable
 
 from ingot.ir import IRModule
@@ -35,11 +34,9 @@ PARALLEL_MIN_WORK = 1 << 14
 
 
 def _default_schedule_fn() -> "Callable | None":
-    try:
-        module = importlib.import_module("ingot.ops.schedule")
-    except ImportError:
-        return None
-    return getattr(module, "default_schedule", None)
+    from ingot.ops.schedule import default_schedule  # on first use: the rules load the ops layer
+
+    return default_schedule
 
 
 def _as_prim_func(result: Any) -> Any:

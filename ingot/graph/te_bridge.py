@@ -23,13 +23,8 @@ from .struct_info import TensorStructInfo
 
 
 def _te() -> Any:
-    try:
-        from ingot import te
-    except ImportError as err:  # pragma: no cover - depends on the build of the tree
-        raise NotImplementedError(
-            "lowering graph operators needs ingot.te (te.placeholder/compute/create_prim_func), "
-            f"which is not importable here: {err}"
-        ) from err
+    from ingot import te  # on first use: importing the graph does not load the TE layer
+
     return te
 
 

@@ -38,7 +38,6 @@ from ingot.ir.functor import Mutator, collect_vars
 from ingot.tir.function import PrimFunc
 from ingot.tir.stmt import Block, BlockRealize, BufferStore, For, ForKind, IfThenElse, LetStmt, SeqStmt, Stmt
 
-from ._regions import block_access_regions
 from .reduce import Reduce
 from .tensor import ComputeOp, Operation, PlaceholderOp, Tensor, TensorBuffer
 
@@ -327,10 +326,8 @@ def _as_dtype(expr: PrimExpr, dtype: DataType) -> PrimExpr:
 
 
 def _infer_regions(block: Block):
-    try:
-        from ingot.tir.analysis import infer_block_access_regions
-    except ImportError:
-        return block_access_regions(block)
+    from ingot.tir.analysis import infer_block_access_regions
+
     reads, writes = infer_block_access_regions(block)
     if block.init is not None:
         # TVM's CreatePrimFunc (script.Complete) leaves a reduction's outputs out of its reads.

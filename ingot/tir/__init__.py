@@ -15,6 +15,7 @@ from ingot.ir.expr import (
     min_value,
 )
 from ingot.ir.dtype import DataType
+from ingot.support import lazy_exports
 
 from .function import PrimFunc
 from .op import (
@@ -29,26 +30,11 @@ from .stmt import (
 )
 
 
-def __getattr__(name):
-    # Subpackages load on first use: they import ingot.arith and this package's own statements,
-    # so importing them here eagerly would be circular.
-    import importlib
-
-    if name in ("transform", "schedule", "analysis"):
-        module = importlib.import_module(f"ingot.tir.{name}")
-        globals()[name] = module
-        return module
-    if name in ("Schedule", "ScheduleError", "Trace", "BlockRV", "LoopRV", "ExprRV", "Instruction",
-                "InstructionKind"):
-        value = getattr(importlib.import_module("ingot.tir.schedule"), name)
-        globals()[name] = value
-        return value
-    if name == "TensorIntrin":
-        from ingot.tir.schedule.tensor_intrin import TensorIntrin
-
-        return TensorIntrin
-    if name == "IndexMap":
-        from ingot.arith import IndexMap
-
-        return IndexMap
-    raise AttributeError(f"module 'ingot.tir' has no attribute {name!r}")
+# Subpackages load on first use: they import ingot.arith and this package's own statements, so
+# importing them here eagerly would be circular.
+__getattr__, __dir__ = lazy_exports(__name__, {
+    **{name: ("ingot.tir.schedule", name) for name in (
+        "Schedule", "ScheduleError", "Trace", "BlockRV", "LoopRV", "ExprRV", "Instruction", "InstructionKind")},
+    "TensorIntrin": ("ingot.tir.schedule.tensor_intrin", "TensorIntrin"),
+    "IndexMap": ("ingot.arith", "IndexMap"),
+}, submodules=("transform", "schedule", "analysis"))

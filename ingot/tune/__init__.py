@@ -19,16 +19,15 @@ Example:
 """
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from ingot.support import lazy_exports
 
 _SUBPACKAGES = {
     "database", "builder", "runner", "task_scheduler", "feature_extractor", "cost_model",
     "space_generator", "schedule_rule", "mutator", "postproc", "search_strategy", "utils",
     "tune_context", "tune", "tasks", "model", "apply",
 }
-_ALIASES = {"space": "space_generator"}
 _LAZY = {
+    "space": ("ingot.tune.space_generator", None),  # alias
     "tune_tir": ("ingot.tune.tune", "tune_tir"),
     "tune_tasks": ("ingot.tune.tune", "tune_tasks"),
     "apply_best": ("ingot.tune.tune", "apply_best"),
@@ -51,20 +50,4 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        module, attr = _LAZY[name]
-        value = getattr(importlib.import_module(module), attr)
-    elif name in _ALIASES:
-        value = importlib.import_module(f"ingot.tune.{_ALIASES[name]}")
-    elif name in _SUBPACKAGES:
-        value = importlib.import_module(f"ingot.tune.{name}")
-    else:
-        raise AttributeError(f"module 'ingot.tune' has no attribute {name!r}")
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list:
-    return sorted(set(globals()) | set(_LAZY) | _SUBPACKAGES | set(_ALIASES))
-
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, _SUBPACKAGES)

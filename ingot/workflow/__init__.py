@@ -17,7 +17,7 @@ Example:
 """
 from __future__ import annotations
 
-from typing import Any
+from ingot.support import lazy_exports
 
 from .model import (KernelTime, Model, ModelInputError, Package, Profile, TensorInfo, check_inputs, compile,
                     kernel_timed_main, load, load_package, profile, run)
@@ -28,11 +28,9 @@ __all__ = ["KernelTime", "Model", "ModelInputError", "Package", "Profile", "Tens
            "InModelReport"]
 
 
-def __getattr__(name: str) -> Any:
-    # In-model validation loads the tuner's record code: only on first use, so `import ingot`
-    # followed by ingot.load/compile/run stays fast.
-    if name in ("validate_in_model", "InModelReport"):
-        from . import validate
-
-        return getattr(validate, name)
-    raise AttributeError(f"module 'ingot.workflow' has no attribute {name!r}")
+# In-model validation loads the tuner's record code: only on first use, so `import ingot`
+# followed by ingot.load/compile/run stays fast.
+__getattr__, __dir__ = lazy_exports(__name__, {
+    "validate_in_model": ("ingot.workflow.validate", "validate_in_model"),
+    "InModelReport": ("ingot.workflow.validate", "InModelReport"),
+})

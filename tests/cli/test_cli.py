@@ -54,7 +54,6 @@ def test_bad_file_one_line_error_nothing_written(tmp_path):
 
 @pytest.mark.compiler
 def test_compile_run_bench(model_path, tmp_path):
-    pytest.importorskip("ingot.graph.executor")
     runner = click_testing.CliRunner()
     pkg = tmp_path / "m.ingot"
     r = runner.invoke(main, ["compile", str(model_path), "-o", str(pkg)])
@@ -78,7 +77,6 @@ def test_compile_run_bench(model_path, tmp_path):
 
 
 def test_bench_profile_lists_kernels(model_path, tmp_path):
-    pytest.importorskip("ingot.graph.executor")
     from ingot.workflow import model as M
 
     runner = click_testing.CliRunner()

@@ -3,11 +3,9 @@ import numpy as np
 import pytest
 
 import ingot
+from ingot import te, tir
 
 pytestmark = pytest.mark.compiler
-te = pytest.importorskip("ingot.te")
-pytest.importorskip("ingot.driver.lower")
-from ingot import tir  # noqa: E402
 
 
 def test_te_matmul_relu_and_symbolic_elementwise():
@@ -37,9 +35,7 @@ def test_te_matmul_relu_and_symbolic_elementwise():
 
 
 def test_scheduled_parallel_vectorized_sigmoid():
-    Schedule = getattr(tir, "Schedule", None)
-    if Schedule is None:
-        pytest.skip("tir.Schedule not available yet")
+    Schedule = tir.Schedule
     A = te.placeholder((256, 64), name="A")
     B = te.compute((256, 64), lambda i, j: tir.sigmoid(A[i, j]) * 2.0, name="B")
     sch = Schedule(te.create_prim_func([A, B]))
@@ -58,7 +54,7 @@ def test_scheduled_parallel_vectorized_sigmoid():
 
 
 def test_tvmscript_matmul():
-    T = pytest.importorskip("ingot.script.tir")
+    from ingot.script import tir as T
     try:
         @T.prim_func
         def mm(A: T.Buffer((16, 8), "float32"), B: T.Buffer((8, 4), "float32"), C: T.Buffer((16, 4), "float32")):

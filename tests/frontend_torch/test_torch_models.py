@@ -4,7 +4,6 @@ import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch")
-pytest.importorskip("ingot.driver.build")
 
 import ingot  # noqa: E402
 from ingot import graph as G  # noqa: E402

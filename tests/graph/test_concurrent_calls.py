@@ -6,7 +6,6 @@ import threading
 import numpy as np
 import pytest
 
-pytest.importorskip("ingot.te")
 
 import ingot  # noqa: E402
 from ingot import graph as G  # noqa: E402

@@ -7,8 +7,6 @@ import sys
 import numpy as np
 import pytest
 
-pytest.importorskip("ingot.te")
-pytest.importorskip("ingot.driver.build")
 
 import ingot  # noqa: E402
 from ingot import graph as G  # noqa: E402

@@ -4,7 +4,6 @@ the executor, passed by the AOT entry when constant."""
 import numpy as np
 import pytest
 
-pytest.importorskip("ingot.te")
 
 from ingot import graph as G, te  # noqa: E402
 from ingot.graph.op.base import call_tir_vars  # noqa: E402
@@ -59,7 +58,6 @@ def test_legalize_attaches_tir_vars_printed_and_planned():
 
 @pytest.mark.parametrize("pipeline", ["legalize", "default"])
 def test_symbolic_scalars_run_for_several_batches(pipeline):
-    pytest.importorskip("ingot.driver.build")
     mod, _ = _reshape_module()
     ex = G.build(mod, "llvm", pipeline=G.transform.LegalizeOps() if pipeline == "legalize" else "default")
     if pipeline == "default":
@@ -83,7 +81,6 @@ def _scale_kernel():
 
 
 def test_explicit_constant_tir_vars_run_on_aot_and_interpreter():
-    pytest.importorskip("ingot.driver.build")
     func, _ = _scale_kernel()
     x = G.Var("x", G.TensorStructInfo((4,), "float32"))
     bb = G.BlockBuilder()

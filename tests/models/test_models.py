@@ -13,7 +13,6 @@ import pytest
 
 torch = pytest.importorskip("torch")
 ort = pytest.importorskip("onnxruntime")
-pytest.importorskip("ingot.graph.executor")
 
 import ingot  # noqa: E402
 from ingot.driver import model as M  # noqa: E402

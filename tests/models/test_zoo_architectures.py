@@ -9,7 +9,6 @@ import pytest
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("onnxruntime")
-pytest.importorskip("ingot.graph.executor")
 
 import zoo_architectures as Z  # noqa: E402
 

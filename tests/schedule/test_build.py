@@ -1,23 +1,20 @@
 """Scheduled programs compiled with `ingot.build` give numpy's numbers; a vectorized inner loop
-becomes SIMD instructions in the assembly. Skipped until the driver/codegen layers exist."""
+becomes SIMD instructions in the assembly."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
+from ingot.driver.build import build, lower
 from ingot.tir.schedule import Schedule
 
 from ._workloads import elementwise, matmul, softmax
 
-build_mod = pytest.importorskip("ingot.driver.build")
 pytestmark = pytest.mark.compiler
 
 
 def _build(sch):
-    try:
-        return build_mod.build(sch.mod, "llvm -num-cores=2")
-    except NotImplementedError as e:  # a lowering step not there yet
-        pytest.skip(f"build not available for this program yet: {e}")
+    return build(sch.mod, "llvm -num-cores=2")
 
 
 def test_tiled_matmul_builds_and_matches_numpy():
@@ -62,16 +59,13 @@ def test_softmax_and_elementwise_build():
 
 
 def test_vectorized_loop_emits_simd_instructions():
-    c_backend = pytest.importorskip("ingot.codegen.c")
-    toolchain = pytest.importorskip("ingot.codegen.toolchain")
+    from ingot.codegen import c as c_backend
+    from ingot.codegen import toolchain
     sch = Schedule(elementwise(64, 64))
     for name in ("B", "C"):
         _, j = sch.get_loops(sch.get_block(name))
         _, j1 = sch.split(j, [None, 8])
         sch.vectorize(j1)
-    try:
-        lowered = build_mod.lower(sch.mod)
-    except NotImplementedError as e:
-        pytest.skip(f"lowering not available yet: {e}")
+    lowered = lower(sch.mod)
     asm = toolchain.compile_to_assembly(c_backend.generate_c(lowered, "llvm").code)
     assert any(reg in asm for reg in ("%ymm", "%zmm")), "expected AVX2/AVX-512 vector registers in the assembly"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from ingot import te
 from ingot.tir.schedule import Schedule, ScheduleError
 
 from ._hard_util import assert_same_numbers, roundtrip
@@ -13,7 +14,6 @@ from ._workloads import matmul, softmax
 
 hypothesis = pytest.importorskip("hypothesis")
 st = hypothesis.strategies
-te = pytest.importorskip("ingot.te")
 
 
 def layernorm(n=4, m=8):

@@ -158,10 +158,9 @@ def test_standalone_nodes_print_tvmscript():
 
 
 def test_output_of_ingot_lower_round_trips():
-    te = __import__("pytest").importorskip("ingot.te")
-    lower = getattr(__import__("pytest").importorskip("ingot.driver.build"), "lower", None)
-    if lower is None:
-        __import__("pytest").skip("ingot.lower not available yet")
+    from ingot import te
+    from ingot.driver.build import lower
+
     A = te.placeholder((16, 16), name="A")
     k = te.reduce_axis((0, 16), name="k")
     B = te.compute((16,), lambda i: te.sum(A[i, k], axis=k), name="B")

@@ -1,10 +1,7 @@
-"""TE programs built and run, compared with numpy (skipped until ingot.build exists)."""
+"""TE programs built and run, compared with numpy."""
 import numpy as np
-import pytest
 
-pytest.importorskip("ingot.driver.build")
-
-import ingot  # noqa: E402
+import ingot
 from ingot import te  # noqa: E402
 
 RNG = np.random.default_rng(0)

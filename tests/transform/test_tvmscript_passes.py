@@ -1,21 +1,11 @@
-"""Before/after tests written in TVMScript (STYLE §9); skipped until ingot.script can parse."""
-import pytest
-
+"""Before/after tests written in TVMScript (STYLE §9)."""
 from ingot.ir import IRModule, assert_structural_equal
+from ingot.script import tir as T
 from ingot.tir import BlockRealize
 from ingot.tir import transform as tt
 
-try:
-    from ingot.script import tir as T
-    _SCRIPT_ERROR = None
-except Exception as err:  # noqa: BLE001 - the script layer is written concurrently
-    T = None
-    _SCRIPT_ERROR = err
-
 
 def _parse(make):
-    if T is None:
-        pytest.skip(f"ingot.script is not importable yet: {_SCRIPT_ERROR}")
     return make()
 
 

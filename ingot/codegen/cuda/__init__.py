@@ -15,8 +15,7 @@ Example:
 """
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from ingot.support import lazy_exports
 
 _LAZY = {
     "split_host_device": ("ingot.codegen.cuda.split", "split_host_device"),
@@ -32,10 +31,4 @@ _LAZY = {
 __all__ = sorted(_LAZY)
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        module, attr = _LAZY[name]
-        value = getattr(importlib.import_module(module), attr)
-        globals()[name] = value
-        return value
-    raise AttributeError(f"module 'ingot.codegen.cuda' has no attribute {name!r}")
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)

@@ -162,19 +162,15 @@ def is_affine_binding(realize: BlockRealize, loops: list[StmtSRef]) -> bool:
     if not realize.block.iter_vars:
         return True
     dom = loop_domains(loops)
+    from ingot.arith.iter_map import detect_iter_map
+
     try:
-        from ingot.arith.iter_map import detect_iter_map
-    except ImportError:
-        detect_iter_map = None
-    if detect_iter_map is not None:
-        try:
-            result = detect_iter_map(list(realize.iter_values), dom, realize.predicate, "surjective")
-        except (TypeError, NotImplementedError):  # an analyzer that cannot handle this form
-            return _syntactic_affine(realize.iter_values, dom)
-        if hasattr(result, "success"):
-            return bool(result.success)
-        return bool(getattr(result, "indices", result))
-    return _syntactic_affine(realize.iter_values, dom)
+        result = detect_iter_map(list(realize.iter_values), dom, realize.predicate, "surjective")
+    except (TypeError, NotImplementedError):  # an analyzer that cannot handle this form
+        return _syntactic_affine(realize.iter_values, dom)
+    if hasattr(result, "success"):
+        return bool(result.success)
+    return bool(getattr(result, "indices", result))
 
 
 def _syntactic_affine(values: Iterable[PrimExpr], dom: dict[Var, Range]) -> bool:
@@ -233,17 +229,15 @@ def check_affine_bindings(sch: Any, sref: StmtSRef, loops_of: Any, primitive: st
 
 # -- simplification -----------------------------------------------------------------------------
 def simplify(expr: PrimExpr, dom: "dict[Var, Range] | None" = None) -> PrimExpr:
-    """Simplify ``expr`` knowing the loop domains, with `ingot.arith` when it is available.
+    """Simplify ``expr`` knowing the loop domains (`ingot.arith.Analyzer`).
 
     Example:
         >>> i = Var("i")
         >>> str(simplify(i * 4 + 0))
         'i * 4'
     """
-    try:
-        from ingot.arith import Analyzer  # type: ignore[attr-defined]
-    except ImportError:
-        return _fold(expr)
+    from ingot.arith import Analyzer
+
     if isinstance(expr, IntImm):
         return expr
     ana = Analyzer()
@@ -276,34 +270,13 @@ def _vars_needed(expr: PrimExpr, dom: "dict[Var, Range]") -> "set[int]":
     return needed
 
 
-def _fold(e: PrimExpr) -> PrimExpr:
-    """Remove ``+ 0``, ``* 1`` and ``- 0`` (enough to keep freshly built bindings clean)."""
-    if isinstance(e, (Add, Sub)):
-        a, b = _fold(e.a), _fold(e.b)
-        if as_const_int(b) == 0:
-            return a
-        if isinstance(e, Add) and as_const_int(a) == 0:
-            return b
-        return e if (a is e.a and b is e.b) else type(e)(a, b)
-    if isinstance(e, Mul):
-        a, b = _fold(e.a), _fold(e.b)
-        if as_const_int(b) == 1:
-            return a
-        if as_const_int(a) == 1:
-            return b
-        return e if (a is e.a and b is e.b) else a * b
-    return e
-
-
 def can_prove(cond: PrimExpr, dom: "dict[Var, Range] | None" = None) -> bool:
-    """Whether ``cond`` provably holds (constants only, unless `ingot.arith` is available)."""
+    """Whether ``cond`` provably holds under the loop domains ``dom`` (`ingot.arith.Analyzer`)."""
     v = as_const_int(cond)
     if v is not None:
         return bool(v)
-    try:
-        from ingot.arith import Analyzer  # type: ignore[attr-defined]
-    except ImportError:
-        return False
+    from ingot.arith import Analyzer
+
     ana = Analyzer()
     for var, rng in (dom or {}).items():
         ana.bind(var, rng)

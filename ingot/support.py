@@ -1,0 +1,54 @@
+"""`ingot.support`: small helpers every layer may use (the bottom of the layer list).
+
+Note: packages keep ``import ingot`` fast by loading heavy parts on first use (PEP 562 module
+``__getattr__``). `lazy_exports` writes that ``__getattr__``/``__dir__`` pair once, so each
+package lists only what loads lazily.
+
+Example:
+    >>> __getattr__, __dir__ = lazy_exports("ingot.codegen", {"generate_c": ("ingot.codegen.c", "generate_c")})
+    >>> __getattr__("generate_c").__name__
+    'generate_c'
+"""
+from __future__ import annotations
+
+import importlib
+import sys
+from typing import Any, Callable, Iterable, Mapping
+
+__all__ = ["lazy_exports"]
+
+
+def lazy_exports(package: str, names: "Mapping[str, tuple[str, str | None]]" = (),
+                 submodules: Iterable[str] = ()) -> "tuple[Callable[[str], Any], Callable[[], list]]":
+    """The module ``__getattr__`` and ``__dir__`` of ``package``, loading on first use each
+    ``name`` of ``names`` (``{name: (module, attribute)}``; attribute None: the module itself) and
+    each of ``submodules`` (``package.<name>``). A loaded value is stored in the package, so the
+    next access is an ordinary attribute.
+
+    Example:
+        >>> __getattr__, __dir__ = lazy_exports("ingot.tune", submodules=["database"])
+        >>> __getattr__("database").__name__
+        'ingot.tune.database'
+        >>> __getattr__("nothing")
+        Traceback (most recent call last):
+        AttributeError: module 'ingot.tune' has no attribute 'nothing'
+    """
+    names = dict(names)
+    submodules = frozenset(submodules)
+
+    def __getattr__(name: str) -> Any:
+        if name in names:
+            module_name, attr = names[name]
+            module = importlib.import_module(module_name)
+            value = module if attr is None else getattr(module, attr)
+        elif name in submodules:
+            value = importlib.import_module(f"{package}.{name}")
+        else:
+            raise AttributeError(f"module {package!r} has no attribute {name!r}")
+        setattr(sys.modules[package], name, value)
+        return value
+
+    def __dir__() -> list:
+        return sorted(set(vars(sys.modules[package])) | set(names) | submodules)
+
+    return __getattr__, __dir__
