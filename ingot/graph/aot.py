@@ -125,6 +125,9 @@ def emit_aot_function(plan: dict, symbol: str, kernel_symbols: dict, constants: 
     # Step 3: the kernels, in order.
     for step in plan["steps"]:
         refs = list(step["args"]) + [["value", v] for v in step["outs"]]
+        if step.get("extern") is not None:
+            _extern_call(w, step, [tensor_ptr(r) for r in refs])
+            continue
         scalars = list(step.get("scalars", ()))
         if not all(isinstance(d, int) for d in scalars):
             raise ValueError(f"AOT entry {symbol}: kernel {step['func']} takes symbolic scalar arguments "
@@ -157,6 +160,42 @@ def emit_aot_function(plan: dict, symbol: str, kernel_symbols: dict, constants: 
     head = (f"INGOT_EXPORT int32_t {symbol}(IngotValue* args, int32_t* type_codes, int32_t num_args, char* err, "
             f"int32_t err_len) {{")
     return "\n".join(shapes + [head] + w.lines + ["}"]) + "\n"
+
+
+#: The table of external (BYOC) region entries in a library with AOT entries that call them:
+#: filled after loading (`ingot.graph.executor.bind_external_entries`) with each region's
+#: ``int32_t f(void **args)``.
+EXTERN_TABLE = "ingot_graph_externs"
+
+
+def _extern_call(w: _Writer, step: dict, tensors: list) -> None:
+    """Call external region ``step["func"]`` through slot ``step["extern"]`` of `EXTERN_TABLE`
+    with the data pointers of its inputs then outputs."""
+    lit = c_string_literal(step["func"])
+    w.line("{")
+    w.line(f"  void* a[{len(tensors)}];")
+    for j, t in enumerate(tensors):
+        w.line(f"  a[{j}] = ingot_tensor_data({t});")
+    w.line(f"  int32_t (*f)(void**) = (int32_t (*)(void**)){EXTERN_TABLE}[{step['extern']}];")
+    w.line(f"  if (INGOT_UNLIKELY(f == NULL)) return ingot_set_error(err, err_len, INGOT_ERR_RUNTIME, \"%s: external "
+           f"region %s is not bound; load the model with ingot.graph.load_executable\", ingot_fn, {lit});")
+    w.line("  int32_t rc = f(a);")
+    w.line(f"  if (INGOT_UNLIKELY(rc != 0)) return ingot_set_error(err, err_len, INGOT_ERR_RUNTIME, \"%s: external "
+           f"region %s failed (code %d)\", ingot_fn, {lit}, (int)rc);")
+    w.line("}")
+
+
+def extern_table_c(keys: "list[str]") -> str:
+    """The C declaration of `EXTERN_TABLE` with one slot per external region; ``keys`` (one per
+    slot: region symbol and a hash of its module) go into the source so that a library is shared
+    through the compile cache only by models whose regions are the same.
+
+    Example:
+        >>> extern_table_c(["cblas_main_0 ab12"]).splitlines()[-1]
+        'INGOT_EXPORT void* ingot_graph_externs[1] = {0};'
+    """
+    lines = [f"/* external region slot {k}: {key} */" for k, key in enumerate(keys)]
+    return "\n".join(lines + [f"INGOT_EXPORT void* {EXTERN_TABLE}[{max(1, len(keys))}] = {{0}};"])
 
 
 def _ref_desc(plan: dict, ref: Any, constants: list) -> dict:

@@ -18,6 +18,7 @@ Example:
 """
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import os
@@ -69,11 +70,12 @@ def export_executable(ex: Any, path: str) -> str:
     if not path.endswith(".so"):
         raise IRError(f"export_library: {path!r} should end with .so (the manifest and weights are written "
                       f"next to it as <stem>.json and <stem>.weights.bin)")
-    if ex.lib is None:
+    if ex.lib is None and not ex.external:
         raise IRError("export_library: the executable has no compiled library (a module without kernels or "
                       "static functions); nothing to export")
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    ex.lib.export_library(path)
+    if ex.lib is not None:
+        ex.lib.export_library(path)
     blob = ex.weights.tobytes()
     used = max((c["offset"] + c["nbytes"] for c in ex.constants), default=0)
     blob = blob[:used]
@@ -81,11 +83,14 @@ def export_executable(ex: Any, path: str) -> str:
     write_atomic(wpath, blob)
     manifest = {
         "format": FORMAT, "version": VERSION, "loader": "ingot.graph.load_executable",
-        "library": os.path.basename(path), "weights": os.path.basename(wpath),
+        "library": os.path.basename(path) if ex.lib is not None else None, "weights": os.path.basename(wpath),
         "weights_bytes": len(blob), "weights_sha256": hashlib.sha256(blob).hexdigest(),
         "target": str(ex.target), "constants": ex.constants, "functions": ex.plans,
         "aot": ex.aot, "kernels": ex.kernels, "schedules": ex.schedule_report,
     }
+    if ex.external:  # BYOC regions: each runtime module's bytes and the class that loads them
+        manifest["external"] = {symbol: {"loader": m.loader, "data": base64.b64encode(m.save_to_bytes()).decode()}
+                                for symbol, m in ex.external.items()}
     write_atomic(manifest_path(path), json.dumps(manifest, indent=1, sort_keys=True).encode())
     return path
 
@@ -130,9 +135,11 @@ def load_executable(path: str) -> Any:
     path = os.path.abspath(os.fspath(path))
     manifest = read_manifest(path)
     folder = os.path.dirname(manifest_path(path) if not path.endswith(".json") else path)
-    lib = Module(os.path.join(folder, manifest["library"]))
     target = as_target(manifest["target"])
-    lib.set_num_threads(num_threads_for_target(target))
+    lib = None
+    if manifest["library"] is not None:  # None: every function runs in external (BYOC) modules
+        lib = Module(os.path.join(folder, manifest["library"]))
+        lib.set_num_threads(num_threads_for_target(target))
     wfile = os.path.join(folder, manifest["weights"])
     raw = np.fromfile(wfile, dtype=np.uint8) if manifest["weights_bytes"] else np.zeros(0, np.uint8)
     if raw.size != manifest["weights_bytes"] or hashlib.sha256(raw.tobytes()).hexdigest() != manifest["weights_sha256"]:
@@ -140,5 +147,41 @@ def load_executable(path: str) -> Any:
                       f"re-export the model")
     weights = _host_empty((max(raw.size, 1),), "uint8")  # huge pages: same placement as a fresh build
     weights[:raw.size] = raw
+    external = {symbol: load_external_module(entry, mpath_of(path), symbol)
+                for symbol, entry in manifest.get("external", {}).items()}
     return Executable(None, lib, target, manifest["functions"], manifest["constants"], weights, manifest["aot"],
-                      manifest["kernels"], manifest.get("schedules", {}))
+                      manifest["kernels"], manifest.get("schedules", {}), external)
+
+
+def mpath_of(path: str) -> str:
+    """The manifest path of artifact ``path`` (``.so`` or ``.json``).
+
+    Example:
+        >>> mpath_of("/tmp/model.so")
+        '/tmp/model.json'
+    """
+    return manifest_path(path) if not path.endswith(".json") else path
+
+
+def load_external_module(entry: dict, where: str, symbol: str) -> Any:
+    """The runtime module of external region ``symbol`` from its manifest ``entry``
+    (``{"loader": "package.module:Class", "data": base64}``): the class is imported by name, as
+    the runtime's loader finds ``ingot.graph`` (the graph layer never imports a backend package).
+
+    Example:
+        >>> load_external_module({"loader": "no_such_pkg.mod:Cls", "data": ""}, "m.json", "x_main_0")  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ingot.ir.error.IRError: m.json: external region 'x_main_0' needs no_such_pkg.mod:Cls ...
+    """
+    import importlib
+
+    from ingot.ir.error import IRError
+
+    module_name, _, cls_name = entry["loader"].partition(":")
+    try:
+        cls = getattr(importlib.import_module(module_name), cls_name)
+    except (ImportError, AttributeError) as err:
+        raise IRError(f"{where}: external region {symbol!r} needs {entry['loader']} ({err}); install the package "
+                      f"that provides this BYOC backend (ingot.byoc backends ship with Ingot)") from None
+    return cls.load_from_bytes(base64.b64decode(entry["data"]))

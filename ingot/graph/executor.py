@@ -48,6 +48,8 @@ class Executable:
 
     Attributes: ``mod`` (the built IRModule; None after `load_executable`), ``lib`` (the runtime
     Module), ``target``, ``plans`` (function name → plan dict), ``constants`` (weights layout),
+    ``external`` (``global_symbol`` → runtime module of each region an external backend compiled,
+    called by the plan's ``call_dps_packed`` steps; `ingot.byoc`),
     ``weights`` (the blob, an aligned uint8 array), ``aot`` (function name → AOT entry name in
     ``lib``), ``kernels`` (PrimFunc name → name in ``lib``), ``schedule_report``.
 
@@ -55,8 +57,9 @@ class Executable:
     """
 
     def __init__(self, mod: "IRModule | None", lib: Any, target: Any, plans: dict, constants: list,
-                 weights: np.ndarray, aot: dict, kernels: dict, schedule_report: dict):
+                 weights: np.ndarray, aot: dict, kernels: dict, schedule_report: dict, external: "dict | None" = None):
         self.mod = mod
+        self.external = external or {}  # global_symbol -> runtime module of an external (BYOC) region
         self.lib = lib
         self.target = target
         self.plans = plans
@@ -65,6 +68,8 @@ class Executable:
         self.aot = aot
         self.kernels = kernels
         self.schedule_report = schedule_report
+        if lib is not None and self.external:
+            bind_external_entries(self)
 
     def stats(self) -> dict:
         """Per graph function: AOT or not, kernel calls, peak workspace and unplanned bytes.
@@ -93,6 +98,54 @@ class Executable:
 
     def __repr__(self) -> str:
         return f"<ingot.graph.Executable functions={list(self.plans)} aot={list(self.aot)} target={self.target}>"
+
+
+def _extern_steps(plan: dict) -> list:
+    return [s for s in plan["steps"] if s.get("extern") is not None]
+
+
+def _mark_extern_steps(plans: dict, externals: dict) -> list:
+    """Give every ``call_dps_packed`` step of an external region whose runtime module has a C entry
+    (``c_entry()``) its slot in the library's table of external entries (``step["extern"]``), so
+    the AOT entry calls it with no Python in between; returns one key per slot (symbol and a hash
+    of the module's bytes, written into the C source: see `ingot.graph.aot.extern_table_c`)."""
+    import hashlib
+
+    slots: dict = {}
+    for symbol in sorted(externals):
+        module = externals[symbol]
+        if getattr(module, "c_entry", None) is not None and module.c_entry() is not None:
+            slots[symbol] = len(slots)
+    for plan in plans.values():
+        for step in plan["steps"]:
+            if step["op"] == "call_dps_packed" and step["func"] in slots:
+                step["extern"] = slots[step["func"]]
+    return [f"{symbol} {hashlib.sha256(externals[symbol].save_to_bytes()).hexdigest()[:16]}" for symbol in slots]
+
+
+def bind_external_entries(ex: "Executable") -> None:
+    """Fill the library's table of external region entries (`ingot.graph.aot.EXTERN_TABLE`) with the
+    C entries of ``ex.external``'s runtime modules (at build and at load).
+
+    Example:
+        >>> bind_external_entries(ex)  # doctest: +SKIP
+    """
+    import ctypes
+    import os
+
+    from .aot import EXTERN_TABLE
+
+    slots = {s["func"]: s["extern"] for p in ex.plans.values() for s in _extern_steps(p)}
+    if not slots or ex.lib is None:
+        return
+    handle = ctypes.CDLL(ex.lib.lib_path, mode=os.RTLD_LOCAL | getattr(os, "RTLD_NOW", 0))  # the loaded library
+    table = (ctypes.c_void_p * (max(slots.values()) + 1)).in_dll(handle, EXTERN_TABLE)
+    for symbol, k in slots.items():
+        entry = ex.external[symbol].c_entry()
+        if entry is None:
+            raise IRError(f"external region {symbol!r}: the plan calls it from the AOT entry but its runtime module "
+                          f"has no C entry (c_entry() is None); rebuild the model")
+        table[k] = entry
 
 
 def _needs_pipeline(mod: IRModule) -> bool:
@@ -127,7 +180,12 @@ def build(mod: IRModule, target: Any = "llvm", pipeline: Any = "default", *,
 
     from .transform import default_build_pipeline
 
+    from .external import has_external_functions, lower_external_functions
+
     target = as_target(target)
+    externals: dict = {}
+    if has_external_functions(mod):  # BYOC regions (PartitionGraph): each backend's codegen builds its module
+        mod, externals = lower_external_functions(mod, target)
     if pipeline == "default" and _needs_pipeline(mod):
         mod = default_build_pipeline(target, layout)(mod)
     elif pipeline not in (None, "default"):
@@ -139,10 +197,12 @@ def build(mod: IRModule, target: Any = "llvm", pipeline: Any = "default", *,
     plans = {name: compile_plan(f, name, consts) for name, f in mod.functions.items()
              if isinstance(f, Function) and not f.attrs.get("Primitive")}
     layout, _ = consts.layout()
+    extern_keys = _mark_extern_steps(plans, externals)
     aot_plans = {n: p for n, p in plans.items() if aot and is_aot_compatible(p)}
-    lib, kernels, aot_names = _compile(scheduled, target, aot_plans, layout, checked)
+    lib, kernels, aot_names = _compile(scheduled, target, aot_plans, layout, checked,
+                                       extern_keys if any(_extern_steps(p) for p in aot_plans.values()) else None)
     weights = _weights_array(consts)
-    return Executable(mod, lib, target, plans, layout, weights, aot_names, kernels, report)
+    return Executable(mod, lib, target, plans, layout, weights, aot_names, kernels, report, externals)
 
 
 #: gcc -O3 spends about 12x more time per character on the AOT entries than on kernel C (hundreds
@@ -240,9 +300,10 @@ def _weights_array(consts: ConstantTable) -> np.ndarray:
 
 
 def _compile(prim: IRModule, target: Any, aot_plans: dict, layout: list,
-             lowered_cache: "dict | None" = None) -> "tuple[Any, dict, dict]":
+             lowered_cache: "dict | None" = None, extern_keys: "list | None" = None) -> "tuple[Any, dict, dict]":
     """Lower ``prim``, emit its C plus the AOT entries, compile one library; returns
-    ``(lib, {kernel: name in lib}, {graph function: AOT name in lib})``."""
+    ``(lib, {kernel: name in lib}, {graph function: AOT name in lib})``. ``extern_keys``: the
+    slots of the table of external region entries the AOT entries call (None: no table)."""
     if not prim.functions and not aot_plans:
         return None, {}, {}
     from ingot.codegen.build import assemble_source, link_kernel_sources
@@ -252,7 +313,7 @@ def _compile(prim: IRModule, target: Any, aot_plans: dict, layout: list,
     from ingot.runtime.module import Module
     from ingot.runtime.threads import num_threads_for_target
 
-    from .aot import aot_metadata, emit_aot_function
+    from .aot import aot_metadata, emit_aot_function, extern_table_c
 
     pieces = _kernel_sources(prim, target, lowered_cache)
     source = assemble_source(pieces, target, include_source=False)
@@ -262,7 +323,7 @@ def _compile(prim: IRModule, target: Any, aot_plans: dict, layout: list,
     symbols = {name: md["functions"][lib_name]["symbol"] for name, lib_name in kernels.items()}
     taken = {d["symbol"] for d in md["functions"].values()}
     functions = dict(md["functions"])
-    texts, aot_names = [], {}
+    texts, aot_names = ([extern_table_c(extern_keys)] if extern_keys is not None else []), {}
     for name, plan in aot_plans.items():
         symbol, k = f"ingot_graph_{sanitize_identifier(name)}", 1
         while symbol in taken:
@@ -583,6 +644,12 @@ class Executor:
             # tir_vars: symbolic sizes evaluated from this call's shape environment, after the outputs.
             scalars = resolve(["shape", step["scalars"]]) if "scalars" in step else ()
             ex.lib[ex.kernels.get(step["func"], step["func"])](*ins, *outs, *scalars)
+            for v, o in zip(step["outs"], outs):
+                values[v] = o
+        elif op == "call_dps_packed" and step["func"] in self.executable.external:
+            ins = [np.ascontiguousarray(resolve(a)) for a in step["args"]]
+            outs = [alloc(v) for v in step["outs"]]
+            self.executable.external[step["func"]].run(*ins, *outs)
             for v, o in zip(step["outs"], outs):
                 values[v] = o
         elif op == "call_dps_packed":

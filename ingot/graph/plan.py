@@ -416,8 +416,8 @@ def compile_plan(func: Function, name: str, consts: ConstantTable) -> dict:
 
 
 def is_aot_compatible(plan: dict) -> bool:
-    """Whether ``plan`` can run as one C entry: static shapes, tensor inputs, only ``call_tir``
-    whose scalar arguments (``tir_vars``) are constants (a symbolic one cannot be evaluated
+    """Whether ``plan`` can run as one C entry: static shapes, tensor inputs, only ``call_tir`` (and
+    external regions with a C entry, steps marked ``"extern"``) whose scalar arguments (``tir_vars``) are constants (a symbolic one cannot be evaluated
     without run-time shapes, which the AOT entry does not compute).
 
     Example:
@@ -428,7 +428,8 @@ def is_aot_compatible(plan: dict) -> bool:
         return False
     if any(i["dtype"] is None or i["shape"] is None for i in plan["inputs"]):
         return False
-    if any(s["op"] != "call_tir" for s in plan["steps"]):
+    # A BYOC region whose runtime module has a C entry is called from the AOT entry too ("extern").
+    if any(s["op"] != "call_tir" and s.get("extern") is None for s in plan["steps"]):
         return False
     if any(not isinstance(d, int) for s in plan["steps"] for d in s.get("scalars", ())):
         return False

@@ -1,0 +1,77 @@
+"""One dense layer (``x @ W.T + b``) on the cblas BYOC backend vs Ingot's own kernel vs numpy, 1 thread.
+
+Each variant is compiled for ``llvm -num-cores=1`` with the BLAS set to 1 thread; the calls are
+interleaved (A, B, C, A, B, C, ...) and each is timed with ``time.thread_time`` (CPU time of the
+calling thread: everything runs in it at 1 thread), the minimum over the rounds is reported.
+
+    python benchmarks/byoc_dense.py [--rounds 200] [--shapes 128x768x768,1x2048x1000]
+
+Example:
+    >>> parse_shapes("1x2048x1000")
+    [(1, 2048, 1000)]
+"""
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+
+def parse_shapes(text: str) -> list:
+    """``"MxKxN,..."`` → ``[(M, K, N), ...]``."""
+    return [tuple(int(v) for v in s.split("x")) for s in text.split(",") if s]
+
+
+def dense_module(m: int, k: int, n: int, seed: int = 0):
+    """``main(x) = x @ W.T + b`` with constant W ``(n, k)`` and b ``(n,)``."""
+    from ingot import graph as G
+
+    rng = np.random.default_rng(seed)
+    w = rng.standard_normal((n, k)).astype("float32")
+    b = rng.standard_normal((n,)).astype("float32")
+    x = G.Var("x", G.TensorStructInfo((m, k), "float32"))
+    bb = G.BlockBuilder()
+    with bb.function("main", [x]):
+        bb.emit_func_output(bb.emit(G.op.linear(x, G.const(w), G.const(b))))
+    return bb.get(), w, b
+
+
+def measure(m: int, k: int, n: int, rounds: int) -> dict:
+    import ingot.byoc
+    from ingot import graph as G
+    from ingot.byoc import cblas
+
+    cblas.set_num_threads(1)
+    target = "llvm -num-cores=1"
+    mod, w, b = dense_module(m, k, n)
+    native = G.Executor(G.build(mod, target))["main"]
+    offload = G.Executor(G.build(ingot.byoc.partition(mod, ["cblas"]), target))["main"]
+    x = np.random.default_rng(1).standard_normal((m, k)).astype("float32")
+    ref = x @ w.T + b
+    for fn in (native, offload):
+        np.testing.assert_allclose(fn(x).numpy(), ref, rtol=1e-3, atol=1e-3)
+    variants = {"ingot": lambda: native(x), "cblas": lambda: offload(x), "numpy": lambda: x @ w.T + b}
+    best = {name: float("inf") for name in variants}
+    for _ in range(rounds):
+        for name, fn in variants.items():
+            t0 = time.thread_time()
+            fn()
+            best[name] = min(best[name], time.thread_time() - t0)
+    return best
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--rounds", type=int, default=200)
+    ap.add_argument("--shapes", default="1x2048x1000,128x768x768,128x768x3072")
+    args = ap.parse_args()
+    print(f"{'M x K x N':>18} {'ingot us':>10} {'cblas us':>10} {'numpy us':>10} {'ingot/cblas':>12}")
+    for m, k, n in parse_shapes(args.shapes):
+        r = measure(m, k, n, args.rounds)
+        print(f"{f'{m}x{k}x{n}':>18} {r['ingot'] * 1e6:10.1f} {r['cblas'] * 1e6:10.1f} {r['numpy'] * 1e6:10.1f} "
+              f"{r['ingot'] / r['cblas']:12.2f}")
+
+
+if __name__ == "__main__":
+    main()
