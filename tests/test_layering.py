@@ -128,6 +128,24 @@ def test_no_package_import_cycle():
     graph: dict = {}
     for src, dst in package_edges():
         graph.setdefault(src, set()).add(dst)
+    cycles = _find_cycles(graph)
+    assert not cycles, "package import cycles: " + "; ".join(" -> ".join(c) for c in cycles)
+
+
+def _package_of(imported: str) -> "str | None":
+    """The package (directory) that holds module ``imported`` (or is it)."""
+    parts = imported.split(".")
+    while parts:
+        path = os.path.join(ROOT, *parts)
+        if os.path.isdir(path):
+            return ".".join(parts)
+        if os.path.isfile(path + ".py"):
+            return ".".join(parts[:-1])
+        parts = parts[:-1]
+    return None
+
+
+def _find_cycles(graph: dict) -> list:
     cycles, state = [], {}
 
     def visit(node: str, stack: list) -> None:
@@ -142,7 +160,25 @@ def test_no_package_import_cycle():
     for node in sorted(graph):
         if node not in state:
             visit(node, [node])
-    assert not cycles, "package import cycles: " + "; ".join(" -> ".join(c) for c in cycles)
+    return cycles
+
+
+def test_no_import_cycle_between_subpackages():
+    """At every depth (ingot.tune.tasks, ingot.tir.schedule, ...): no two sub-packages import each
+    other round a loop. A sub-package importing from its own ancestors (ingot.tir.schedule from
+    ingot.tir) is how it reaches its package's modules and does not count."""
+    graph: dict = {}
+    for path in iter_modules():
+        name = module_name(path)
+        if name == FRONT_DOOR or name in COMPATIBILITY_MODULES:
+            continue
+        src = name if path.endswith("__init__.py") else name.rsplit(".", 1)[0]
+        for imported, _ in imported_names(path):
+            dst = _package_of(imported)
+            if dst is not None and dst != src and not src.startswith(dst + "."):
+                graph.setdefault(src, set()).add(dst)
+    cycles = _find_cycles(graph)
+    assert not cycles, "sub-package import cycles: " + "; ".join(" -> ".join(c) for c in cycles)
 
 
 @pytest.mark.parametrize("compat", sorted(COMPATIBILITY_MODULES))

@@ -10,6 +10,7 @@ Example:
     >>> import ingot
     >>> ingot.compile is ingot.workflow.compile
     True
+    >>> # skipped here: needs a model file, and tuning takes minutes (tests/tune_model runs it)
     >>> model = ingot.load("mlp.onnx")                              # doctest: +SKIP
     >>> records = ingot.workflow.tune(model, "llvm", trials=64, work_dir="w")  # doctest: +SKIP
     >>> package = ingot.compile(model, "llvm", tuning_records=records)         # doctest: +SKIP
