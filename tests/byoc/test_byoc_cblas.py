@@ -191,3 +191,17 @@ def test_runtime_module_checks_its_arguments():
         m.run(np.ones((2, 8), "float64"), np.ones((4, 8), "float32"), np.empty((2, 4), "float32"))
     with pytest.raises(IRError, match="takes 2 inputs and 1 outputs"):
         m.run(np.ones((2, 8), "float32"))
+
+
+def test_region_reading_a_native_value_computed_between_vs_numpy():
+    x, w = G.Var("x", T((4, 16))), G.Var("w", T((16, 16)))
+    bb = G.BlockBuilder()
+    with bb.function("main", [x, w]):
+        with bb.dataflow():
+            a = bb.emit(G.op.linear(x, w))
+            c = bb.emit(G.op.exp(x))
+            d = bb.emit_output(G.op.add(a, c))
+        bb.emit_func_output(d)
+    dx, dw = rand(4, 16), rand(16, 16)
+    out, _, _ = run_both(bb.get(), dx, dw)
+    np.testing.assert_allclose(out, dx @ dw.T + np.exp(dx), rtol=1e-4, atol=1e-4)

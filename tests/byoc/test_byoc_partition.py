@@ -163,3 +163,22 @@ def test_module_without_candidates_is_unchanged_but_for_attrs():
     assert list(mod.function_names) == ["main"]
     assert "byoc.annotations" not in mod["main"].attrs
     assert isinstance(mod, IRModule)
+
+
+def test_native_value_the_region_reads_is_bound_before_the_region_call():
+    # a = dense(x) [cblas]; c = exp(x) [native, between]; d = a + c [cblas]: one region {a, d} that
+    # reads c, so the call goes after c's binding.
+    x = G.Var("x", T((4, 16)))
+    w = G.Var("w", T((16, 16)))
+    bb = G.BlockBuilder()
+    with bb.function("main", [x, w]):
+        with bb.dataflow():
+            a = bb.emit(G.op.linear(x, w))
+            c = bb.emit(G.op.exp(x))
+            d = bb.emit_output(G.op.add(a, c))
+        bb.emit_func_output(d)
+    mod = partition(bb.get())
+    regs = regions(mod)
+    assert [ops_of(f) for f in regs.values()] == [["linear", "add"]]
+    bindings = [b for blk in mod["main"].body.blocks for b in blk.bindings]
+    assert [getattr(b.value.op, "name", getattr(b.value.op, "name_hint", None)) for b in bindings] == ["exp", "cblas_main_0"]
