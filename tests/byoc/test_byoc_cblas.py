@@ -205,3 +205,12 @@ def test_region_reading_a_native_value_computed_between_vs_numpy():
     dx, dw = rand(4, 16), rand(16, 16)
     out, _, _ = run_both(bb.get(), dx, dw)
     np.testing.assert_allclose(out, dx @ dw.T + np.exp(dx), rtol=1e-4, atol=1e-4)
+
+
+def test_regions_that_would_wait_for_each_other_vs_numpy(two_regions_graph):
+    dx, dw = rand(4, 16), rand(16, 16) * 0.3
+    out, _, _ = run_both(two_regions_graph, dx, dw)
+    a1 = dx @ dw.T
+    b2 = dx @ dw.T
+    b3 = (1 / (1 + np.exp(-a1))) @ dw.T + b2
+    np.testing.assert_allclose(out, (a1 + b2) * b3, rtol=1e-4, atol=1e-4)

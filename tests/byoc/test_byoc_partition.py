@@ -182,3 +182,17 @@ def test_native_value_the_region_reads_is_bound_before_the_region_call():
     assert [ops_of(f) for f in regs.values()] == [["linear", "add"]]
     bindings = [b for blk in mod["main"].body.blocks for b in blk.bindings]
     assert [getattr(b.value.op, "name", getattr(b.value.op, "name_hint", None)) for b in bindings] == ["exp", "cblas_main_0"]
+
+
+def test_regions_that_would_wait_for_each_other_are_not_merged(two_regions_graph):
+    merged = MergeCompilerRegions()(AnnotateTarget(["cblas"])(two_regions_graph))
+    region_of = {i: r for i, _, r in merged["main"].attrs["byoc.regions"]}
+    assert region_of[2] == region_of[3] == region_of[4]  # b1, b2, b3
+    assert region_of[0] != region_of[5]                    # a1 and a2 stay apart
+    mod = PartitionGraph()(merged)
+    bound = {id(p) for p in mod["main"].params}
+    from ingot.graph.transform.partition_graph import _operand_vars
+    for blk in mod["main"].body.blocks:
+        for b in blk.bindings:
+            assert all(id(v) in bound for v in _operand_vars(b.value)), str(b.value)
+            bound.add(id(b.var))

@@ -5,13 +5,14 @@ Note: the three passes hand parts of a graph function to external backends (``in
     every operator call, in binding order: a pattern's ``check`` accepts or refuses it (with a
     reason), an epilogue pattern (``after=``) only follows a call already accepted for the same
     backend. The decisions go to the function's attr ``"byoc.annotations"``: ``((binding index,
-    target), ...)`` over the bindings of all blocks in order. `partition_report` lists every
+    target), ...)`` over the bindings of all blocks in order (valid until the bindings change: run
+    the three passes in a row, as `ingot.byoc.partition` does). `partition_report` lists every
     candidate op: accepted or not, and why.
   * `MergeCompilerRegions()` starts with one region per annotated binding and merges a region into
     the region of the producer of one of its operands (same target, same binding block) unless the
     union would be *re-entered*: a path leaves the union and comes back into it (a diamond whose
-    other branch runs natively). Outlining such a union would make the region call wait for a value
-    that waits for the region: a cycle. Attr ``"byoc.regions"``: ``((index, target, region), ...)``.
+    other branch runs natively), other regions counting as one node each. Outlining such a union
+    would make the region call wait for a value that waits for the region: a cycle. Attr ``"byoc.regions"``: ``((index, target, region), ...)``.
   * `PartitionGraph()` outlines each region into a function ``<target>_<func>_<k>`` with attrs
     ``Compiler``, ``global_symbol`` and ``Primitive``; its parameters are the values the region reads
     from outside (constants stay bound inside), its result the values used outside it (a tuple when
@@ -188,26 +189,38 @@ def _successors(func: Function) -> "list[list[int]]":
     return succ
 
 
-def reenters(union: set, succ: "list[list[int]]") -> "int | None":
+def reenters(union: set, succ: "list[list[int]]", region: "dict | None" = None,
+             members: "dict | None" = None) -> "int | None":
     """A binding outside ``union`` on a path that leaves ``union`` and comes back, else None.
+
+    Other regions count as one node each (``region``: binding → region id, ``members``: region id →
+    bindings): a region runs after all of its inputs and produces all of its outputs at once, so a
+    path that reaches one member continues from every member. Two regions can each be convex and
+    still wait for each other: region A's second call needs B's output while B reads A's first.
 
     Example:
         >>> reenters({0, 2}, [[1, 2], [2], []])   # 0 -> 1 -> 2 leaves and re-enters {0, 2}
         1
+        >>> reenters({0, 3}, [[1], [], [3], []], {1: 1, 2: 1}, {1: {1, 2}})  # 0 -> region {1, 2} -> 3
+        1
     """
-    last = max(union)
-    stack = [j for i in union for j in succ[i] if j not in union and j < last]
+    region, members = region or {}, members or {}
+    # Bindings after the last one of the union and of every multi-binding region cannot lead back.
+    bound = max([max(union)] + [max(m) for m in members.values() if len(m) > 1])
+    stack = [j for i in union for j in succ[i] if j not in union]
     seen: set = set()
     while stack:
         j = stack.pop()
-        if j in seen:
+        if j in seen or j > bound:
             continue
-        seen.add(j)
-        for k in succ[j]:
-            if k in union:
-                return j
-            if k < last and k not in seen:
-                stack.append(k)
+        group = members.get(region.get(j), {j}) if j in region else {j}
+        seen |= group
+        for m in group:
+            for k in succ[m]:
+                if k in union:
+                    return j
+                if k not in seen:
+                    stack.append(k)
     return None
 
 
@@ -233,7 +246,8 @@ def merge_regions(func: Function) -> "tuple[list, list]":
             if ri == rj:
                 continue
             union = members[ri] | members[rj]
-            via = reenters(union, succ)
+            others = {r: m for r, m in members.items() if r not in (ri, rj)}
+            via = reenters(union, succ, region, others)
             if via is not None:
                 refused.append((i, j, via))
                 continue
