@@ -283,17 +283,28 @@ class _RegionEmitter:
                 raise IRError(f"cblas codegen ({self.symbol}): result field {k} `{o}` must be a distinct value "
                               f"computed in the region (PartitionGraph makes regions of that form)")
             out_ids[id(o)] = f"out{k}"
-        for blk in func.body.blocks:
-            for b in blk.bindings:
-                v = b.value
-                if not isinstance(v, Call) or getattr(v.op, "name", None) not in _EMIT:
-                    raise IRError(f"cblas codegen ({self.symbol}): cannot emit `{b.var.name_hint} = {v}`; the cblas "
-                                  f"pattern table accepts linear, matmul and add/relu epilogues")
-                name = out_ids.get(id(b.var))
-                if name is None:
-                    name = f"t{len(self.temps)}"
-                    self.temps.append((name, _size(_shape(b.var))))
-                self.names[id(b.var)] = name
+        bindings = [b for blk in func.body.blocks for b in blk.bindings]
+        for b in bindings:
+            v = b.value
+            if not isinstance(v, Call) or getattr(v.op, "name", None) not in _EMIT:
+                raise IRError(f"cblas codegen ({self.symbol}): cannot emit `{b.var.name_hint} = {v}`; the cblas "
+                              f"pattern table accepts linear, matmul and add/relu epilogues")
+        fused = _fusable_adds(bindings, out_ids)
+        for b in bindings:
+            v = b.value
+            if id(b.var) in fused.values():
+                continue  # a GEMM emitted by the add it feeds (straight into the add's output, beta = 1)
+            name = out_ids.get(id(b.var))
+            if name is None:
+                name = f"t{len(self.temps)}"
+                self.temps.append((name, _size(_shape(b.var))))
+            self.names[id(b.var)] = name
+            if id(b.var) in fused:
+                main, other, kind = _add_operands(v)
+                gemm = next(g for g in bindings if g.var is main).value
+                self.lines.append(_fill(name, self.buf(other), kind, _shape(v)))
+                _EMIT[gemm.op.name](self, gemm, name, beta="1.0f")
+            else:
                 _EMIT[v.op.name](self, v, name)
         n_in, n_out = len(func.params), len(outs)
         head = [f"int32_t {self.symbol}(void **args) {{", "  if (!ingot_sgemm_ptr) return -1;"]
@@ -307,12 +318,37 @@ class _RegionEmitter:
         return _PRELUDE + "\n" + "\n".join(head + self.lines + tail) + "\n", n_in, n_out
 
 
-def _emit_linear(em: _RegionEmitter, call: Call, out: str) -> None:
+def _fusable_adds(bindings: list, out_ids: dict) -> dict:
+    """``{id(add var): id(gemm var)}`` for each epilogue add whose region operand is a GEMM without
+    its own bias, read by nothing else: the add's other operand is written into the output first
+    and the GEMM accumulates onto it (``beta = 1``), saving a pass over the output and a buffer."""
+    uses: dict = {}
+    for b in bindings:
+        for a in b.value.args:
+            uses[id(a)] = uses.get(id(a), 0) + 1
+    producers = {id(b.var): b.value for b in bindings}
+    fused = {}
+    for b in bindings:
+        if b.value.op.name != "add":
+            continue
+        main, _, _ = _add_operands(b.value)
+        gemm = producers.get(id(main))
+        if gemm is not None and gemm.op.name in ("linear", "matmul") and len(gemm.args) == 2 \
+                and uses.get(id(main)) == 1 and id(main) not in out_ids and id(main) not in fused.values():
+            fused[id(b.var)] = id(main)
+    return fused
+
+
+def _fill(out: str, other: str, kind: str, shape: tuple) -> str:
+    index = {"same": "i", "scalar": "0", "bias": f"i % {shape[-1]}"}[kind]
+    return f"  for (int64_t i = 0; i < {_size(shape)}; ++i) {out}[i] = {other}[{index}];"
+
+
+def _emit_linear(em: _RegionEmitter, call: Call, out: str, beta: str = "0.0f") -> None:
     x, w = call.args[0], call.args[1]
     sx, sw = _shape(x), _shape(w)
     n, k = sw
     m = _size(sx[:-1])
-    beta = "0.0f"
     if len(call.args) == 3:
         bias = em.buf(call.args[2])
         em.lines.append(f"  for (int64_t i = 0; i < {m}; ++i) for (int64_t j = 0; j < {n}; ++j) "
@@ -321,17 +357,17 @@ def _emit_linear(em: _RegionEmitter, call: Call, out: str) -> None:
     em.lines.append(f"  ingot_gemm(1, {m}, {n}, {k}, {em.buf(x)}, {k}, {em.buf(w)}, {k}, {beta}, {out}, {n});")
 
 
-def _emit_matmul(em: _RegionEmitter, call: Call, out: str) -> None:
+def _emit_matmul(em: _RegionEmitter, call: Call, out: str, beta: str = "0.0f") -> None:
     a, b = call.args
     sa, sb = _shape(a), _shape(b)
     k, n = sb[-2], sb[-1]
     if len(sb) == 2:
         m = _size(sa[:-1])
-        em.lines.append(f"  ingot_gemm(0, {m}, {n}, {k}, {em.buf(a)}, {k}, {em.buf(b)}, {n}, 0.0f, {out}, {n});")
+        em.lines.append(f"  ingot_gemm(0, {m}, {n}, {k}, {em.buf(a)}, {k}, {em.buf(b)}, {n}, {beta}, {out}, {n});")
         return
     m, batch = sa[-2], _size(sa[:-2])
     em.lines.append(f"  for (int64_t b = 0; b < {batch}; ++b) ingot_gemm(0, {m}, {n}, {k}, {em.buf(a)} + b * {m * k}, "
-                    f"{k}, {em.buf(b)} + b * {k * n}, {n}, 0.0f, {out} + b * {m * n}, {n});")
+                    f"{k}, {em.buf(b)} + b * {k * n}, {n}, {beta}, {out} + b * {m * n}, {n});")
 
 
 def _emit_add(em: _RegionEmitter, call: Call, out: str) -> None:

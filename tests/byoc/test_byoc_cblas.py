@@ -214,3 +214,16 @@ def test_regions_that_would_wait_for_each_other_vs_numpy(two_regions_graph):
     b2 = dx @ dw.T
     b3 = (1 / (1 + np.exp(-a1))) @ dw.T + b2
     np.testing.assert_allclose(out, (a1 + b2) * b3, rtol=1e-4, atol=1e-4)
+
+
+def test_bias_add_after_a_gemm_accumulates_in_the_output():
+    x = G.Var("x", T((4, 16)))
+    w, b = rand(16, 8), rand(8)
+    bb = G.BlockBuilder()
+    with bb.function("main", [x]):
+        bb.emit_func_output(bb.emit(G.op.add(bb.emit(G.op.matmul(x, G.const(w))), G.const(b))))
+    data = rand(4, 16)
+    out, _, ex = run_both(bb.get(), data)
+    np.testing.assert_allclose(out, data @ w + b, rtol=1e-4, atol=1e-4)
+    source = ex.external["cblas_main_0"].source
+    assert "aligned_alloc" not in source and "1.0f, out0, 8);" in source  # no temporary, beta = 1
