@@ -196,3 +196,18 @@ def test_regions_that_would_wait_for_each_other_are_not_merged(two_regions_graph
         for b in blk.bindings:
             assert all(id(v) in bound for v in _operand_vars(b.value)), str(b.value)
             bound.add(id(b.var))
+
+
+def test_relax_style_passes_give_the_same_partition(two_regions_graph):
+    from ingot.graph.transform import FuseOpsByPattern, MergeCompositeFunctions
+    from ingot.ir import structural_equal
+
+    for mod in (dense_chain(), diamond(), two_regions_graph):
+        fused = FuseOpsByPattern(["cblas"])(mod)
+        composites = [f.attrs["Composite"] for f in regions(fused).values()]
+        assert composites and all(c.startswith("cblas.") for c in composites)
+        relax_style = MergeCompositeFunctions()(fused)
+        tvm_style = partition(mod)
+        assert sorted(relax_style.function_names) == sorted(tvm_style.function_names)
+        for name in tvm_style.function_names:
+            assert structural_equal(relax_style[name], tvm_style[name]), name

@@ -15,7 +15,8 @@ from .fuse_ops import FuseOps, FuseTIR
 from .legalize_ops import LegalizeOps
 from .pack_weights import PackWeights
 from .partition_graph import (
-    AnnotateTarget, MergeCompilerRegions, PartitionGraph, format_partition_report, partition_report,
+    AnnotateTarget, FuseOpsByPattern, MergeCompilerRegions, MergeCompositeFunctions, PartitionGraph,
+    format_partition_report, partition_report,
 )
 from .simplify_inference import SimplifyInference
 from .sink_reshape import SinkReshape

@@ -78,7 +78,8 @@ def annotate_function(func: Function, targets: Sequence[str]) -> "tuple[list, li
     """``(annotations, report)`` of ``func`` for ``targets`` (first target that accepts wins).
 
     ``annotations``: ``[(binding index, target)]``; ``report``: one dict per operator call with
-    ``binding``, ``op``, ``target`` (or None), ``accepted`` and ``reason``.
+    ``index``, ``binding``, ``op``, ``target`` (or None), ``accepted``, ``reason`` (and ``pattern``
+    when accepted).
 
     Example: see `partition_report`.
     """
@@ -91,7 +92,7 @@ def annotate_function(func: Function, targets: Sequence[str]) -> "tuple[list, li
         v = b.value
         if not isinstance(v, Call) or not isinstance(v.op, Op) or v.op.name in ("call_tir", "call_dps_packed"):
             continue
-        entry = {"binding": b.var.name_hint, "op": v.op.name, "target": None, "accepted": False,
+        entry = {"index": i, "binding": b.var.name_hint, "op": v.op.name, "target": None, "accepted": False,
                  "reason": f"no pattern of {list(targets)} matches {v.op.name}"}
         reasons = []
         for target, patterns in tables:
@@ -106,7 +107,7 @@ def annotate_function(func: Function, targets: Sequence[str]) -> "tuple[list, li
                         continue
                 why = p.check(v)
                 if why is None:
-                    entry.update(target=target, accepted=True, reason=f"matches {p.name}")
+                    entry.update(target=target, accepted=True, reason=f"matches {p.name}", pattern=p.name)
                     break
                 reasons.append(f"{p.name}: {why}")
             if entry["accepted"]:
@@ -386,3 +387,79 @@ def PartitionGraph() -> Any:  # noqa: N802 - TVM's pass name
         return mod
 
     return make_pass(run, "PartitionGraph")
+
+
+def FuseOpsByPattern(targets: "Sequence[str] | str") -> Any:  # noqa: N802 - Relax's pass name
+    """Relax's spelling of the first half: every call a backend's pattern table accepts becomes its own
+    function with attrs ``Composite`` (the pattern's name, e.g. ``"cblas.dense"``), ``Compiler``,
+    ``global_symbol`` and ``Primitive``. `MergeCompositeFunctions` then groups them into regions;
+    the two give the same partition as AnnotateTarget → MergeCompilerRegions → PartitionGraph.
+
+    Example:
+        >>> from ingot import graph as G
+        >>> import ingot.byoc
+        >>> x = G.Var("x", G.TensorStructInfo((2, 8), "float32"))
+        >>> w = G.Var("w", G.TensorStructInfo((8, 8), "float32"))
+        >>> bb = G.BlockBuilder()
+        >>> with bb.function("main", [x, w]):
+        ...     bb.emit_func_output(bb.emit(G.op.relu(bb.emit(G.op.linear(x, w)))))
+        >>> mod = FuseOpsByPattern(["cblas"])(bb.get())
+        >>> [mod[n].attrs["Composite"] for n in ("cblas_main_0", "cblas_main_1")]
+        ['cblas.dense', 'cblas.relu']
+        >>> sorted(MergeCompositeFunctions()(mod).function_names)
+        ['cblas_main_0', 'main']
+    """
+    targets = [targets] if isinstance(targets, str) else list(targets)
+
+    def run(mod: IRModule) -> IRModule:
+        for name, func in _graph_funcs(mod):
+            annotations, report = annotate_function(func, targets)
+            if not annotations:
+                continue
+            patterns = {r["index"]: r["pattern"] for r in report if r["accepted"]}
+            singles = func.with_attr(REGIONS, tuple((i, t, i) for i, t in annotations))
+            before = set(mod.function_names)
+            mod = PartitionGraph()(mod.with_function(name, singles))
+            # PartitionGraph names the regions in binding order, as the annotations are listed.
+            made = [n for n in mod.function_names if n not in before]
+            for (i, _), symbol in zip(annotations, sorted(made, key=lambda n: int(n.rsplit("_", 1)[1]))):
+                mod = mod.with_function(symbol, mod[symbol].with_attr("Composite", patterns[i]))
+        return mod
+
+    return make_pass(run, "FuseOpsByPattern")
+
+
+def MergeCompositeFunctions() -> Any:  # noqa: N802 - Relax's pass name
+    """Group the composite functions made by `FuseOpsByPattern` into regions (the same merge rules as
+    `MergeCompilerRegions`, no cycles) and outline each region as one ``Compiler`` function.
+
+    Example: see `FuseOpsByPattern`.
+    """
+    def run(mod: IRModule) -> IRModule:
+        composite = {n: f for n, f in mod.functions.items()
+                     if isinstance(f, Function) and "Composite" in f.attrs and f.attrs.get("Compiler")}
+        if not composite:
+            return mod
+        for name, func in _graph_funcs(mod):
+            blocks, annotations, i = [], [], 0
+            for blk in func.body.blocks:
+                bindings = []
+                for b in blk.bindings:
+                    v = b.value
+                    callee = composite.get(v.op.name_hint) if isinstance(v, Call) and isinstance(v.op, GlobalVar) else None
+                    if callee is not None:
+                        [inner] = [ib for cb in callee.body.blocks for ib in cb.bindings]
+                        b = VarBinding(b.var, remap(inner.value, dict(zip(callee.params, v.args))))
+                        annotations.append((i, str(callee.attrs["Compiler"])))
+                    bindings.append(b)
+                    i += 1
+                blocks.append(type(blk)(bindings))
+            if annotations:
+                func = Function(func.params, SeqExpr(blocks, func.body.body), func.ret_struct_info,
+                                {**func.attrs, ANNOTATIONS: tuple(annotations)})
+                mod = mod.with_function(name, func)
+        for n in composite:
+            mod = mod.without_function(n)
+        return PartitionGraph()(MergeCompilerRegions()(mod))
+
+    return make_pass(run, "MergeCompositeFunctions")
