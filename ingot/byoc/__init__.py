@@ -22,6 +22,7 @@ from ingot.graph.external import Pattern, get_patterns, register_patterns
 
 from .base import Backend, RuntimeModule, get_backend, list_backends, partition, register_backend
 from . import cblas  # noqa: F401 - registers the cblas backend
+from .policy import keep_faster
 
-__all__ = ["Backend", "Pattern", "RuntimeModule", "get_backend", "get_patterns", "list_backends", "partition",
-           "register_backend", "register_patterns"]
+__all__ = ["Backend", "Pattern", "RuntimeModule", "get_backend", "get_patterns", "keep_faster", "list_backends",
+           "partition", "register_backend", "register_patterns"]

@@ -131,8 +131,11 @@ def list_backends() -> "list[str]":
     return sorted(_BACKENDS)
 
 
-def partition(mod: Any, targets: "Sequence[str] | str") -> Any:
+def partition(mod: Any, targets: "Sequence[str] | str", policy: "str | None" = None, target: Any = "llvm") -> Any:
     """AnnotateTarget → MergeCompilerRegions → PartitionGraph in one call.
+
+    ``policy="cost"`` then keeps a region external only where it measures faster than Ingot's own
+    kernels for ``target`` (`ingot.byoc.policy.keep_faster`, which also returns its measurements).
 
     Example:
         >>> from ingot import graph as G
@@ -149,4 +152,12 @@ def partition(mod: Any, targets: "Sequence[str] | str") -> Any:
     targets = [targets] if isinstance(targets, str) else list(targets)
     for t in targets:
         get_backend(t)
-    return PartitionGraph()(MergeCompilerRegions()(AnnotateTarget(targets)(mod)))
+    if policy not in (None, "cost"):
+        raise ValueError(f"partition: policy={policy!r} is not None (every region the patterns accept) or "
+                         f"'cost' (only regions measured faster than Ingot's kernels)")
+    mod = PartitionGraph()(MergeCompilerRegions()(AnnotateTarget(targets)(mod)))
+    if policy == "cost":
+        from .policy import keep_faster
+
+        mod, _ = keep_faster(mod, target)
+    return mod
