@@ -307,7 +307,7 @@ class _RegionEmitter:
             else:
                 _EMIT[v.op.name](self, v, name)
         n_in, n_out = len(func.params), len(outs)
-        head = [f"int32_t {self.symbol}(void **args) {{", "  if (!ingot_sgemm_ptr) return -1;"]
+        head = [f"int32_t {c_symbol(self.symbol)}(void **args) {{", "  if (!ingot_sgemm_ptr) return -1;"]
         head += [f"  const float *in{k} = (const float *)args[{k}];" for k in range(n_in)]
         head += [f"  float *out{k} = (float *)args[{n_in + k}];" for k in range(n_out)]
         for name, size in self.temps:
@@ -342,6 +342,18 @@ def _fusable_adds(bindings: list, out_ids: dict) -> dict:
 def _fill(out: str, other: str, kind: str, shape: tuple) -> str:
     index = {"same": "i", "scalar": "0", "bias": f"i % {shape[-1]}"}[kind]
     return f"  for (int64_t i = 0; i < {_size(shape)}; ++i) {out}[i] = {other}[{index}];"
+
+
+def c_symbol(symbol: str) -> str:
+    """The C name of region ``symbol`` (graph function names may hold characters C does not accept).
+
+    Example:
+        >>> c_symbol("cblas_my-net.v2_0")
+        'cblas_my_net_v2_0'
+    """
+    from ingot.codegen.sanitize import sanitize_identifier
+
+    return sanitize_identifier(symbol)
 
 
 def _emit_linear(em: _RegionEmitter, call: Call, out: str, beta: str = "0.0f") -> None:
@@ -434,7 +446,7 @@ class CblasModule(RuntimeModule):
         sgemv_symbol = blas.sgemm_symbol.replace("sgemm", "sgemv")
         sgemv = ctypes.cast(getattr(handle, sgemv_symbol), ctypes.c_void_p) if hasattr(handle, sgemv_symbol) else None
         self._lib.ingot_cblas_init(sgemm, sgemv, int(blas.ilp64))
-        self._fn = getattr(self._lib, symbol)
+        self._fn = getattr(self._lib, c_symbol(symbol))
         self._fn.argtypes = [ctypes.c_void_p]
         self._fn.restype = ctypes.c_int32
         self._argv = ctypes.c_void_p * (num_inputs + num_outputs)

@@ -227,3 +227,16 @@ def test_bias_add_after_a_gemm_accumulates_in_the_output():
     np.testing.assert_allclose(out, data @ w + b, rtol=1e-4, atol=1e-4)
     source = ex.external["cblas_main_0"].source
     assert "aligned_alloc" not in source and "1.0f, out0, 8);" in source  # no temporary, beta = 1
+
+
+def test_region_of_a_function_whose_name_is_not_a_c_identifier():
+    x = G.Var("x", T((2, 8)))
+    w = rand(4, 8)
+    bb = G.BlockBuilder()
+    with bb.function("my-net.v2", [x]):
+        bb.emit_func_output(bb.emit(G.op.linear(x, G.const(w))))
+    mod = ingot.byoc.partition(bb.get(), "cblas")
+    assert "cblas_my-net.v2_0" in mod.function_names
+    ex = G.build(mod, "llvm")
+    data = rand(2, 8)
+    np.testing.assert_allclose(G.Executor(ex)["my-net.v2"](data).numpy(), data @ w.T, rtol=1e-4, atol=1e-4)
