@@ -174,6 +174,11 @@ def lower_external_functions(mod: IRModule, target: Any) -> "tuple[IRModule, dic
     regions = {name: f for name, f in mod.functions.items() if isinstance(f, Function) and f.attrs.get("Compiler")}
     if not regions:
         return mod, {}
+    from ingot.target import as_target
+
+    if not as_target(target).is_cpu:
+        raise IRError(f"external regions {sorted(regions)} run on the host CPU, but the build targets {target}; "
+                      f"build the partitioned module for a CPU target (\"llvm\") or partition without BYOC backends")
     externals: dict = {}
     calls: dict = {}  # region name -> (symbol, lifted constants)
     for name, func in regions.items():

@@ -240,3 +240,12 @@ def test_region_of_a_function_whose_name_is_not_a_c_identifier():
     ex = G.build(mod, "llvm")
     data = rand(2, 8)
     np.testing.assert_allclose(G.Executor(ex)["my-net.v2"](data).numpy(), data @ w.T, rtol=1e-4, atol=1e-4)
+
+
+def test_a_gpu_target_with_external_regions_is_refused():
+    x = G.Var("x", T((2, 8)))
+    bb = G.BlockBuilder()
+    with bb.function("main", [x]):
+        bb.emit_func_output(bb.emit(G.op.linear(x, G.const(rand(4, 8)))))
+    with pytest.raises(IRError, match="run on the host CPU"):
+        G.build(ingot.byoc.partition(bb.get(), "cblas"), "cuda")
