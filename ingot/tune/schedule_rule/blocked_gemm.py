@@ -24,8 +24,9 @@ The block is annotated ``meta_schedule.blocked_gemm`` = "<order> <MR>x<NVEC>" (t
 returns the untouched schedule, so `MultiLevelTiling` still builds its own branches from it.
 
 Example:
-    >>> BlockedGemm().max_accumulators
-    28
+    >>> from ingot.cpu_model import named_cpu
+    >>> BlockedGemm().tiles[:2], blocked_defaults(1024, named_cpu("znver3"))
+    (((8, 2), (4, 4)), (4, 2))
 """
 from __future__ import annotations
 
