@@ -271,6 +271,24 @@ class _RegionEmitter:
         except KeyError:
             raise IRError(f"cblas codegen ({self.symbol}): `{e}` is not a parameter or a value of the region") from None
 
+    def _buffers(self, bindings: list, out_ids: dict, fused: dict) -> dict:
+        """The buffer of each value: its output argument, its epilogue's buffer (updated in place,
+        `_in_place`), or a temporary."""
+        alias = _in_place(bindings, out_ids, fused)
+        buffers: dict = {}
+        for b in reversed(bindings):  # an epilogue's buffer is known before its operand's
+            key = id(b.var)
+            if key in fused.values():
+                continue
+            if key in out_ids:
+                buffers[key] = out_ids[key]
+            elif key in alias and alias[key] in buffers:
+                buffers[key] = buffers[alias[key]]
+            else:
+                buffers[key] = f"t{len(self.temps)}"
+                self.temps.append((buffers[key], _size(_shape(b.var))))
+        return buffers
+
     def emit(self) -> "tuple[str, int, int]":
         func = self.func
         body = func.body.body
@@ -290,15 +308,12 @@ class _RegionEmitter:
                 raise IRError(f"cblas codegen ({self.symbol}): cannot emit `{b.var.name_hint} = {v}`; the cblas "
                               f"pattern table accepts linear, matmul and add/relu epilogues")
         fused = _fusable_adds(bindings, out_ids)
+        buffers = self._buffers(bindings, out_ids, fused)
         for b in bindings:
             v = b.value
             if id(b.var) in fused.values():
                 continue  # a GEMM emitted by the add it feeds (straight into the add's output, beta = 1)
-            name = out_ids.get(id(b.var))
-            if name is None:
-                name = f"t{len(self.temps)}"
-                self.temps.append((name, _size(_shape(b.var))))
-            self.names[id(b.var)] = name
+            name = self.names[id(b.var)] = buffers[id(b.var)]
             if id(b.var) in fused:
                 main, other, kind = _add_operands(v)
                 gemm = next(g for g in bindings if g.var is main).value
@@ -316,6 +331,28 @@ class _RegionEmitter:
             head.append(f"  if (!{name}) return -2;")
         tail = [f"  free({name});" for name, _ in self.temps] + ["  return 0;", "}"]
         return _PRELUDE + "\n" + "\n".join(head + self.lines + tail) + "\n", n_in, n_out
+
+
+def _in_place(bindings: list, out_ids: dict, fused: dict) -> dict:
+    """``{id(var): id(consumer var)}`` for each value whose only reader is an elementwise epilogue
+    (relu, or an add reading it as its full-shape operand): the epilogue updates its buffer in place."""
+    uses: dict = {}
+    for b in bindings:
+        for a in b.value.args:
+            uses[id(a)] = uses.get(id(a), 0) + 1
+    out = {}
+    for b in bindings:
+        v = b.value
+        if v.op.name == "relu":
+            main = v.args[0]
+        elif v.op.name == "add" and id(b.var) not in fused:
+            main = _add_operands(v)[0]
+        else:
+            continue
+        if isinstance(main, Var) and uses.get(id(main)) == 1 and id(main) not in out_ids \
+                and id(main) not in fused.values():
+            out[id(main)] = id(b.var)
+    return out
 
 
 def _fusable_adds(bindings: list, out_ids: dict) -> dict:

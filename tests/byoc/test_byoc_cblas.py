@@ -52,6 +52,8 @@ def test_dense_bias_relu_chain_vs_numpy():
     np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-4)
     assert list(ex.external) == ["cblas_main_0"]
     assert ex.plans["main"]["steps"][0]["op"] == "call_dps_packed"
+    # dense + bias accumulate in one buffer, relu updates it in place: one temporary for the region
+    assert ex.external["cblas_main_0"].source.count("aligned_alloc") == 1
 
 
 def test_static_model_calls_regions_from_the_aot_entry():
