@@ -211,3 +211,13 @@ def test_relax_style_passes_give_the_same_partition(two_regions_graph):
         assert sorted(relax_style.function_names) == sorted(tvm_style.function_names)
         for name in tvm_style.function_names:
             assert structural_equal(relax_style[name], tvm_style[name]), name
+
+
+def test_region_names_never_replace_an_existing_function():
+    mod = dense_chain()
+    y = G.Var("y", T((1,)))
+    taken = G.Function([y], G.SeqExpr([], y))
+    mod = mod.with_function("cblas_main_0", taken)
+    out = partition(mod)
+    assert "Compiler" not in out["cblas_main_0"].attrs and out["cblas_main_0"].params[0].name_hint == "y"
+    assert "cblas_main_1" in out.function_names and out["cblas_main_1"].attrs["Compiler"] == "cblas"

@@ -377,6 +377,8 @@ def PartitionGraph() -> Any:  # noqa: N802 - TVM's pass name
             symbols = []
             for target, _ in ordered:
                 k = counters.get((target, name), 0)
+                while f"{target}_{name}_{k}" in mod.functions:  # a function of that name exists already
+                    k += 1
                 counters[(target, name)] = k + 1
                 symbols.append(f"{target}_{name}_{k}")
             for (target, members), symbol in zip(ordered, symbols):
