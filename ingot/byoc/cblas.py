@@ -1,7 +1,8 @@
 """The ``cblas`` backend: dense / matmul / batch matmul (+ bias add, relu epilogues) on BLAS ``sgemm``.
 
 Note: each region becomes one C function ``int32_t <global_symbol>(void **args)`` (inputs, then
-outputs) that calls ``cblas_sgemm`` for every GEMM (``cblas_sgemv`` for a single row: sgemm does
+outputs) that runs with the build target's thread count (OpenBLAS's per-thread
+``openblas_set_num_threads_local``, restored after the region) and calls ``cblas_sgemm`` for every GEMM (``cblas_sgemv`` for a single row: sgemm does
 not forward it to its matrix-vector kernels) and runs the epilogues as C loops; it is
 compiled (cached by content, like every Ingot library) into a small shared library. The BLAS is
 found at run time, not link time: `find_blas` looks for OpenBLAS where this machine has it
@@ -211,10 +212,14 @@ typedef void (*ingot_sgemv64_t)(int, int, int64_t, int64_t, float, const float *
 static void *ingot_sgemm_ptr = 0;
 static void *ingot_sgemv_ptr = 0;
 static int ingot_sgemm_ilp64 = 0;
+/* OpenBLAS's openblas_set_num_threads_local: the calling thread's BLAS thread count (returns the
+   previous one), so a region runs with the build target's threads and restores numpy's after. */
+static int (*ingot_blas_threads_local)(int) = 0;
 
-int ingot_cblas_init(void *sgemm, void *sgemv, int ilp64) {
+int ingot_cblas_init(void *sgemm, void *sgemv, void *threads_local, int ilp64) {
   ingot_sgemm_ptr = sgemm;
   ingot_sgemv_ptr = sgemv;
+  ingot_blas_threads_local = (int (*)(int))threads_local;
   ingot_sgemm_ilp64 = ilp64;
   return 0;
 }
@@ -255,9 +260,10 @@ def _size(shape: tuple) -> int:
 class _RegionEmitter:
     """C for one region function; one small method per operator (`_EMIT`)."""
 
-    def __init__(self, func: Function, symbol: str):
+    def __init__(self, func: Function, symbol: str, threads: int = 1):
         self.func = func
         self.symbol = symbol
+        self.threads = int(threads)
         self.names: dict = {}
         self.lines: list = []
         self.temps: list = []
@@ -329,7 +335,9 @@ class _RegionEmitter:
             nbytes = (size * 4 + 63) // 64 * 64
             head.append(f"  float *{name} = (float *)aligned_alloc(64, {nbytes});")
             head.append(f"  if (!{name}) return -2;")
-        tail = [f"  free({name});" for name, _ in self.temps] + ["  return 0;", "}"]
+        head.append(f"  int ingot_prev_threads = ingot_blas_threads_local ? ingot_blas_threads_local({self.threads}) : 0;")
+        tail = ["  if (ingot_blas_threads_local) ingot_blas_threads_local(ingot_prev_threads);"]
+        tail += [f"  free({name});" for name, _ in self.temps] + ["  return 0;", "}"]
         return _PRELUDE + "\n" + "\n".join(head + self.lines + tail) + "\n", n_in, n_out
 
 
@@ -477,12 +485,14 @@ class CblasModule(RuntimeModule):
         blas = find_blas()  # first: a host without BLAS fails here, naming what to install
         self.path = self._library_path(library)
         self._lib = ctypes.CDLL(self.path)
-        self._lib.ingot_cblas_init.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int]
+        self._lib.ingot_cblas_init.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int]
         handle = ctypes.CDLL(blas.path)
-        sgemm = ctypes.cast(getattr(handle, blas.sgemm_symbol), ctypes.c_void_p)
-        sgemv_symbol = blas.sgemm_symbol.replace("sgemm", "sgemv")
-        sgemv = ctypes.cast(getattr(handle, sgemv_symbol), ctypes.c_void_p) if hasattr(handle, sgemv_symbol) else None
-        self._lib.ingot_cblas_init(sgemm, sgemv, int(blas.ilp64))
+
+        def address(symbol: str) -> "int | None":
+            return ctypes.cast(getattr(handle, symbol), ctypes.c_void_p).value if hasattr(handle, symbol) else None
+
+        self._lib.ingot_cblas_init(address(blas.sgemm_symbol), address(blas.sgemm_symbol.replace("sgemm", "sgemv")),
+                                   address("openblas_set_num_threads_local"), int(blas.ilp64))
         self._fn = getattr(self._lib, c_symbol(symbol))
         self._fn.argtypes = [ctypes.c_void_p]
         self._fn.restype = ctypes.c_int32
@@ -579,8 +589,13 @@ class CblasBackend(Backend):
         ]
 
     def codegen(self, func: Function, target: Any) -> CblasModule:
+        from ingot.runtime.threads import num_threads_for_target
+        from ingot.target import as_target
+
         symbol = str(func.attrs["global_symbol"])
-        source, n_in, n_out = _RegionEmitter(func, symbol).emit()
+        # The BLAS runs the region with the target's threads (-num-cores), like Ingot's kernels.
+        threads = num_threads_for_target(as_target(target))
+        source, n_in, n_out = _RegionEmitter(func, symbol, threads).emit()
         return CblasModule(symbol, source, n_in, n_out)
 
 
