@@ -1,9 +1,9 @@
 """In-model A/B of the small-map (7x7 stage) task splits in `ingot.ops.schedule.conv_nhwc`.
 
 Compiles one ONNX model several times in one process, each with a setting of the module's
-switches (``SMALL_N_TWO_PANEL``, ``SPLIT_K``: the variants ``tp``, ``sk``; ``WINDOW_ROW_TASKS``:
+policies (``small_n_two_panel``, ``split_k``: the variants ``tp``, ``sk``; ``window_row_tasks``:
 depthwise/window reductions with < 4 rows per core run row tasks, not (row, channel block) ones;
-``TWO_PANEL_BALANCED``: two-panel 1x1s with an odd handful of tasks use one-panel tiles), then runs the packages interleaved (the order rotated every round) and reports
+``two_panel_balanced``: two-panel 1x1s with an odd handful of tasks use one-panel tiles), then runs the packages interleaved (the order rotated every round) and reports
 per kernel the minimum over rounds of each call site (`ingot.workflow.model.kernel_timed_main`).
 ``old2`` is a second compile of ``old`` (``new2``, ``tp2``, ``sk2`` likewise): its ratio is the noise
 floor of the comparison.
@@ -27,44 +27,38 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 from benchmarks.common import load_average, markdown_table  # noqa: E402
 
-#: name -> the conv_nhwc switches it compiles with (``new``: helper D's default; ``sk``: the
-#: committed default since the split-K change, with ``tp`` the default before it).
-_OLD = dict(TWO_PANEL_BALANCED=False, WINDOW_ROW_TASKS=False, SMALL_N_TWO_PANEL=False, SPLIT_K=0,
-            WEIGHT_PREFETCH=3)
-_D = dict(_OLD, TWO_PANEL_BALANCED=True, WINDOW_ROW_TASKS=True)  # helper D's committed switches
+#: name -> the ConvNhwcPolicy it compiles with (``new``: helper D's default; ``sk``: the committed
+#: default since the split-K change, with ``tp`` the default before it).
+_OLD = dict(two_panel_balanced=False, window_row_tasks=False, small_n_two_panel=False, split_k=0, weight_prefetch=3)
+_D = dict(_OLD, two_panel_balanced=True, window_row_tasks=True)  # helper D's committed switches
 VARIANTS = {
     "old": _OLD,
     "old2": _OLD,
     "new": _D,
     "new2": _D,
     # 64-output 14x14 1x1s: 7 x 4-vector tile over both panels, rows parallel
-    "tp": dict(_D, SMALL_N_TWO_PANEL=True),
-    "tp2": dict(_D, SMALL_N_TWO_PANEL=True),
+    "tp": dict(_D, small_n_two_panel=True),
+    "tp2": dict(_D, small_n_two_panel=True),
     # 7x7 sliced 1x1s with an odd oc-block count: split-K over 2 parts (rfactor), then one sum pass
-    "sk": dict(_D, SMALL_N_TWO_PANEL=True, SPLIT_K=2),
-    "sk2": dict(_D, SMALL_N_TWO_PANEL=True, SPLIT_K=2),
-    "sk4": dict(_D, SMALL_N_TWO_PANEL=True, SPLIT_K=4),
+    "sk": dict(_D, small_n_two_panel=True, split_k=2),
+    "sk2": dict(_D, small_n_two_panel=True, split_k=2),
+    "sk4": dict(_D, small_n_two_panel=True, split_k=4),
     # the current default without the next-slice weight prefetch of sliced "oc"-order 1x1s
     # (ResNet-50's 1024->256@14 and stride-2 1x1s)
-    "nopf": dict(_D, SMALL_N_TWO_PANEL=True, SPLIT_K=2, WEIGHT_PREFETCH=None),
+    "nopf": dict(_D, small_n_two_panel=True, split_k=2, weight_prefetch=None),
 }
 
 
 def compile_variants(path: str, names: "list[str]", threads: int) -> dict:
-    """{variant: Package}: the model compiled under each variant's switches (restored after)."""
+    """{variant: Package}: the model compiled under each variant's `ConvNhwcPolicy` (its pass context)."""
+    from ingot.ir.transform import PassContext
+    from ingot.ops.schedule.conv_nhwc import POLICY_CONFIG, ConvNhwcPolicy
     from ingot.workflow import model as M
-    from ingot.ops.schedule import conv_nhwc as CN
 
-    saved = {k: getattr(CN, k) for k in VARIANTS["old"]}
     model, out = M.load(path), {}
-    try:
-        for n in names:
-            for k, v in VARIANTS[n].items():
-                setattr(CN, k, v)
+    for n in names:
+        with PassContext(config={POLICY_CONFIG: ConvNhwcPolicy(**VARIANTS[n])}):
             out[n] = M.compile(model, f"llvm -num-cores={threads}")
-    finally:
-        for k, v in saved.items():
-            setattr(CN, k, v)
     return out
 
 

@@ -270,6 +270,13 @@ def test_7x7_1x1_odd_oc_blocks_split_k_matches_torch(c, residual):
     loop = _kernel_loop(sch, AVX512_TARGET)
     assert loop["fma"] == loop["zmm"] == 56 and loop["stack"] == 0, loop  # 7 x 2 vectors x 4 steps
     _check_1x1_relu(sch, c, 7, 160, residual, atol=3e-4)
+    # a build's pass context can turn the split off (ConvNhwcPolicy): the one-pass schedule
+    from ingot.ir.transform import PassContext
+    from ingot.ops.schedule.conv_nhwc import POLICY_CONFIG, ConvNhwcPolicy
+
+    with PassContext(config={POLICY_CONFIG: ConvNhwcPolicy(split_k=0)}):
+        sch, rules = _schedule(_packed_conv_layer(c, 7, 160, 1, 1, residual=residual), AVX512_TARGET)
+    assert rules["conv2d_nhwc"] == "conv_nhwc_rule" and "conv2d_nhwc_rf" not in sch.mod["main"].script()
 
 
 # -- depthwise ----------------------------------------------------------------------------------
@@ -377,9 +384,11 @@ def test_window_rule_refuses_nchw_pools():
 @pytest.mark.parametrize("c,hw,o,s", [(512, 14, 64, 1), (512, 14, 128, 2)])
 def test_sliced_1x1_oc_order_prefetches_next_weight_slice_matches_torch(c, hw, o, s):
     # a 512-channel 1x1 panel is 64 KB > BIG_PANEL: sliced, (n, oc block) tasks, and each slice
-    # prefetches the next slice's weights (default_conv_params' WEIGHT_PREFETCH); same numbers
+    # prefetches the next slice's weights (ConvNhwcPolicy.weight_prefetch); same numbers
     import ingot
-    from ingot.ops.schedule.conv_nhwc import ConvNhwcShape, WEIGHT_PREFETCH, default_conv_params
+    from ingot.ops.schedule.conv_nhwc import ConvNhwcPolicy, ConvNhwcShape, default_conv_params
+
+    WEIGHT_PREFETCH = ConvNhwcPolicy().weight_prefetch
 
     oh = (hw - 1) // s + 1
     params = default_conv_params(ConvNhwcShape(1, oh, oh, o, c, 1, 6, 16, 2), AVX512_CPU)

@@ -44,7 +44,7 @@ accumulators; each broadcast input feeds 4 FMAs instead of 2), 64-channel slices
 (GCC spills with 2): 0.98-1.00x on 1 thread, 0.96-0.99x on 2, isolated at load 5.5-6
 (indicative); the stride-2 1024->2048 downsample was 1.03-1.05x slower with it and keeps 7 x 2.
 The other sliced 1x1 convs in "oc" order (ResNet-50's 1024->256@14,
-512->1024 s2, 1024->2048 s2) prefetch the next slice's weights at each slice (`WEIGHT_PREFETCH`):
+512->1024 s2, 1024->2048 s2) prefetch the next slice's weights at each slice (`ConvNhwcPolicy.weight_prefetch`):
 inside a model the weights come cold, and the 14x14-stage 1x1s ran 1.2-1.26x slower than ONNX
 Runtime's in the model while alone and warm they match it (`benchmarks/layer_gaps.py`).
 Convs with < 8 input channels (the RGB stem) fuse (kx, c) into one
@@ -54,7 +54,7 @@ Small-N GEMMs (MobileNetV2's projections: K = C large, N = O small): 64-output 1
 (`_small_n_1x1`: two panels, so "oc" order gave one 7 x 2 task per core) use a 7 x 4-vector tile
 over both panels with the (n, oh) rows parallel (0.80-0.87x in the model). Sliced 1x1s at 7x7 with
 an odd handful of oc blocks (960->160, 576->160: 5 tasks, or 7 rows split 4/3) split K in
-`SPLIT_K` parts by `rfactor` (`conv_nhwc_splitk.split_k_1x1`): one (part, n) task per core covers every oc block
+`ConvNhwcPolicy.split_k` parts by `rfactor` (`conv_nhwc_splitk.split_k_1x1`): one (part, n) task per core covers every oc block
 and pixel of its channels, each core reads only its part of the (cold) weights, and one pass sums
 the partials with the epilogue fused.
 
@@ -79,6 +79,7 @@ from typing import Any, Optional
 from ingot.codegen.c.printer import COMPILER_TUNE_KEY
 from ingot.cpu_model import CpuModel
 from ingot.ir.expr import BufferLoad, Var
+from ingot.ir.transform import PassContext, register_pass_config
 from ingot.ir.functor import collect_vars
 from ingot.tir.schedule.error import ScheduleError
 from ingot.tir.stmt import ForKind
@@ -88,7 +89,7 @@ from .rules import _fuse_parallel, _vectorize_tail, choose_mr, fit_tile
 
 __all__ = ["conv_nhwc_rule", "nhwc_window_rule", "choose_kc", "SMALL_MAP", "ConvNhwcShape", "ConvNhwcParams",
            "analyze_conv_nhwc", "default_conv_params", "build_conv_nhwc", "window_accumulators",
-           "fit_conv_tile", "folded_rows"]
+           "fit_conv_tile", "folded_rows", "ConvNhwcPolicy", "POLICY_CONFIG", "current_policy"]
 
 #: Output maps with at most this many pixels loop over oc blocks outermost (weights stay hot).
 SMALL_MAP = 14 * 14
@@ -339,12 +340,8 @@ def default_conv_params(shape: ConvNhwcShape, cpu: CpuModel, *, order: Optional[
     if kc:
         ku = KU if kc % KU == 0 else 1
         if shape.taps == 1 and order == "oc":
-            # Sliced 1x1 convs, (n, oc block) tasks: each slice prefetches the next slice's
-            # weights (inside a model they come cold from L3/DRAM). Under load it measured 0.92-0.97x
-            # on these layers in ResNet-50; quiet (`benchmarks/small_map_tasks.py resnet50.onnx
-            # --variants sk,nopf,sk2`, 60 rounds) without it 1.03-1.04x, but a second compile of the
-            # same code differs as much (1.035-1.043x): no effect this machine can resolve.
-            prefetch = WEIGHT_PREFETCH
+            # sliced 1x1 convs, (n, oc block) tasks: the next slice's weights (ConvNhwcPolicy)
+            prefetch = current_policy().weight_prefetch
         if wide and not mr_given and shape.nvec == 2 and shape.ow % WIDE_MR == 0:
             # Sliced (big-panel) layers at OW = 14/28/56: a 14 x 2-vector tile (28 zmm accumulators)
             # loads each weight vector once per 14 FMAs instead of 7; 2 unrolled steps keep GCC's
@@ -380,7 +377,7 @@ def few_uneven_tasks(tasks: int, cores: int) -> bool:
 def _small_n_1x1(shape: ConvNhwcShape, cpu: CpuModel) -> bool:
     """Whether an unsliced 1x1 conv at OW = 14 has exactly two 2-vector oc blocks (MobileNetV2's
     384->64 and 192->64 projections): it gets one 7 x 4-vector tile over both panels in "rows"
-    order (`SMALL_N_TWO_PANEL`), where the registers hold that tile."""
+    order (`ConvNhwcPolicy.small_n_two_panel`), where the registers hold that tile."""
     return (shape.taps == 1 and shape.ow == 14 and shape.oh * shape.ow <= SMALL_MAP and shape.nvec == 2
             and shape.o == 2 * shape.nr and not choose_kc(shape.taps, shape.c, shape.nr, cpu)
             and cpu.fits_registers(7, 2 * shape.nvec))
@@ -426,7 +423,7 @@ def conv_nhwc_rule(sch: Any, name: str, info: BlockInfo, cpu: CpuModel, *, epilo
     """
     if order not in (None, "oc", "rows", "pixels"):
         raise ValueError(f"conv_nhwc_rule: order must be 'rows', 'oc' or 'pixels', got {order!r}")
-    cores = cpu.cores
+    cores, policy = cpu.cores, current_policy()
     shape = analyze_conv_nhwc(sch, name, info, cpu.lanes(info.dtype))
     if mr is None:
         shape = fit_conv_tile(shape, cpu, name)
@@ -435,22 +432,21 @@ def conv_nhwc_rule(sch: Any, name: str, info: BlockInfo, cpu: CpuModel, *, epilo
             _stride_1(sch, name, shape):
         # 7 x 4 vectors over two adjacent weight panels (module note); unroll 1: GCC spills with 2
         shape = replace(shape, nvec=2 * shape.nvec)
-        if TWO_PANEL_BALANCED and few_uneven_tasks(shape.n * shape.o // shape.nr, cores):
+        if policy.two_panel_balanced and few_uneven_tasks(shape.n * shape.o // shape.nr, cores):
             # an odd handful of tasks (960->320: 5 over 2 cores): the one-panel default below
-            # splits evenly. Measured in MobileNetV2 (2 threads, min of 60 interleaved runs, load
-            # 2-3): 0.87-0.89x; fusing the rows instead (35 tasks, 7 x 4 tiles) was 1.06x.
+            # splits evenly
             shape = replace(shape, nvec=shape.nvec // 2)
         else:
             build_conv_nhwc(sch, name, info, shape, "oc", [1, shape.ow], [shape.c // TWO_PANEL_KC, TWO_PANEL_KC, 1],
                             cores, epilogue=epilogue)
             return
-    if plain and order is None and mr is None and kc is None and SPLIT_K > 1:
+    if plain and order is None and mr is None and kc is None and policy.split_k > 1:
         from .conv_nhwc_splitk import split_k_1x1, split_k_kc
 
-        if split_k_kc(shape, cpu):
-            split_k_1x1(sch, name, shape, cpu, epilogue)
+        if split_k_kc(shape, cpu, policy.split_k):
+            split_k_1x1(sch, name, shape, cpu, epilogue, policy.split_k)
             return
-    if plain and order is None and mr is None and kc is None and SMALL_N_TWO_PANEL and _small_n_1x1(shape, cpu):
+    if plain and order is None and mr is None and kc is None and policy.small_n_two_panel and _small_n_1x1(shape, cpu):
         # 64 outputs at 14x14 (module note): 7 x 4 vectors over both panels, rows parallel
         wide = replace(shape, nvec=2 * shape.nvec)
         build_conv_nhwc(sch, name, info, wide, "rows", [shape.ow // 7, 7], None, cores, epilogue=epilogue)
@@ -579,31 +575,60 @@ WIDE_MR = 14
 KU = 4
 #: Channel slice of the two-panel 7 x 64 tile of 7x7 1x1 convs (64 x 64 x 4 B = 16 KiB of weights).
 TWO_PANEL_KC = 64
-#: ``__builtin_prefetch`` locality of the next-slice weight prefetch of sliced 1x1 convs in "oc"
-#: order (`default_conv_params`; 3 = keep in all cache levels).
-WEIGHT_PREFETCH = 3
-#: Two-panel 1x1 convs whose (n, oc block pair) tasks do not split evenly over the cores and
-#: are fewer than 4 per core (MobileNetV2's 960->320 at 7x7: 5 tasks, 3/2) use one-panel tiles
-#: in "oc" order instead (10 tasks, 5/5): 0.87-0.89x in the model (`nhwc_window_rule` note too).
-TWO_PANEL_BALANCED = True
-#: Window reductions (depthwise convs, pools) with 1 to 4 output rows per core (7x7 maps)
-#: parallelize over the (n, oh) rows alone, the channel blocks serial inside each row. Fusing
-#: (rows, channel block) into the parallel loop, as `_fuse_parallel` would, leaves no loop
-#: variable that alone separates the tasks' tiles, so CompactBufferAllocation kept the
-#: accumulator tile a shared full-size workspace in memory (loads and stores per tap); per row it
-#: is a 7 x 32 local array, and each task reads whole contiguous input rows. In MobileNetV2
-#: (2 threads, min of 80 interleaved runs, load 0.6): 3x3 s1 960@7 0.76x, 3x3 s2 576@14->7
-#: 0.72x, despite the 4/3 row split; (n, channel block) tasks with the rows inside were 0.73x
-#: and 0.99x (strided 128-byte reads per pixel).
-WINDOW_ROW_TASKS = True
-#: Unsliced 1x1 convs at 14x14 with 64 outputs (two 32-wide panels: "oc" order gives one task
-#: per core with a 7 x 2 tile) use a 7 x 4-vector tile over both panels, (n, oh) rows parallel.
-#: No channel unroll: 28 accumulators + 4 weight vectors + the broadcast spill 1 value per step
-#: already; 2 or 4 unrolled steps spilled 5 / 9.
-SMALL_N_TWO_PANEL = True
-#: Split-K parts of sliced 1x1 convs at OW = 7 with an odd handful of oc blocks
-#: (`conv_nhwc_splitk.split_k_kc`: MobileNetV2's 960->160, 576->160); 0 or 1: off.
-SPLIT_K = 2
+
+
+@dataclass(frozen=True)
+class ConvNhwcPolicy:
+    """Which special tiles and task splits `conv_nhwc_rule` and `nhwc_window_rule` use where they
+    apply (all on by default; their effect is recorded in BENCHMARKS.md, "Session 7"):
+
+    * ``weight_prefetch``: sliced 1x1 convs in "oc" order prefetch the next slice's weights at each
+      slice, with this ``__builtin_prefetch`` locality (None: no prefetch) — inside a model the
+      weights come cold and the slices are 4 KB pieces 32 KB apart, which hardware prefetchers skip;
+    * ``two_panel_balanced``: two-panel 1x1 convs whose (n, oc block pair) tasks are too few and
+      uneven over the cores (5 tasks on 2) use one-panel tiles instead (twice the tasks, even split);
+    * ``window_row_tasks``: window reductions with 1 to 4 output rows per core parallelize over
+      the rows alone — fusing (row, channel block) leaves no loop variable that alone separates the
+      tasks' tiles, and CompactBufferAllocation then keeps the accumulator tile a shared workspace
+      in memory instead of a per-row local array;
+    * ``small_n_two_panel``: 64-output 14x14 1x1 convs (one task per core in "oc" order) use one
+      7 x 4-vector tile over both panels with the rows as tasks;
+    * ``split_k``: sliced 1x1 convs at OW = 7 with an odd handful of oc blocks split K in this many
+      parts by rfactor (`conv_nhwc_splitk`; 0 or 1: off).
+
+    A build takes another policy through its pass context (how benchmarks/small_map_tasks.py
+    compares them)::
+
+        with PassContext(config={POLICY_CONFIG: ConvNhwcPolicy(split_k=0)}):
+            package = ingot.compile(model)
+
+    Example:
+        >>> current_policy() == ConvNhwcPolicy()
+        True
+    """
+    weight_prefetch: Optional[int] = 3
+    two_panel_balanced: bool = True
+    window_row_tasks: bool = True
+    small_n_two_panel: bool = True
+    split_k: int = 2
+
+
+#: The pass-context config key of the `ConvNhwcPolicy` the rules follow.
+POLICY_CONFIG = "schedule.conv_nhwc"
+register_pass_config(POLICY_CONFIG, ConvNhwcPolicy,
+                     "ConvNhwcPolicy: the special tiles and task splits of the NHWC conv / window rules")
+
+
+def current_policy() -> ConvNhwcPolicy:
+    """The `ConvNhwcPolicy` of the current pass context (the default one when unset).
+
+    Example:
+        >>> current_policy().split_k
+        2
+    """
+    return PassContext.current().get_config(POLICY_CONFIG, None) or ConvNhwcPolicy()
+
+
 #: At most this many input channels per slice (1x1 convs: 128 x 32 x 4 B = 16 KiB measured best).
 MAX_KC = 128
 
@@ -833,7 +858,7 @@ def nhwc_window_rule(sch: Any, name: str, info: BlockInfo, cpu: CpuModel, *,
         for e in info.extents[:nsp - 2]:
             rows *= e
         sch.reorder(*outer, co, xo, *reduce, xi, cn, cl)
-        if WINDOW_ROW_TASKS and cores <= rows < 4 * cores:
+        if current_policy().window_row_tasks and cores <= rows < 4 * cores:
             # few rows (7x7 maps): the rows alone are the tasks (module constant's note)
             outer_loops, outer_ext = list(outer), list(info.extents[:nsp - 2])
         else:

@@ -1,6 +1,6 @@
 """Split-K NHWC 1x1 convs (`ingot.ops.schedule.conv_nhwc`'s small-N note): a small-N GEMM whose
 few output-channel tasks split unevenly over the cores (MobileNetV2's 960->160 and 576->160 at
-7x7: 5 oc blocks; 7 rows split 4/3) cuts the input channels in ``conv_nhwc.SPLIT_K`` parts by
+7x7: 5 oc blocks; 7 rows split 4/3) cuts the input channels in ``ConvNhwcPolicy.split_k`` parts by
 `rfactor` instead. Each (part, n) is one parallel task over every oc block and pixel of its
 channels: each core reads only its part of the weights (cold inside a model: the cost there), a
 channel slice serves all 49 pixels from L1. A second pass sums the partials and runs the
@@ -24,8 +24,8 @@ from .conv_nhwc import KU, ConvNhwcShape, _inline_chain, choose_kc
 __all__ = ["split_k_kc", "split_k_1x1"]
 
 
-def split_k_kc(shape: ConvNhwcShape, cpu: CpuModel) -> int:
-    """The channel slice of a split-K 1x1 conv (`conv_nhwc.SPLIT_K` parts), 0 when it does not
+def split_k_kc(shape: ConvNhwcShape, cpu: CpuModel, parts: int = 2) -> int:
+    """The channel slice of a split-K 1x1 conv in ``parts`` parts, 0 when it does not
     apply: sliced 1x1 convs at OW = 7 whose (n, oc block) tasks are odd and fewer than 4 per core
     (MobileNetV2's 960->160 and 576->160: 5 blocks), each part sliceable in steps of `KU`.
 
@@ -37,20 +37,20 @@ def split_k_kc(shape: ConvNhwcShape, cpu: CpuModel) -> int:
     """
     cores = cpu.cores
     if not (shape.taps == 1 and shape.ow == 7 and CN.few_uneven_tasks(shape.n * shape.o // shape.nr, cores)
-            and choose_kc(shape.taps, shape.c, shape.nr, cpu) and shape.c % CN.SPLIT_K == 0):
+            and choose_kc(shape.taps, shape.c, shape.nr, cpu) and shape.c % parts == 0):
         return 0
     # a part whose panel fits L1 is one slice
-    kc = choose_kc(shape.taps, shape.c // CN.SPLIT_K, shape.nr, cpu) or shape.c // CN.SPLIT_K
-    return kc if kc and kc % KU == 0 and (shape.c // CN.SPLIT_K) % kc == 0 else 0
+    kc = choose_kc(shape.taps, shape.c // parts, shape.nr, cpu) or shape.c // parts
+    return kc if kc and kc % KU == 0 and (shape.c // parts) % kc == 0 else 0
 
 
-def split_k_1x1(sch: Any, name: str, shape: ConvNhwcShape, cpu: CpuModel, epilogue: bool) -> None:
-    """Split-K 1x1 conv (module note): the input channels cut into `conv_nhwc.SPLIT_K` parts by
+def split_k_1x1(sch: Any, name: str, shape: ConvNhwcShape, cpu: CpuModel, epilogue: bool, parts: int = 2) -> None:
+    """Split-K 1x1 conv (module note): the input channels cut into ``parts`` parts by
     `rfactor`; each (part, n) is a parallel task computing every oc block and pixel of its part (channel slices
     outside the rows: a slice serves all 49 pixels from L1; each core reads its half of the
     weights once), then one pass sums the partials and runs the fused epilogue.
 
-        for t in parallel(SPLIT_K * n):  for ob, slice: for oh: 7 x 2-vector tile += slice
+        for t in parallel(parts * n):  for ob, slice: for oh: 7 x 2-vector tile += slice
         for n, oh in parallel: out[n, oh, :, :] = epilogue(sum_k part[k, n, oh, :, :])
 
     Example:
@@ -59,18 +59,18 @@ def split_k_1x1(sch: Any, name: str, shape: ConvNhwcShape, cpu: CpuModel, epilog
     from .blocked import _vectorize_init
     from .rules import _fuse_epilogue
 
-    lanes, kc = shape.lanes, split_k_kc(shape, cpu)
+    lanes, kc = shape.lanes, split_k_kc(shape, cpu, parts)
     # Step 1. rc -> (part, rest); rfactor the part into a partial-result buffer.
     blk = sch.get_block(name)
     loops = sch.get_loops(blk)
     rc = loops[shape.rc_pos]
-    part, rest = sch.split(rc, [CN.SPLIT_K, None])
+    part, rest = sch.split(rc, [parts, None])
     rf = sch.rfactor(part, 0)
     # Step 2. The partial block: (part, n) parallel, oc block, slice, rows, 7 x 2-vector tile.
     lk, ln, ly, lx, lo, *taps, rr = _rf_loops(sch, rf, sch.get(part).loop_var)
     xo, xi = sch.split(lx, [1, shape.ow])
     oo, on, ol = sch.split(lo, [None, shape.nvec, lanes])
-    rs, rm, ru = sch.split(rr, [shape.c // CN.SPLIT_K // kc, kc // KU, KU])
+    rs, rm, ru = sch.split(rr, [shape.c // parts // kc, kc // KU, KU])
     sch.reorder(lk, ln, oo, rs, ly, xo, *taps, rm, ru, xi, on, ol)
     for lp in (ru, xi, on):
         sch.unroll(lp)
@@ -98,5 +98,5 @@ def _rf_loops(sch: Any, rf: Any, part_var: Var) -> list:
     k = next((i for i, v in enumerate(names) if v is part_var or v.name == part_var.name), None)
     if k is None:
         raise ScheduleError(f"conv_nhwc_rule: split-K: rfactor block {sch.get(rf).name_hint!r} has no loop "
-                            f"{part_var.name!r}", "set conv_nhwc.SPLIT_K = 0 to use the one-pass schedule")
+                            f"{part_var.name!r}", "build with ConvNhwcPolicy(split_k=0) to use the one-pass schedule")
     return [loops[k]] + loops[:k] + loops[k + 1:]
