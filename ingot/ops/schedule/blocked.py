@@ -19,34 +19,29 @@ tile for large K. This rule adds the missing cache levels. Default loop order ("
 parallel -> ic -> parallel jr -> ir; epilogue chain inlined into one separate pass) and
 ``order="block"`` is ic -> parallel jr -> kc -> ir with B packed whole at the root.
 
-Why "panel" (measured on 2 AVX-512 cores, docs/performance.md "fp32 GEMM"):
+Why "panel" (figures: docs/performance.md "fp32 GEMM", BENCHMARKS.md):
 * One OpenMP parallel region per call. "slice" needs a fork/join per (kc, ic) pair (~26 per
-  call at 1024^3): on a quiet machine that costs < 1% (315 vs 314 GFLOP/s at 1024^3, 2 threads),
-  but on a shared machine every join waits for a preempted thread — its median fell to
-  10 GFLOP/s at load ~3 where "panel" kept 117 (OpenBLAS 63). At 2048^3 "panel" is also the
-  most work-efficient order (169 vs 154 GFLOP/s per core).
+  call at 1024^3): free on a quiet machine, but on a shared one every join waits for a preempted
+  thread (its median collapsed where "panel" held). "panel" is also the most work-efficient order
+  at 2048^3.
 * Each thread packs exactly the B panels it reads (K x NR, one pass, then from L2), and the
   threads never share a panel; the old rule split rows, so both threads streamed all of B once
   per 128-row block, and packed A and B whole in two extra passes through L3.
 * A is read in place and re-read from L2/L3 once per column panel (1/16 byte per FLOP at
-  NR = 32: ~10 GB/s per core at full speed). Packing A per call (a strided scatter) cost more
-  than it saved (1024^3, one thread: 0.78x -> 0.85-0.97x of OpenBLAS without it).
+  NR = 32). Packing A per call (a strided scatter) cost more than it saved.
 * KC = 512 where it divides K: fewer read-modify-write passes over C beat keeping the B micro-panel
-  (KC x NR x 4 bytes) inside the 48 KiB L1; the panel streams from L2 at ~20 B/cycle.
+  (KC x NR x 4 bytes) inside L1; the panel streams from L2.
 * With one slice (K = KC) the kc loop is not created: C is zeroed and the epilogue runs per
   register tile.
 
 Tuning: `blocked_gemm_rule` is the one builder of this GEMM. The tuner's `BlockedGemm`
 (ingot/tune/schedule_rule/blocked_gemm.py) calls it with ``mc_split``/``k_split`` sampled by
-`sample_perfect_tile` and branches on (MR, NVEC) and the order. Measured by hand (1 thread,
-thread CPU time, min of interleaved rounds, load 8-10, indicative): the 4 x 4-vector tile is
-~3% faster than 8 x 2 at 1024^3 and ~4-9% at 128x768x3072 (plain B), ~2% slower at 512^3;
-MC 64/256, KC 256 and KU 2/8 move it by less than the noise or lose; packing A into MR-row
-panels per MC block ("block" order) did not help (no gain even with KC = 256). The default stays.
+`sample_perfect_tile` and branches on (MR, NVEC) and the order (`benchmarks/gemm.py --sweep`
+times points of this space against the default on any target).
 
 The accumulators live in C itself across the kc slices: the C code generator outlines the
 parallel loop body into a function with ``restrict`` pointers, so GCC keeps the MR x NR tile in
-zmm registers over the k loop (loaded once, stored once per kc slice). Every step is a checked
+vector registers over the k loop (loaded once, stored once per kc slice). Every step is a checked
 primitive; the driver falls back to `gemm_rule` when one refuses (ragged sizes, other layouts).
 
 Example:

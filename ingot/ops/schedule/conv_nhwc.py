@@ -29,30 +29,26 @@ Sliced reduction (`choose_kc`): a panel larger than L1 would still stream from L
 tile. Then the input channels are cut into slices of ``kc`` (32 for 3×3, ≤ 128 for 1×1: ≤ 36 KB
 of weights) and the slice loop goes outside the pixel tiles of a task, so a slice stays in L1
 for all of them; the accumulators live in the task's output block across slices (as in
-`blocked_gemm_rule`) and the epilogue runs once per task. Those layers use a 14 × 2-vector tile
-when 14 divides OW (each weight vector feeds 14 FMAs); so do unsliced 1x1 convs with >= 2 oc
-blocks at OW = 14/28/56 (`_wide_1x1`: 1.02-1.14x measured); at OW = 28/56 with >= 2 oc blocks
-and C >= 64 in "pixels" order: rows parallel, and inside a row each 14-pixel tile runs all the oc
-blocks (GEMM order: the tile's output rows and residual are one contiguous block, its input
-pixels stay in L1, and GCC keeps the tile in registers — in "rows" order it spilled 3-7 zmm per
-iteration; 0.83-0.96x on ResNet-50's 56x56/28x28 1x1s, `default_conv_params`). (The 1x1 convs of
-7×7 maps stay sliced: unsliced they ran 1.03-1.16x faster alone on 2 threads, warm and with
-flushed weights, but not inside ResNet-50 — on 1 thread the 2048->512 reduce and the 3x3 after it
-each lost ~6% in the model.) Their stride-1 ones (`_two_panel_1x1`: ResNet-50's 512->2048 and
-2048->512) use a 7 x 4-vector tile over two adjacent 32-wide weight panels instead of 7 x 2 (28
-accumulators; each broadcast input feeds 4 FMAs instead of 2), 64-channel slices, no unroll
-(GCC spills with 2): 0.98-1.00x on 1 thread, 0.96-0.99x on 2, isolated at load 5.5-6
-(indicative); the stride-2 1024->2048 downsample was 1.03-1.05x slower with it and keeps 7 x 2.
-The other sliced 1x1 convs in "oc" order (ResNet-50's 1024->256@14,
-512->1024 s2, 1024->2048 s2) prefetch the next slice's weights at each slice (`ConvNhwcPolicy.weight_prefetch`):
-inside a model the weights come cold, and the 14x14-stage 1x1s ran 1.2-1.26x slower than ONNX
-Runtime's in the model while alone and warm they match it (`benchmarks/layer_gaps.py`).
+`blocked_gemm_rule`) and the epilogue runs once per task. Where the registers hold it (32 of
+them), those layers use a 14 × 2-vector tile when 14 divides OW (each weight vector feeds 14
+FMAs); so do unsliced 1x1 convs with >= 2 oc blocks at OW = 14/28/56 (`_wide_1x1`); at OW = 28/56
+with >= 2 oc blocks and C >= 64 in "pixels" order: rows parallel, and inside a row each 14-pixel
+tile runs all the oc blocks (GEMM order: the tile's output rows and residual are one contiguous
+block, its input pixels stay in L1, and GCC keeps the tile in registers, which it did not in
+"rows" order). The 1x1 convs of 7×7 maps stay sliced: unsliced they were faster alone but not
+inside a model, where their weights come cold. Their stride-1 ones (`_two_panel_1x1`: ResNet-50's
+512->2048 and 2048->512) use a 7 x 4-vector tile over two adjacent weight panels instead of 7 x 2
+(each broadcast input feeds 4 FMAs instead of 2), 64-channel slices, no unroll (GCC spills with
+2); the stride-2 downsample keeps 7 x 2 (`_stride_1`). The other sliced 1x1 convs in "oc" order
+prefetch the next slice's weights at each slice (`ConvNhwcPolicy.weight_prefetch`): inside a model
+the weights come cold, in 4 KB pieces 32 KB apart that hardware prefetchers do not follow.
+The figures behind each choice are in BENCHMARKS.md (sessions 6 and 7, AVX-512 host).
 Convs with < 8 input channels (the RGB stem) fuse (kx, c) into one
 contiguous reduce loop.
 
 Small-N GEMMs (MobileNetV2's projections: K = C large, N = O small): 64-output 1x1s at 14x14
 (`_small_n_1x1`: two panels, so "oc" order gave one 7 x 2 task per core) use a 7 x 4-vector tile
-over both panels with the (n, oh) rows parallel (0.80-0.87x in the model). Sliced 1x1s at 7x7 with
+over both panels with the (n, oh) rows parallel. Sliced 1x1s at 7x7 with
 an odd handful of oc blocks (960->160, 576->160: 5 tasks, or 7 rows split 4/3) split K in
 `ConvNhwcPolicy.split_k` parts by `rfactor` (`conv_nhwc_splitk.split_k_1x1`): one (part, n) task per core covers every oc block
 and pixel of its channels, each core reads only its part of the (cold) weights, and one pass sums
@@ -313,17 +309,11 @@ def default_conv_params(shape: ConvNhwcShape, cpu: CpuModel, *, order: Optional[
         raise ScheduleError(f"conv_nhwc_rule: no register-tile height divides OW = {shape.ow}")
     if (wide and kc is None and not mr_given and order in (None, "pixels") and _wide_1x1(shape, 2, cpu)
             and shape.c >= 64 and shape.ow >= 2 * WIDE_MR):
-        # 1x1 convs with an L1-resident panel at OW = 14/28/56: the 14 x 2-vector tile (each
-        # weight vector feeds 14 FMAs; 1.02-1.14x over the 7/8 x 2 tile) in "pixels" order (the oc
-        # blocks inside each pixel tile: its output pixels' whole rows, and the residual, are
-        # written/read as one contiguous block while its 14 input pixels stay in L1). Measured
-        # over "rows" order (min of 200 interleaved calls, load 4-5, indicative): ResNet-50's
-        # 64->256@56 + residual 0.93x 1 thread / 0.90x 2 threads, 256->64@56 0.99x / 0.83x,
-        # 128->512@28 + residual 0.96x / 0.94x, 256->128@56 0.92x / 0.89x, 256->512 stride 2
-        # 0.88x / 0.89x. Not at OW = 14 (1.00-1.02x: 256->1024, MobileNetV2's 64->384, 384->64,
-        # 192->64; only 384->96, 3 oc blocks, won 0.90x over its 7 x 2 tile). In
-        # "rows" order GCC spilled 3-7 accumulators of this tile per iteration, here none (C >= 64;
-        # at C = 32 it spills 4: those keep the older choice below).
+        # 1x1 convs with an L1-resident panel at OW = 28/56: the 14 x 2-vector tile (each weight
+        # vector feeds 14 FMAs) in "pixels" order: the oc blocks inside each pixel tile, so its
+        # output pixels' whole rows, and the residual, are written/read as one contiguous block
+        # while its 14 input pixels stay in L1; in "rows" order GCC spilled accumulators of this
+        # tile (at C = 32 it spills here too: those keep the choice below)
         return ConvNhwcParams("pixels", WIDE_MR, 0, KU)
     if wide and kc is None and _wide_1x1(shape, 4, cpu) and not mr_given and order in (None, "rows"):
         return ConvNhwcParams("rows", WIDE_MR, 0, KU)
@@ -385,7 +375,7 @@ def _small_n_1x1(shape: ConvNhwcShape, cpu: CpuModel) -> bool:
 
 def _stride_1(sch: Any, name: str, shape: ConvNhwcShape) -> bool:
     """Whether the input of conv block ``name`` has the output's spatial size (a stride-1 1x1):
-    the two-panel tile measured 1.03-1.05x slower on the stride-2 1024->2048 downsample."""
+    the two-panel tile pays only there (a strided input row feeds 4 FMAs per load either way)."""
     block = sch.get(sch.get_block(name))
     weight, _ = _channel_weight(block, block.iter_vars[3].var, name)
     for ld in _loads(block.body.value, []):
@@ -397,10 +387,9 @@ def _stride_1(sch: Any, name: str, shape: ConvNhwcShape) -> bool:
 
 def _wide_1x1(shape: ConvNhwcShape, min_blocks: int, cpu: CpuModel) -> bool:
     """Whether a 1x1 conv gets the wide-tile "pixels" default (`default_conv_params`): unsliced
-    panel, 2-vector tiles, OW a multiple of `WIDE_MR`, at least ``min_blocks`` oc blocks (in "rows" order the
-    wide tile lost with fewer than 4: the 56x56 256->64 reduce 0.94-0.97x; in "pixels" order it
-    wins, 0.83-0.99x; with one block, the 28x28 192->32 projection, it is neutral either way):
-    ``min_blocks`` is that minimum."""
+    panel, 2-vector tiles, OW a multiple of `WIDE_MR`, at least ``min_blocks`` oc blocks: in "rows"
+    order the wide tile needs 4 blocks to pay for its longer tile loop, in "pixels" order 2 (one
+    block has nothing to reuse the input pixels for)."""
     return (shape.taps == 1 and shape.nvec == 2 and shape.ow % WIDE_MR == 0 and shape.o // shape.nr >= min_blocks
             and not choose_kc(shape.taps, shape.c, shape.nr, cpu) and shape.c % KU == 0 and shape.c > KU)
 
@@ -629,7 +618,8 @@ def current_policy() -> ConvNhwcPolicy:
     return PassContext.current().get_config(POLICY_CONFIG, None) or ConvNhwcPolicy()
 
 
-#: At most this many input channels per slice (1x1 convs: 128 x 32 x 4 B = 16 KiB measured best).
+#: At most this many input channels per slice: a 1x1 slice of 128 x 32 floats is 16 KiB, half of the
+#: smallest L1d in the CPU table, so the input pixels of a tile stay in L1 beside it.
 MAX_KC = 128
 
 

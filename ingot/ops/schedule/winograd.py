@@ -148,11 +148,9 @@ _MAX_ROWS = 8
 #: Tile rows narrower than this run stage by stage: each row's GEMM streams all α² weight panels
 #: for its tiles only, so a 7-tile row (F(4, 3) at 28×28, F(2, 3) at 14×14) reuses each weight 7
 #: times against 49 for the whole image, and loses (benchmarks/winograd.py --layers, BENCHMARKS.md).
-#: Re-checked with the prelude's workspace pool (session 7, 1 thread, CPU time, min of 150 rounds,
-#: load 3–4): 28×28 F(4, 3) stage by stage 636 µs vs tile rows 718; 14×14 F(2, 3) 1010 vs 1208.
 MIN_ROW_TILES = 14
-#: Tile rows per parallel iteration. More measured slower (28×28×128 F(4, 3), 1 thread: 1 row 737 µs,
-#: 2 rows 858, 4 rows 818, stage by stage 683), so wide rows only, one at a time.
+#: Tile rows per parallel iteration: more rows grow the per-row V/M beyond L2 (slower in
+#: benchmarks/winograd.py --layers), so wide rows only, one at a time.
 _ROWS_PER_BLOCK = 1
 
 

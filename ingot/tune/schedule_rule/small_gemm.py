@@ -4,10 +4,8 @@ for the plain GEMMs too small for `BlockedGemm` (which needs K >= 256 and 2·M·
 Note: a small GEMM's operands fit in L2 (the MLC course's 128³ matmul: 3 x 64 KiB), so packing
 and cache blocking cost more than they save; what decides its speed is the register tile, how
 far the k loop is unrolled, and the memory alignment of the operands (`ingot.tune.runner`
-times on 64-byte-aligned arrays). Measured one thread, aligned, beside Apache TVM 0.27's best
-128³ kernel after 256 trials (8x2 tile too, 23.3 µs): the rule-based default (8x2, k not unrolled)
-24.5 µs, 8x2 with 4 k steps unrolled 22.9 µs, 12x2 23.3 µs, 4x4 26.0 µs, 16x1 25.1 µs; on two
-threads 8x2 with 4 unrolled k steps took 12.4 µs, the default 13.4 µs (both min of 240 windows, load 4-5).
+times on 64-byte-aligned arrays); against Apache TVM's best 128³ kernel the tiles and unroll
+depths compare in BENCHMARKS.md ("Apache TVM in the same run").
 
 Each branch is one register tile (MR, NVEC) built by `gemm_rule` (parallel outer tiles, local
 accumulators, the elementwise epilogue fused), whose innermost reduce loop is then split by a
@@ -37,7 +35,8 @@ logger = logging.getLogger("ingot.tune")
 #: (`CpuModel.fits_registers`): the first four for 32 registers (AVX-512), the rest for 16 (AVX2).
 #: MR need not divide M (gemm_rule predicates the last row tile), NVEC x lanes must divide N.
 TILES = ((8, 2), (12, 2), (4, 4), (6, 4), (6, 2), (4, 2), (3, 3), (2, 4))
-#: The unroll depth of k every branch is first measured with (8x2: 1.07x faster than ki = 1).
+#: The unroll depth of k every branch is first measured with (unrolled k steps let GCC schedule
+#: one step's loads under the previous step's FMAs).
 SEED_KU = 4
 
 
