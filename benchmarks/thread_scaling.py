@@ -1,9 +1,10 @@
-"""Ingot and ONNX Runtime on 1 and 2 threads, wall clock, all four interleaved in one process.
+"""Ingot and ONNX Runtime on 1 and 2 threads, wall clock, in one process.
 
 Each model (ONNX, from ``--workdir``; exported from benchmarks/architectures.py when missing) is
 compiled by Ingot with ``-num-cores=1`` and ``-num-cores=2`` and opened by ONNX Runtime with 1 and 2
-intra-op threads; the four are called in turn for ``--rounds`` rounds and the median and minimum of
-each are printed. Wall clock: quote it only with the load average the script prints (on a shared
+intra-op threads; each runs ``--rounds`` calls in a block of its own (after a pause that lets the
+other runtime's worker threads stop spinning: interleaving call by call made each runtime's spinning
+pool steal the second core from the other) and the median and minimum of each are printed. Wall clock: quote it only with the load average the script prints (on a shared
 machine `benchmarks/cpu_time.py` gives one-thread figures that hold).
 
 Usage:
@@ -44,11 +45,11 @@ def scaling_rows(name: str, workdir: str, target: str, rounds: int) -> "list[tup
         sess = ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
         fns[f"ORT {threads}T"] = lambda v, s=sess: s.run(None, {inp.name: v})
     times: dict = {k: [] for k in fns}
-    for f in fns.values():
+    for k, f in fns.items():
+        time.sleep(0.5)  # idle worker threads of the previous runner stop spinning
         f(x)
         f(x)
-    for _ in range(rounds):
-        for k, f in fns.items():
+        for _ in range(rounds):
             t0 = time.perf_counter()
             f(x)
             times[k].append(time.perf_counter() - t0)
