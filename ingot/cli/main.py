@@ -92,8 +92,12 @@ def main() -> None:
 @click.option("--tuning-records", default=None, type=click.Path(exists=True), help="tuning database to apply")
 @click.option("--layout", default="auto", show_default=True, type=click.Choice(["auto", "NHWC", "NCHW"]),
               help="activation layout of conv networks: auto = NHWC on CPUs, NCHW on CUDA; NCHW keeps the model's")
+@click.option("--byoc", multiple=True, metavar="BACKEND",
+              help="hand the ops an external backend accepts to it (e.g. cblas: dense/matmul on BLAS sgemm); repeatable")
+@click.option("--byoc-policy", default="all", show_default=True, type=click.Choice(["all", "cost"]),
+              help="all: every op the backend accepts; cost: only regions measured faster than Ingot's kernels")
 def compile_cmd(model: str, output: str, target: str, input_shapes: "str | None", tuning_records: "str | None",
-                layout: str = "auto") -> None:
+                layout: str = "auto", byoc: "tuple[str, ...]" = (), byoc_policy: str = "all") -> None:
     """Compile MODEL (.onnx) into a package directory."""
     from ingot.workflow import model as M
 
@@ -102,7 +106,13 @@ def compile_cmd(model: str, output: str, target: str, input_shapes: "str | None"
         with _step(f"importing {model}"):
             m = M.load(model, shape_dict=shapes or None)
         with _step(f"compiling for {target}"):
-            package = M.compile(m, target=target, tuning_records=tuning_records, layout=layout)
+            package = M.compile(m, target=target, tuning_records=tuning_records, layout=layout, byoc=list(byoc) or None,
+                                byoc_policy="cost" if byoc_policy == "cost" else None)
+        if byoc:
+            rows = package.partition_report
+            taken = sum(1 for r in rows if r["accepted"])
+            regions = len(package.executable.external)
+            click.echo(f"byoc: {', '.join(byoc)} took {taken} of {len(rows)} candidate ops, {regions} region(s) external")
         with _step(f"writing {output}"):
             package.export(output)
     click.echo(f"wrote {output}")

@@ -154,6 +154,7 @@ class Package:
         # {kernel: how it was scheduled}; with tuning records, an ingot.tune ScheduleReport whose
         # str() counts tuned / default / failed kernels.
         self.schedule_report = dict(getattr(executable, "schedule_report", None) or {})
+        self.partition_report: list = []  # BYOC: each candidate op, taken by a backend or not, and why
 
     def manifest(self) -> dict:
         """The JSON manifest written by `export`."""
@@ -232,7 +233,8 @@ class Package:
 
 
 def compile(model: Any, target: Any = "llvm", tuning_records: Any = None, opt_level: int = 3,  # noqa: A001
-            layout: str = "auto") -> Package:
+            layout: str = "auto", byoc: "Sequence[str] | str | None" = None,
+            byoc_policy: "str | None" = None) -> Package:
     """Compile a `Model` (or a path, loaded with defaults) for ``target``: bind params, run the graph
     pipeline and build all kernels (``ingot.graph.build``).
 
@@ -240,6 +242,11 @@ def compile(model: Any, target: Any = "llvm", tuning_records: Any = None, opt_le
     them; ``opt_level`` < 1 skips the optional graph optimizations. ``layout="auto"`` runs the
     convolutional part of CPU models in NHWC (inputs and outputs keep the model's layout);
     ``layout="NCHW"`` keeps the model's layout throughout (CUDA always does, for now).
+
+    ``byoc`` names external backends (``["cblas"]``, `ingot.byoc`) that take the ops their pattern tables
+    accept (AnnotateTarget → MergeCompilerRegions → PartitionGraph before the build);
+    ``package.partition_report`` lists every candidate op, accepted or not and why.
+    ``byoc_policy="cost"`` keeps a region external only where it measures faster than Ingot's kernels.
 
     Example:
         >>> package = compile(load("model.onnx"), target="llvm -num-cores=2")  # doctest: +SKIP
@@ -253,12 +260,23 @@ def compile(model: Any, target: Any = "llvm", tuning_records: Any = None, opt_le
         from ingot.graph.transform.bind_params import BindParams
 
         mod = BindParams("main", model.params)(mod)
+    partition_report: list = []
+    if byoc:
+        from ingot import byoc as B
+        from ingot.graph.transform import partition_report as report_of
+
+        backends = [byoc] if isinstance(byoc, str) else list(byoc)
+        for name in backends:
+            B.get_backend(name)  # an unknown name fails here, listing the registered backends
+        partition_report = report_of(mod, backends)
+        mod = B.partition(mod, backends, policy=byoc_policy, target=target)
     kwargs: dict = {"layout": layout}
     hook = None
     if tuning_records is not None:
         hook = kwargs["apply_schedule"] = _tuned_schedule_fn(tuning_records, target)
     executable = G.build(mod, target, **kwargs)
     package = Package(executable, model.inputs, model.outputs, str(target), model.source)
+    package.partition_report = partition_report
     if hook is not None:
         # Never silent about tuning: say how many kernels got a tuned / default schedule.
         import sys
