@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import multiprocessing as mp
 import os
-import statistics
 import sys
 import tempfile
 import threading
@@ -139,7 +138,6 @@ def concurrent_check(fn, inputs: list, threads: int = 4, rounds: int = 5) -> int
 def bench(name: str, args, workdir: str) -> dict:
     import onnxruntime as ort
 
-    import ingot
     from ingot.workflow import model as M
     from ingot.runtime.threads import default_num_threads
 

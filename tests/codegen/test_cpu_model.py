@@ -58,9 +58,9 @@ def test_target_cpu_options():
     no512 = Target("llvm -mcpu=skylake-avx512 -mattr=-avx512f").cpu
     assert (no512.isa, no512.vector_bits, no512.vector_registers) == ("avx2", 256, 16)
     with pytest.raises(TargetError, match="unknown CPU 'pentium9'"):
-        Target("llvm -mcpu=pentium9").cpu
+        _ = Target("llvm -mcpu=pentium9").cpu
     with pytest.raises(TargetError, match="not a CPU target"):
-        Target("cuda").cpu
+        _ = Target("cuda").cpu
 
 
 def test_a_named_cpu_compiles_for_that_cpu():

@@ -10,7 +10,6 @@ import pytest
 
 import ingot
 from ingot import te, tir
-from ingot.codegen import toolchain
 from ingot.codegen.build import build_module
 from ingot.ir import IRModule, Var, decl_buffer
 from ingot.tir import BufferStore, For, ForKind, PrimFunc

@@ -10,11 +10,10 @@ import pytest
 from ingot import ops, te
 from ingot.ops.schedule.blocked import blocked_gemm_rule, is_large_gemm
 from ingot.ops.schedule.analysis import analyze_block
-from ingot.target import Target
 from ingot.tir.schedule import Schedule
 from ingot.tir.schedule.error import ScheduleError
 
-from .schedule_testutil import AVX512_CPU, AVX512_TARGET, CPU, TARGET, kernel_loop as _kernel_loop, run as _run, schedule as _schedule
+from .schedule_testutil import AVX512_CPU, AVX512_TARGET, kernel_loop as _kernel_loop, run as _run, schedule as _schedule
 
 pytestmark = pytest.mark.compiler
 
@@ -25,8 +24,13 @@ def _rand(*shape):
     return RNG.standard_normal(shape).astype("float32")
 
 
-def _avx512() -> bool:
-    return Target(TARGET).vector_lanes("float32") >= 16
+def _check_kernels(tensors, host_sch, check_avx512):
+    """The assembly of the host's schedule (full-width FMAs) and, compiled for an AVX-512 CPU
+    whatever the host, of that CPU's schedule (``check_avx512(loop)``)."""
+    host = _kernel_loop(host_sch)
+    assert host["vector"] == host["fma"] > 0, host
+    avx512_sch, _ = _schedule(tensors, AVX512_TARGET)
+    check_avx512(_kernel_loop(avx512_sch, AVX512_TARGET))
 
 
 def test_large_matmul_gets_the_blocked_rule_and_matches_numpy():
@@ -38,11 +42,13 @@ def test_large_matmul_gets_the_blocked_rule_and_matches_numpy():
     np.testing.assert_allclose(_run(sch, [a, b], (256, 128)), a @ b, rtol=1e-4, atol=1e-3)
     text = sch.mod["main"].script()
     assert "B_global" in text and "A_global" not in text  # B packed per k slice, A read in place
-    if _avx512():
-        loop = _kernel_loop(sch)
+
+    def check(loop):
         # the 8 x 32 tile stays in zmm registers over the k loop: 16 FMAs per k step, and no
         # store of an accumulator inside the loop (GCC keeps C in registers: restrict outlining)
         assert loop["zmm"] >= 16 and loop["stack"] == 0 and loop["stores"] == 0, loop
+
+    _check_kernels([A, B, C], sch, check)
 
 
 def test_dense_bias_relu_blocked_with_epilogue():
@@ -113,9 +119,11 @@ def test_conv_vectorized_over_output_channels(c, hw, o, k, s):
     xa, wa, ba = _rand(1, c, hw, hw), _rand(o, c, k, k), _rand(1, o, 1, 1)
     ref = np.maximum(_conv_ref(xa, wa, s, k // 2) + ba, 0)
     np.testing.assert_allclose(_run(sch, [xa, wa, ba], ref.shape), ref, rtol=1e-4, atol=1e-3)
-    if _avx512():
-        loop = _kernel_loop(sch)
+
+    def check(loop):
         assert loop["zmm"] >= 7 and loop["stack"] == 0, loop
+
+    _check_kernels([x, w, b, y], sch, check)
 
 
 def test_depthwise_conv_is_refused_by_the_channel_rule():

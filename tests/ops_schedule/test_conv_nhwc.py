@@ -28,10 +28,6 @@ def _rand(*shape):
     return RNG.standard_normal(shape).astype("float32")
 
 
-def _avx512() -> bool:
-    return Target(TARGET).vector_lanes("float32") >= 16
-
-
 def _torch_conv(x_nhwc, w_hwio, stride, pad, groups=1):
     x = torch.from_numpy(x_nhwc).permute(0, 3, 1, 2)
     w = torch.from_numpy(w_hwio).permute(3, 2, 0, 1)
@@ -169,12 +165,12 @@ def test_narrow_24_channel_projection_uses_8_lane_vectors():
     np.testing.assert_allclose(_run(sch, [xa, wa], (1, 8, 8, 24)), _torch_conv(xa, wa, 1, 0), rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.skipif(not _avx512(), reason="needs AVX-512")
 @pytest.mark.parametrize("c,hw,k,s", [(32, 56, 1, 1), (32, 14, 3, 1), (32, 7, 3, 1), (3, 32, 7, 2)])
 def test_micro_kernel_keeps_the_tile_in_zmm_registers(c, hw, k, s):
-    # (the last one is the RGB stem: (kx, c) fused, no predictive-commoning spills)
-    sch, _ = _schedule(_packed_conv_layer(c, hw, 64, k, s))
-    loop = _kernel_loop(sch)
+    # (the last one is the RGB stem: (kx, c) fused, no predictive-commoning spills); compiled for
+    # an AVX-512 CPU whatever the host
+    sch, _ = _schedule(_packed_conv_layer(c, hw, 64, k, s), AVX512_TARGET)
+    loop = _kernel_loop(sch, AVX512_TARGET)
     # MR x 2 vectors: 8 x 2 at OW 56, 7 x 2 at OW 14 / 7, all zmm, no spill
     assert loop["zmm"] >= 14 and loop["zmm"] == loop["fma"] and loop["stack"] == 0, loop
 
@@ -186,12 +182,11 @@ def test_1x1_pixels_order_matches_torch_keeps_the_tile_in_registers(c, hw, o, s)
 
     oh = (hw - 1) // s + 1
     assert default_conv_params(ConvNhwcShape(1, oh, oh, o, c, 1, 6, 16, 2), AVX512_CPU).order == "pixels"
-    sch, rules = _schedule(_packed_conv_layer(c, hw, o, 1, s))
+    sch, rules = _schedule(_packed_conv_layer(c, hw, o, 1, s), AVX512_TARGET)
     assert rules["conv2d_nhwc"] == "conv_nhwc_rule", rules
-    if _avx512():
-        loop = _kernel_loop(sch)
-        # 14 x 2 tile, 4 steps; "rows" order spilled 3-7 accumulators here (6-14 stack accesses)
-        assert loop["fma"] == loop["zmm"] == 112 and loop["stack"] <= 2, loop
+    loop = _kernel_loop(sch, AVX512_TARGET)
+    # 14 x 2 tile, 4 steps; "rows" order spilled 3-7 accumulators here (6-14 stack accesses)
+    assert loop["fma"] == loop["zmm"] == 112 and loop["stack"] <= 2, loop
     xa, wa, ba, ra = _rand(1, hw, hw, c), _rand(1, 1, c, o), _rand(o), _rand(1, oh, oh, o)
     out = _run(sch, [xa, packed.pack_conv2d_nhwc_weight(wa, 32), ba, ra], (1, oh, oh, o))
     np.testing.assert_allclose(out, np.maximum(_torch_conv(xa, wa, s, 0) + ba + ra, 0), rtol=1e-4, atol=1e-4)
@@ -201,11 +196,10 @@ def test_1x1_pixels_order_matches_torch_keeps_the_tile_in_registers(c, hw, o, s)
 def test_7x7_1x1_two_panel_tile_matches_torch(hw, s):
     # a sliced stride-1 1x1 at OW 7: the 7 x 4-vector tile spans two 32-wide weight panels
     # (stride 2 keeps the 7 x 2 tile)
-    sch, rules = _schedule(_packed_conv_layer(512, hw, 128, 1, s))
+    sch, rules = _schedule(_packed_conv_layer(512, hw, 128, 1, s), AVX512_TARGET)
     assert rules["conv2d_nhwc"] == "conv_nhwc_rule", rules
-    if _avx512():
-        loop = _kernel_loop(sch)
-        assert loop["fma"] == loop["zmm"] == (28 if s == 1 else 56) and loop["stack"] <= 2, loop
+    loop = _kernel_loop(sch, AVX512_TARGET)
+    assert loop["fma"] == loop["zmm"] == (28 if s == 1 else 56) and loop["stack"] <= 2, loop
     xa, wa, ba, ra = _rand(1, hw, hw, 512), _rand(1, 1, 512, 128), _rand(128), _rand(1, 7, 7, 128)
     out = _run(sch, [xa, packed.pack_conv2d_nhwc_weight(wa, 32), ba, ra], (1, 7, 7, 128))
     np.testing.assert_allclose(out, np.maximum(_torch_conv(xa, wa, s, 0) + ba + ra, 0), rtol=1e-4, atol=2e-4)
@@ -317,18 +311,18 @@ def test_depthwise_7x7_output_row_tasks_match_torch(c, hw, s):
     np.testing.assert_allclose(out, np.clip(_torch_conv(xa, wa, s, 1, groups=c) + ba, 0, 6), rtol=1e-4, atol=1e-4)
 
 
-@pytest.mark.skipif(not _avx512(), reason="needs AVX-512")
 def test_depthwise_micro_kernel_vectorized_over_channels():
+    # compiled for an AVX-512 CPU whatever the host
     x, w = te.placeholder((1, 14, 14, 64), name="x"), te.placeholder((3, 3, 1, 64), name="w")
-    sch, _ = _schedule([x, w, ops.nn.conv2d_nhwc(x, w, padding=1, groups=64)])
+    sch, _ = _schedule([x, w, ops.nn.conv2d_nhwc(x, w, padding=1, groups=64)], AVX512_TARGET)
     # the padding is inlined (a bounds check per tap, uniform over the channel vector): the
     # accumulators go through the stack between taps, but every FMA is a 16-channel zmm one
     assert "pad_temp" not in set(sch.state.blocks("main"))
-    loop = _kernel_loop(sch)
+    loop = _kernel_loop(sch, AVX512_TARGET)
     assert loop["zmm"] >= 7 and loop["zmm"] == loop["fma"], loop
     x, w = te.placeholder((1, 14, 14, 64), name="x"), te.placeholder((3, 3, 1, 64), name="w")
-    sch, _ = _schedule([x, w, ops.nn.conv2d_nhwc(x, w, padding=0, groups=64)])
-    loop = _kernel_loop(sch)  # unpadded: the 7 x 2-vector tile stays in registers
+    sch, _ = _schedule([x, w, ops.nn.conv2d_nhwc(x, w, padding=0, groups=64)], AVX512_TARGET)
+    loop = _kernel_loop(sch, AVX512_TARGET)  # unpadded: the 7 x 2-vector tile stays in registers
     assert loop["zmm"] >= 14 and loop["zmm"] == loop["fma"] and loop["stack"] == 0, loop
 
 

@@ -14,7 +14,7 @@ from ingot.target import Target
 
 from .schedule_testutil import TARGET, run as _run, schedule as _schedule
 
-from .test_blocked_and_conv import _avx512, _kernel_loop
+from .test_blocked_and_conv import _check_kernels
 
 pytestmark = pytest.mark.compiler
 
@@ -77,10 +77,15 @@ def test_depthwise_conv_vectorizes_over_channels_at_every_width(c, hw, stride):
     assert picked["depthwise_conv2d_nchw"] == "conv_oc_rule", picked
     ref = np.maximum(conv2d_nchw(x, w, (stride, stride), (1, 1, 1, 1), groups=c) + bias, 0)
     np.testing.assert_allclose(_run(sch, [x, wp, bias], ref.shape), ref, rtol=1e-4, atol=1e-4)
-    if _avx512() and hw == 14 and stride == 1:
-        loop = _kernel_loop(sch)
-        # MR = 7 output columns x one 16-channel vector: 7 zmm FMAs per (ky, kx), no spills
-        assert loop["zmm"] >= 7 and loop["stack"] == 0, loop
+    if hw == 14 and stride == 1:
+        def check(loop):
+            # MR = 7 output columns x one 16-channel vector: 7 zmm FMAs per (ky, kx), no spills
+            assert loop["zmm"] >= 7 and loop["stack"] == 0, loop
+
+        # AVX-512's schedule reads 16-wide weight panels: pack them so for its own tensors
+        wp16 = te.placeholder(packed.pack_depthwise_weight(w, 16).shape, name="w")
+        _check_kernels([X, wp16, B, ops.relu(ops.add(packed.depthwise_conv2d_nchw_packed_weight(X, wp16, stride, 1), B))],
+                       sch, check)
 
 
 def test_row_vector_lanes():
