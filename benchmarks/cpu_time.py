@@ -51,8 +51,9 @@ def min_thread_time(fns: dict, args: dict, rounds: int) -> dict:
     return best
 
 
-def model_row(name: str, workdir: str, target: str, rounds: int) -> "tuple[str, float, float]":
-    """(model, Ingot ms, ONNX Runtime ms) of one model, one thread, CPU time."""
+def model_row(name: str, workdir: str, target: str, rounds: int, winograd: bool = True) -> "tuple[str, float, float]":
+    """(model, Ingot ms, ONNX Runtime ms) of one model, one thread, CPU time (``winograd``: the
+    ``graph.winograd`` pass config of Ingot's build)."""
     import onnxruntime as ort
 
     import ingot
@@ -62,7 +63,10 @@ def model_row(name: str, workdir: str, target: str, rounds: int) -> "tuple[str, 
     model = ingot.load(path)
     inp = model.inputs[0]
     x = np.random.default_rng(0).standard_normal(tuple(inp.shape)).astype("float32")
-    package = ingot.compile(model, target=f"{target} -num-cores=1")
+    from ingot.ir.transform import PassContext
+
+    with PassContext(config={"graph.winograd": winograd}):
+        package = ingot.compile(model, target=f"{target} -num-cores=1")
     opts = ort.SessionOptions()
     opts.intra_op_num_threads = opts.inter_op_num_threads = 1
     sess = ort.InferenceSession(path, opts, providers=["CPUExecutionProvider"])
@@ -125,6 +129,7 @@ def main(argv=None) -> int:
     p.add_argument("--rounds", type=int, default=8)
     p.add_argument("--workdir", default="/tmp/ingot-models")
     p.add_argument("--repo", default=None, help="time the ingot package of this checkout instead")
+    p.add_argument("--no-winograd", action="store_true", help="build without Winograd convs (graph.winograd)")
     args = p.parse_args(argv)
     import ingot
 
@@ -135,7 +140,7 @@ def main(argv=None) -> int:
         shape, gi, gn = gemm_row(n, args.target, args.rounds)
         print(f"| {shape} (GFLOP/s; numpy/OpenBLAS) | {gi:.1f} | {gn:.1f} | {gi / gn:.2f}x of OpenBLAS |", flush=True)
     for name in [m for m in args.models.split(",") if m]:
-        model, ti, to = model_row(name, args.workdir, args.target, args.rounds)
+        model, ti, to = model_row(name, args.workdir, args.target, args.rounds, not args.no_winograd)
         print(f"| {model} (ms; ONNX Runtime) | {ti:.2f} | {to:.2f} | {ti / to:.2f}x the time |", flush=True)
     print(f"load average after: {load_average()}")
     return 0
