@@ -91,3 +91,35 @@ def tiled_matmul(n=64, tile=16, dtype="float32"):
     body = thread_loop(by, n // tile, "blockIdx.y", thread_loop(bx, n // tile, "blockIdx.x", Allocate(
         A_sh, Allocate(B_sh, thread_loop(ty, tile, "threadIdx.y", thread_loop(tx, tile, "threadIdx.x", per_thread))))))
     return PrimFunc([A, B, C], body).with_attr("global_symbol", "main").with_attr("tir.noalias", True)
+
+
+def bound_matmul(n=200, tile=16, dtype="float32"):
+    """C = A @ B scheduled with primitives: (i, j) split by ``tile`` and bound to blocks and
+    threads, k serial in each thread; ``n`` not a multiple of ``tile`` makes guarded blocks."""
+    A = te.placeholder((n, n), dtype, name="A")
+    B = te.placeholder((n, n), dtype, name="B")
+    k = te.reduce_axis((0, n), name="k")
+    C = te.compute((n, n), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
+    sch = tir.Schedule(te.create_prim_func([A, B, C]))
+    i, j, _ = sch.get_loops(sch.get_block("C"))
+    by, ty = sch.split(i, [None, tile])
+    bx, tx = sch.split(j, [None, tile])
+    sch.reorder(by, bx, ty, tx)
+    for loop, tag in ((by, "blockIdx.y"), (bx, "blockIdx.x"), (ty, "threadIdx.y"), (tx, "threadIdx.x")):
+        sch.bind(loop, tag)
+    return sch.mod
+
+
+def two_stage_workspace(n=4096):
+    """B = exp(A) + 1 through a global intermediate T = exp(A): two kernels and a device
+    workspace the launcher allocates per call."""
+    A = te.placeholder((n,), name="A")
+    T = te.compute((n,), lambda i: te.exp(A[i]), name="T")
+    B = te.compute((n,), lambda i: T[i] + 1.0, name="B")
+    sch = tir.Schedule(te.create_prim_func([A, B]))
+    for name in ("T", "B"):
+        (i,) = sch.get_loops(sch.get_block(name))
+        bx, tx = sch.split(i, [None, 256])
+        sch.bind(bx, "blockIdx.x")
+        sch.bind(tx, "threadIdx.x")
+    return sch.mod

@@ -233,3 +233,54 @@ def test_gpu_tiled_matmul(tmp_path):
     c = rc.empty((64, 64), "float32")
     lib["main"](rc.array(x), rc.array(y), c)
     np.testing.assert_allclose(c.numpy(), x @ y, rtol=1e-4, atol=1e-4)
+
+
+@needs_gpu
+def test_gpu_bound_matmul_ragged(tmp_path):
+    lib = ingot.build(programs.bound_matmul(n=200), "cuda", cache_dir=tmp_path)
+    rng = np.random.default_rng(3)
+    x, y = (rng.standard_normal((200, 200)).astype("float32") for _ in range(2))
+    c = rc.array(np.full((200, 200), np.nan, "float32"))
+    lib["main"](rc.array(x), rc.array(y), c)
+    np.testing.assert_allclose(c.numpy(), x @ y, rtol=1e-4, atol=1e-3)
+
+
+@needs_gpu
+def test_gpu_float16_elementwise(tmp_path):
+    A = ingot.te.placeholder((777,), "float16", name="A")
+    B = ingot.te.compute((777,), lambda i: A[i] * A[i] + ingot.tir.const(1.5, "float16"), name="B")
+    sch = ingot.tir.Schedule(ingot.te.create_prim_func([A, B]))
+    (i,) = sch.get_loops(sch.get_block("B"))
+    bx, tx = sch.split(i, [None, 128])
+    sch.bind(bx, "blockIdx.x")
+    sch.bind(tx, "threadIdx.x")
+    lib = ingot.build(sch.mod, "cuda", cache_dir=tmp_path)
+    x = np.random.default_rng(4).uniform(-2, 2, 777).astype("float16")
+    b = rc.empty((777,), "float16")
+    lib["main"](rc.array(x), b)
+    np.testing.assert_allclose(b.numpy().astype("float32"), (x * x + np.float16(1.5)).astype("float32"), rtol=2e-3)
+
+
+@needs_gpu
+def test_gpu_workspace_between_kernels(tmp_path):
+    lib = ingot.build(programs.two_stage_workspace(), "cuda", cache_dir=tmp_path)
+    x = np.random.default_rng(5).standard_normal(4096).astype("float32")
+    b = rc.empty((4096,), "float32")
+    for _ in range(3):  # the workspace is allocated and freed per call
+        lib["main"](rc.array(x), b)
+    np.testing.assert_allclose(b.numpy(), np.exp(x) + 1, rtol=1e-5)
+
+
+@needs_gpu
+def test_gpu_out_of_bounds_kernel_is_a_kernel_error(tmp_path):
+    # A kernel that writes far past its buffer: the launcher must report it as a KernelError
+    # (CUDA_ERROR_ILLEGAL_ADDRESS), not crash the process. Run last: the context is poisoned after.
+    from ingot.ir import Var, decl_buffer
+    from ingot.tir import BufferStore, PrimFunc
+
+    A = decl_buffer((16,), "float32", "A")
+    t = Var("t")
+    body = programs.thread_loop(t, 32, "threadIdx.x", BufferStore(A, 1.0, [t * (1 << 26)]))
+    lib = ingot.build(PrimFunc([A], body).with_attr("global_symbol", "main"), "cuda", cache_dir=tmp_path)
+    with pytest.raises(KernelError):
+        lib["main"](rc.array(np.zeros(16, "float32")))
