@@ -37,3 +37,5 @@ from .packed import (  # noqa: E402
     conv2d_nhwc_packed_weight, conv2d_nhwc_winograd, conv2d_packed_weight, dense_packed_weight,
     depthwise_conv2d_packed_weight,
 )
+from . import opaque  # noqa: E402 - registers onnx_node (ONNX nodes kept for ONNX Runtime: fallback)
+from .opaque import onnx_node  # noqa: E402
