@@ -32,7 +32,7 @@ from ..struct_info import TensorStructInfo
 __all__ = ["onnx_node", "is_onnx_node"]
 
 _ATTRS = {"node": REQUIRED, "op_type": REQUIRED, "domain": "", "opset": REQUIRED, "domain_version": 0,
-          "output_index": 0, "name": "", "shape": REQUIRED, "dtype": REQUIRED}
+          "output_index": 0, "node_name": "", "shape": REQUIRED, "dtype": REQUIRED}
 
 
 def _infer(args: Any, attrs: Any) -> TensorStructInfo:
@@ -43,7 +43,7 @@ def _infer(args: Any, attrs: Any) -> TensorStructInfo:
 
 
 def _legalize(inputs: Any, attrs: Any, out: Any) -> Any:
-    what = f"ONNX {attrs['domain'] + '.' if attrs['domain'] else ''}{attrs['op_type']} (node {attrs['name']!r})"
+    what = f"ONNX {attrs['domain'] + '.' if attrs['domain'] else ''}{attrs['op_type']} (node {attrs['node_name']!r})"
     raise op_error("onnx_node", f"{what} has no Ingot kernel: it runs on ONNX Runtime only; compile with "
                                 f"ingot.compile(model, fallback=\"onnxruntime\") (CLI: --fallback onnxruntime) or "
                                 f"partition it with ingot.byoc.partition(mod, [\"onnxruntime\"])")
@@ -56,7 +56,7 @@ if "onnx_node" not in _REGISTRY:  # idempotent: a reload in tests must not fail
 
 
 def onnx_node(*args: Expr, node: bytes, op_type: str, opset: int, shape: Sequence[Any], dtype: str,
-              domain: str = "", domain_version: int = 0, output_index: int = 0, name: str = "") -> Call:
+              domain: str = "", domain_version: int = 0, output_index: int = 0, node_name: str = "") -> Call:
     """Output ``output_index`` of the ONNX node ``node`` (a serialized ``NodeProto``) applied to ``args``.
 
     ``args`` are the node's inputs in order (absent optional inputs are dropped from the node before:
@@ -72,7 +72,7 @@ def onnx_node(*args: Expr, node: bytes, op_type: str, opset: int, shape: Sequenc
     """
     return make_call("onnx_node", list(args), node=bytes(node), op_type=str(op_type), domain=str(domain),
                      opset=int(opset), domain_version=int(domain_version), output_index=int(output_index),
-                     name=str(name), shape=tuple(shape), dtype=str(dtype))
+                     node_name=str(node_name), shape=tuple(shape), dtype=str(dtype))
 
 
 def is_onnx_node(expr: Any) -> bool:
