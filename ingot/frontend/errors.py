@@ -55,7 +55,8 @@ class UnsupportedOpsError(FrontendError):
         super().__init__(
             f"{source}: {len(self.ops)} unsupported operator type(s){at}: " + "; ".join(parts)
             + "\n(list what is supported with ingot.frontend.onnx.supported_ops(); an unsupported op needs a "
-              "converter in ingot/frontend/onnx/)"
+              "converter in ingot/frontend/onnx/; or run them on ONNX Runtime: "
+              "ingot.compile(model, fallback=\"onnxruntime\"), CLI: ingot compile --fallback onnxruntime)"
         )
 
 

@@ -300,6 +300,9 @@ class Context(FoldingContext):
 
     #: Keep Div by a one-element float constant as an IEEE division (``from_onnx(exact_division=)``).
     exact_division: bool = False
+    #: ``{domain: opset}`` of the model when unsupported nodes are kept as ``onnx_node`` calls
+    #: (``from_onnx(keep_unsupported=True)``), else None.
+    opaque_opsets: "dict | None" = None
 
     # Values (``static`` and ``emit`` come from FoldingContext) -------------------------------------
     @staticmethod
@@ -345,7 +348,8 @@ def from_onnx(model_or_path: Any, shape_dict: "Mapping[str, Sequence[Any]] | Non
               dtype_dict: "Mapping[str, str] | str | None" = None, opset: "int | None" = None,
               keep_params_in_input: bool = False,
               const_inputs: "Mapping[str, Any] | None" = None, *, checked: bool = False,
-              source: "str | None" = None, exact_division: bool = False) -> tuple[IRModule, dict]:
+              source: "str | None" = None, exact_division: bool = False,
+              keep_unsupported: bool = False) -> tuple[IRModule, dict]:
     """Import an ONNX model (TVM's ``relax.frontend.onnx.from_onnx``).
 
     Args:
@@ -367,6 +371,10 @@ def from_onnx(model_or_path: Any, shape_dict: "Mapping[str, Sequence[Any]] | Non
             default it imports as ``x * (1 / c)``, as ONNX Runtime's and PyTorch's GELU compute it
             (within 1 ulp, exact when ``1 / c`` is a power of two; a vector divide costs 10-16
             multiplies).
+        keep_unsupported: a node Ingot cannot convert (no converter, or the converter refuses it) is
+            kept whole as ``onnx_node`` calls typed by ONNX shape inference (`ingot.frontend.onnx.opaque`)
+            instead of raising `UnsupportedOpsError`; ``ingot.compile(model, fallback="onnxruntime")``
+            runs them on ONNX Runtime.
 
     Returns:
         ``(mod, params)``: ``mod["main"]`` takes the model's inputs in order and returns its output
@@ -387,7 +395,7 @@ def from_onnx(model_or_path: Any, shape_dict: "Mapping[str, Sequence[Any]] | Non
     source = source or loaded_from
     opset = int(opset) if opset is not None else model_opset(model)
     missing = find_unsupported(model, opset)
-    if missing:
+    if missing and not keep_unsupported:
         raise UnsupportedOpsError(missing, source, opset)
 
     # Step 2. inputs: shapes from shape_dict or the model; free dims become symbolic Vars.
@@ -434,6 +442,9 @@ def from_onnx(model_or_path: Any, shape_dict: "Mapping[str, Sequence[Any]] | Non
     bb = G.BlockBuilder()
     ctx = Context(bb)
     ctx.exact_division = exact_division
+    if keep_unsupported:
+        ctx.opaque_opsets = {imp.domain if imp.domain != "ai.onnx" else "": int(imp.version)
+                             for imp in model.opset_import}
     with bb.function("main", params_vars):
         with bb.dataflow():
             for proto in model.graph.node:
@@ -510,20 +521,32 @@ def _convert_node(ctx: Context, proto: Any, values: dict, opset: int, source: st
                                   f"({source} is not topologically sorted or is incomplete)")
     node = Node(proto, ins, opset)
     fn = get_converter(proto.op_type, opset)
-    if fn is None:
+    if ctx.opaque_opsets is not None and fn is None and not _convertible(proto.op_type, proto.domain, opset):
+        result = _opaque(ctx, node, "no converter")
+    elif fn is None:
         _expand_function(ctx, node, values, source, depth)
         return
-    try:
-        result = fn(ctx, node)
-    except ConversionError:
-        raise
-    except (IngotError, ValueError, TypeError, IndexError, KeyError, NotImplementedError) as exc:
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise node.error(first) from exc
+    else:
+        try:
+            result = fn(ctx, node)
+        except (IngotError, ValueError, TypeError, IndexError, KeyError, NotImplementedError) as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            if ctx.opaque_opsets is not None:  # the converter refuses this node: ONNX Runtime runs it
+                result = _opaque(ctx, node, first)
+            elif isinstance(exc, ConversionError):
+                raise
+            else:
+                raise node.error(first) from exc
     results = list(result) if isinstance(result, (list, tuple)) else [result]
     for name, value in zip(proto.output, results):
         if name:
             values[name] = _as_value(value)
+
+
+def _opaque(ctx: Context, node: Node, why: str) -> list:
+    from .opaque import convert_opaque
+
+    return convert_opaque(ctx, node, ctx.opaque_opsets or {}, why)
 
 
 def _as_value(value: Any) -> Any:
