@@ -375,3 +375,136 @@ def _math(fn: str) -> Any:
 for _op, _fn in (("Asin", "asin"), ("Acos", "acos"), ("Atan", "atan"), ("Sinh", "sinh"), ("Cosh", "cosh"),
                  ("Asinh", "asinh"), ("Acosh", "acosh"), ("Atanh", "atanh")):
     register(_op, since=7 if _fn in ("asin", "acos", "atan") else 9)(_math(_fn))
+
+
+# -- GatherND, CumProd, ReverseSequence (composed of take / prod / gather_elements) -------------
+
+
+def _static_axis_size(ctx: Any, node: Any, x: Any, axis: int, what: str) -> int:
+    n = ctx.shape(x)[axis]
+    if not isinstance(n, int):
+        raise node.error(f"{what} needs a static size on axis {axis}, got {n}; fix it with shape_dict")
+    return n
+
+
+@register("GatherND", since=11)
+def _gather_nd(ctx: Any, node: Any) -> Any:
+    # Each index tuple (the last axis of `indices`) is one row number of data viewed as
+    # (batch * prod(indexed dims), rest...); with batch_dims b, batch entry j adds j * rows.
+    # GatherND is then one `take` on axis 0 of that view.
+    data, idx = node.input(0), node.input(1)
+    b = int(node.attr("batch_dims", 0))
+    ds, ishape = list(ctx.shape(data)), list(ctx.shape(idx))
+    k = ishape[-1] if ishape else None
+    if not isinstance(k, int) or not 0 <= b < len(ishape) or b + k > len(ds):
+        raise node.error(f"indices {tuple(map(str, ishape))} with batch_dims={b} do not index data "
+                         f"{tuple(map(str, ds))}: the last axis of indices (static) may index at most "
+                         f"rank(data) - batch_dims axes")
+    batch, indexed, rest = ds[:b], ds[b:b + k], ds[b + k:]
+    if not all(isinstance(d, int) for d in batch + indexed):
+        raise node.error(f"GatherND needs static sizes on the batch and indexed axes of data "
+                         f"{tuple(map(str, ds))}; fix them with shape_dict")
+    rows = int(np.prod(indexed, dtype=np.int64))
+    nb = int(np.prod(batch, dtype=np.int64))
+    lead = ishape[:-1]
+    e_idx = ctx.expr(ctx.emit(G.op.astype(ctx.expr(idx), "int64")))
+    if k == 0:
+        if not all(isinstance(d, int) for d in lead):
+            raise node.error("GatherND with an empty index tuple needs static index shapes")
+        lin: Any = G.const(np.zeros(lead, "int64"))
+    else:
+        strides = np.array([int(np.prod(indexed[j + 1:], dtype=np.int64)) for j in range(k)], dtype="int64")
+        # negative entries count from the end of their own axis
+        wrapped = ctx.expr(ctx.emit(G.op.where(
+            ctx.expr(ctx.emit(G.op.less(e_idx, G.const(np.zeros((), "int64"))))),
+            ctx.expr(ctx.emit(G.op.add(e_idx, G.const(np.array(indexed, dtype="int64"))))), e_idx)))
+        lin = ctx.expr(ctx.emit(G.op.sum(ctx.expr(ctx.emit(G.op.multiply(wrapped, G.const(strides)))), axis=[-1])))
+    if b:
+        offsets = (np.arange(nb, dtype="int64") * rows).reshape(batch + [1] * (len(lead) - b))
+        lin = ctx.expr(ctx.emit(G.op.add(lin, G.const(offsets))))
+    flat = ctx.expr(ctx.emit(G.op.reshape(ctx.expr(data), (nb * rows,) + tuple(rest))))
+    return ctx.emit(G.op.take(flat, ctx.expr(lin), axis=0))
+
+
+# Up to this axis length CumProd is one masked product (sequential order, as the ONNX reference
+# multiplies); longer axes use a log-depth scan instead of an n x n intermediate.
+_CUMPROD_MASKED_MAX = 64
+
+
+@register("CumProd", since=26)
+def _cumprod(ctx: Any, node: Any) -> Any:
+    x = node.input(0)
+    return _per_axis_value(ctx, node, x, node.input(1), lambda axis: _cumprod_on(ctx, node, x, axis))
+
+
+def _per_axis_value(ctx: Any, node: Any, x: Any, axis_value: Any, build: Any) -> Any:
+    """``build(axis)`` for the scan axis given as an input: one graph when the axis is known at import
+    time; when it arrives at run time (a graph input), every axis is built and the run-time value picks
+    one (a chain of ``where`` on the normalized axis; the output shape is the input's either way)."""
+    ndim = len(ctx.shape(x))
+    if is_static(axis_value):
+        return build(_axis(ctx, node, x, static_ints(axis_value, node, "axis")[0]))
+    a = ctx.expr(ctx.emit(G.op.reshape(ctx.expr(ctx.emit(G.op.astype(ctx.expr(axis_value), "int64"))), ())))
+    neg = ctx.expr(ctx.emit(G.op.less(a, G.const(np.zeros((), "int64")))))
+    a = ctx.expr(ctx.emit(G.op.where(neg, ctx.expr(ctx.emit(G.op.add(a, G.const(np.array(ndim, "int64"))))), a)))
+    out = ctx.expr(build(ndim - 1))
+    for k in range(ndim - 2, -1, -1):
+        hit = ctx.expr(ctx.emit(G.op.equal(a, G.const(np.array(k, "int64")))))
+        out = ctx.expr(ctx.emit(G.op.where(hit, ctx.expr(build(k)), out)))
+    return out
+
+
+def _cumprod_on(ctx: Any, node: Any, x: Any, axis: int) -> Any:
+    exclusive, reverse = bool(node.attr("exclusive", 0)), bool(node.attr("reverse", 0))
+    n = _static_axis_size(ctx, node, x, axis, "CumProd")
+    ndim = len(ctx.shape(x))
+    dt = ctx.dtype(x)
+    one = G.const(np.ones((), dt))
+    if n <= _CUMPROD_MASKED_MAX:
+        # out[i] = prod_j where(mask[i, j], x[j], 1): mask is j <= i (j < i exclusive; mirrored when reversed).
+        i, j = np.arange(n)[:, None], np.arange(n)[None, :]
+        mask = (j >= i if not exclusive else j > i) if reverse else (j <= i if not exclusive else j < i)
+        mask = mask.reshape((n, n) + (1,) * (ndim - axis - 1))
+        xe = ctx.expr(ctx.emit(G.op.expand_dims(ctx.expr(x), axis)))
+        sel = ctx.expr(ctx.emit(G.op.where(G.const(mask), xe, one)))
+        return ctx.emit(G.op.prod(sel, axis=[axis + 1]))
+    # Hillis-Steele scan: after the step with shift s, out[i] = prod x[i - 2s + 1 .. i].
+    e = _flip(ctx, x, axis) if reverse else ctx.expr(x)
+    pos = np.arange(n, dtype="int64")
+    bshape = [n if a == axis else 1 for a in range(ndim)]
+
+    def shifted(v: Any, s: int) -> Any:
+        moved = ctx.expr(ctx.emit(G.op.take(v, G.const(np.maximum(pos - s, 0)), axis=axis)))
+        return ctx.expr(ctx.emit(G.op.where(G.const((pos >= s).reshape(bshape)), moved, one)))
+
+    s = 1
+    while s < n:
+        e = ctx.expr(ctx.emit(G.op.multiply(e, shifted(e, s))))
+        s *= 2
+    if exclusive:
+        e = shifted(e, 1)
+    return _flip(ctx, e, axis) if reverse else e
+
+
+@register("ReverseSequence", since=10)
+def _reverse_sequence(ctx: Any, node: Any) -> Any:
+    # out[t, b] = x[lens[b] - 1 - t, b] for t < lens[b], else x[t, b]: a gather_elements along the time
+    # axis whose positions fold to a constant when sequence_lens is one.
+    x, lens = node.input(0), node.input(1)
+    shape = list(ctx.shape(x))
+    t_axis = _axis(ctx, node, x, node.attr("time_axis", 0))
+    b_axis = _axis(ctx, node, x, node.attr("batch_axis", 1))
+    if t_axis == b_axis:
+        raise node.error(f"time_axis and batch_axis must differ, both are {t_axis}")
+    t = _static_axis_size(ctx, node, x, t_axis, "ReverseSequence")
+    ndim = len(shape)
+    tshape = [t if a == t_axis else 1 for a in range(ndim)]
+    lshape = [-1 if a == b_axis else 1 for a in range(ndim)]
+    steps = G.const(np.arange(t, dtype="int64").reshape(tshape))
+    n = ctx.expr(ctx.emit(G.op.reshape(ctx.expr(ctx.emit(G.op.astype(ctx.expr(lens), "int64"))), lshape)))
+    inside = ctx.expr(ctx.emit(G.op.less(steps, n)))
+    back = ctx.expr(ctx.emit(G.op.subtract(ctx.expr(ctx.emit(G.op.subtract(n, G.const(np.ones((), "int64"))))),
+                                           steps)))
+    pos = ctx.expr(ctx.emit(G.op.where(inside, back, steps)))
+    pos = ctx.expr(ctx.emit(G.op.broadcast_to(pos, shape)))
+    return ctx.emit(G.op.gather_elements(ctx.expr(x), pos, axis=t_axis))

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from ingot import graph as G
+from ingot.graph.op import onnx_extra as X
 
 from ._common import as_array, is_static, norm_axes, scalar_like
 from .importer import register
@@ -201,6 +202,74 @@ def _pool3d_separable(ctx: Any, node: Any, x: Any, pool2d: Any, kernel: list, st
 
 register("MaxPool")(_pool("max"))
 register("AveragePool")(_pool("avg"))
+
+
+def _with(node: Any, inputs: list, **attrs: Any) -> Any:
+    """A view of ``node`` with other inputs and some attributes replaced (to reuse a converter)."""
+    import copy
+
+    view = copy.copy(node)
+    view.inputs = list(inputs)
+    view.attrs = {**node.attrs, **attrs}
+    return view
+
+
+@register("LpPool", since=2)
+def _lp_pool(ctx: Any, node: Any) -> Any:
+    # (sum over the window of |x|^p)^(1/p): the window sum is an average pool that counts the padding
+    # (every window then divides by the full kernel size) times that size; padded cells add 0.
+    x = ctx.expr(node.input(0))
+    dt = ctx.dtype(x)
+    p = float(node.attr("p", 2))
+    if node.attr("ceil_mode", 0):
+        raise node.error("LpPool with ceil_mode=1 is not supported (its edge windows are partial); export with "
+                         "ceil_mode=0 or pad the input explicitly")
+    if p <= 0:
+        raise node.error(f"p must be positive, got {p:g}")
+    if p == 2:
+        v = ctx.expr(ctx.emit(G.op.multiply(x, x)))
+    else:
+        v = ctx.expr(ctx.emit(G.op.abs(x)))
+        if p != 1:
+            v = ctx.expr(ctx.emit(G.op.power(v, scalar_like(p, dt))))
+    avg = ctx.expr(_pool("avg")(ctx, _with(node, [v], count_include_pad=1)))
+    size = int(np.prod([int(k) for k in node.attr("kernel_shape")], dtype=np.int64))
+    total = ctx.expr(ctx.emit(G.op.multiply(avg, scalar_like(size, dt))))
+    if p == 1:
+        return total
+    if p == 2:
+        return ctx.emit(G.op.sqrt(total))
+    return ctx.emit(G.op.power(total, scalar_like(1.0 / p, dt)))
+
+
+@register("MaxUnpool", since=9)
+def _max_unpool(ctx: Any, node: Any) -> Any:
+    # MaxPool's Indices are flat positions in the whole (N, C, spatial...) output: a zero tensor of the
+    # output size with the values scattered there (ScatterElements on the flattened view).
+    x, idx, shape_in = node.input(0), node.input(1), node.input(2)
+    xs = list(ctx.shape(x))
+    n = len(xs) - 2
+    if n < 1 or not all(isinstance(d, int) for d in xs):
+        raise node.error(f"MaxUnpool needs a static input of rank >= 3, got {tuple(map(str, xs))}; fix the dims "
+                         f"with shape_dict")
+    if shape_in is not None:
+        if not is_static(shape_in):
+            raise node.error("output_shape must be known at import time (a constant or an initializer)")
+        out_shape = [int(d) for d in as_array(shape_in).reshape(-1)]
+        if len(out_shape) != len(xs):
+            raise node.error(f"output_shape {out_shape} must have the rank of the input {xs}")
+    else:
+        kernel = [int(k) for k in node.attr("kernel_shape")]
+        strides = [int(s) for s in node.attr("strides", [1] * n)]
+        pads = [int(p) for p in node.attr("pads", [0] * (2 * n))]
+        out_shape = xs[:2] + [(xs[2 + i] - 1) * strides[i] - pads[i] - pads[n + i] + kernel[i] for i in range(n)]
+    total = int(np.prod(out_shape, dtype=np.int64))
+    dt = ctx.dtype(x)
+    flat_idx = ctx.expr(ctx.emit(G.op.reshape(ctx.expr(ctx.emit(G.op.astype(ctx.expr(idx), "int64"))), (-1,))))
+    flat_x = ctx.expr(ctx.emit(G.op.reshape(ctx.expr(x), (-1,))))
+    zeros = ctx.expr(ctx.emit(G.op.zeros((total,), dt)))
+    out = ctx.expr(ctx.emit(X.scatter_elements(zeros, flat_idx, flat_x, axis=0)))
+    return ctx.emit(G.op.reshape(out, tuple(out_shape)))
 
 
 @register("GlobalAveragePool")
