@@ -89,7 +89,7 @@ def supported_ops() -> list[str]:
 
 
 def _load_converters() -> None:
-    from . import ops_einsum, ops_extra, ops_math, ops_nn, ops_tensor  # noqa: F401 - register on import
+    from . import ops_einsum, ops_extra, ops_math, ops_nn, ops_rnn, ops_tensor  # noqa: F401 - register on import
 
 
 # -- loading and checking ------------------------------------------------------------------------

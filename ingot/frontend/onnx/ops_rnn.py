@@ -1,0 +1,425 @@
+"""ONNX converters for the recurrent layers: ``LSTM``, ``GRU`` and ``RNN``.
+
+Note: a recurrent layer is unrolled at import time over its static sequence length ``T``; nothing
+loops in Python at run time. The layer becomes
+
+1. one input projection for every step and direction at once: ``X`` viewed as ``(T*B, I)`` times
+   ``W`` of all directions transposed to ``(I, D*G*H)`` (``G`` gates), plus the biases that do not
+   depend on the state (``Wb + Rb``, except GRU's ``Rbh`` under ``linear_before_reset``);
+2. per step and direction, the recurrent GEMM ``H_{t-1} @ R^T`` (``(B, H) @ (H, G*H)``) and the gate
+   arithmetic: slices of the projection, activations, products. These are elementwise/injective ops
+   on one step's tensors, so graph fusion folds each step's gate math into one or two kernels
+   (the add of the projection slice into the GEMM's epilogue);
+3. the outputs stacked: ``Y`` by concatenating the steps' ``H`` (only when ``Y`` is used), ``Y_h``
+   and ``Y_c`` from the last step of each direction.
+
+The reverse direction walks the steps from ``T-1`` down to 0 and writes each ``H`` at its own time
+position. ``sequence_lens`` (static or computed at run time) becomes a per-step mask
+``t < sequence_lens[b]``: a masked step keeps the previous state and writes 0 to ``Y``, which is the
+ONNX semantics in both directions (a reverse sequence of length ``L`` starts at ``L-1`` because the
+steps above it are masked and leave the initial state untouched). A static ``sequence_lens`` is
+resolved per step at import time: steps every sequence covers need no mask, steps none covers are
+skipped. An absent initial state is a known zero: the first step then has no recurrent GEMM.
+
+Example:
+    >>> from ingot.frontend.onnx.importer import get_converter
+    >>> get_converter("LSTM", 14) is not None and get_converter("GRU", 7) is not None
+    True
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Optional
+
+import numpy as np
+
+from ingot import graph as G
+
+from ._common import as_array, is_static, scalar_like
+from .importer import register
+
+# op → (gate count, activations per direction, default activations). Gate order in W/R/B is ONNX's:
+# LSTM [i, o, f, c], GRU [z, r, h], RNN [i].
+_LAYERS = {
+    "LSTM": (4, 3, ("Sigmoid", "Tanh", "Tanh")),
+    "GRU": (3, 2, ("Sigmoid", "Tanh")),
+    "RNN": (1, 1, ("Tanh",)),
+}
+
+# activation (lower case) → (number of alpha, beta values it consumes, defaults). ONNX consumes
+# ``activation_alpha``/``activation_beta`` in the order of the activations that take them; the
+# defaults are those of the ONNX operators of the same name (ONNX Runtime does the same).
+_ACT_PARAMS = {
+    "affine": (1, 1, 1.0, 0.0),
+    "leakyrelu": (1, 0, 0.01, 0.0),
+    "thresholdedrelu": (1, 0, 1.0, 0.0),
+    "scaledtanh": (1, 1, 1.0, 1.0),
+    "hardsigmoid": (1, 1, 0.2, 0.5),
+    "elu": (1, 0, 1.0, 0.0),
+}
+
+
+class _Builder:
+    """Emits ops through the converter context and keeps the values graph expressions."""
+
+    def __init__(self, ctx: Any, dtype: str):
+        self.ctx = ctx
+        self.dtype = dtype
+
+    def __call__(self, call: Any) -> G.Expr:
+        return self.ctx.expr(self.ctx.emit(call))
+
+    def scalar(self, value: float) -> G.Constant:
+        return scalar_like(value, self.dtype)
+
+
+def _activation(name: str, alpha: float, beta: float) -> Callable[[_Builder, G.Expr], G.Expr]:
+    """The activation ``name`` as a function emitting graph ops (``KeyError`` when unknown)."""
+    op = G.op
+
+    def affine(b, x):
+        return b(op.add(b(op.multiply(x, b.scalar(alpha))), b.scalar(beta)))
+
+    table = {
+        "sigmoid": lambda b, x: b(op.sigmoid(x)),
+        "tanh": lambda b, x: b(op.tanh(x)),
+        "relu": lambda b, x: b(op.relu(x)),
+        "affine": affine,
+        "leakyrelu": lambda b, x: b(op.leaky_relu(x, alpha)),
+        "thresholdedrelu": lambda b, x: b(op.where(b(op.greater(x, b.scalar(alpha))), x, b.scalar(0.0))),
+        "scaledtanh": lambda b, x: b(op.multiply(b(op.tanh(b(op.multiply(x, b.scalar(beta))))), b.scalar(alpha))),
+        "hardsigmoid": lambda b, x: b(op.clip(affine(b, x), 0.0, 1.0)),
+        "elu": lambda b, x: b(op.where(b(op.greater_equal(x, b.scalar(0.0))), x,
+                                       b(op.multiply(b(op.expm1(x)), b.scalar(alpha))))),
+        "softsign": lambda b, x: b(op.divide(x, b(op.add(b(op.abs(x)), b.scalar(1.0))))),
+        "softplus": lambda b, x: b(op.log(b(op.add(b(op.exp(x)), b.scalar(1.0))))),
+    }
+    return table[name]
+
+
+def _activations(node: Any, per_dir: int, defaults: tuple, num_dirs: int) -> list[list[Callable]]:
+    """Per direction, the layer's activation functions (f, g, h for LSTM)."""
+    names = [str(a) for a in (node.attr("activations") or [])]
+    if not names:
+        names = list(defaults) * num_dirs
+    elif len(names) == per_dir and num_dirs == 2:
+        names = names * 2  # one set given for a bidirectional layer: used for both directions
+    if len(names) != per_dir * num_dirs:
+        raise node.error(f"activations={names} has {len(names)} entries; a {node.op_type} with {num_dirs} "
+                         f"direction(s) needs {per_dir * num_dirs} ({per_dir} per direction)")
+    alphas = [float(a) for a in (node.attr("activation_alpha") or [])]
+    betas = [float(a) for a in (node.attr("activation_beta") or [])]
+    funcs = []
+    for name in names:
+        key = name.lower()
+        n_alpha, n_beta, alpha, beta = _ACT_PARAMS.get(key, (0, 0, 0.0, 0.0))
+        if n_alpha and alphas:
+            alpha = alphas.pop(0)
+        if n_beta and betas:
+            beta = betas.pop(0)
+        try:
+            funcs.append(_activation(key, alpha, beta))
+        except KeyError:
+            raise node.error(f"activation {name!r} is not one ONNX defines for recurrent layers; use one of "
+                             "Sigmoid, Tanh, Relu, Affine, LeakyRelu, ThresholdedRelu, ScaledTanh, HardSigmoid, "
+                             "Elu, Softsign, Softplus") from None
+    return [funcs[d * per_dir:(d + 1) * per_dir] for d in range(num_dirs)]
+
+
+class _Layer:
+    """One recurrent node being unrolled: its attributes, inputs and the per-direction weights."""
+
+    def __init__(self, ctx: Any, node: Any):
+        self.ctx, self.node = ctx, node
+        self.kind = node.op_type
+        self.gates, per_dir, defaults = _LAYERS[self.kind]
+        direction = str(node.attr("direction", "forward"))
+        if direction not in ("forward", "reverse", "bidirectional"):
+            raise node.error(f"direction={direction!r}; ONNX allows forward, reverse or bidirectional")
+        self.reverse = [False, True] if direction == "bidirectional" else [direction == "reverse"]
+        self.num_dirs = len(self.reverse)
+        self.layout = int(node.attr("layout", 0))
+        self.clip = node.attr("clip")
+        self.input_forget = bool(node.attr("input_forget", 0))
+        self.lbr = bool(node.attr("linear_before_reset", 0))
+
+        x = ctx.expr(node.input(0))
+        self.dtype = ctx.dtype(x)
+        self.b = _Builder(ctx, self.dtype)
+        if self.layout == 1:  # (B, T, I) → (T, B, I)
+            x = self.b(G.op.permute_dims(x, (1, 0, 2)))
+        self.x = x
+        shape = ctx.shape(x)
+        if shape is None or len(shape) != 3:
+            raise node.error(f"input X must be 3-D, got shape {shape}")
+        self.steps, self.batch, self.in_size = shape
+        if not isinstance(self.steps, (int, np.integer)):
+            raise node.error(f"the sequence length of X ({self.steps}) is only known at run time; the layer is "
+                             "unrolled over a static sequence length: give X a fixed sequence length with "
+                             "shape_dict")
+        self.steps = int(self.steps)
+        wshape = ctx.shape(node.input(1))
+        rshape = ctx.shape(node.input(2))
+        hidden = node.attr("hidden_size") or rshape[-1]
+        if not isinstance(hidden, (int, np.integer)):
+            raise node.error("hidden_size is not given and R's last dimension is not static")
+        self.hidden = int(hidden)
+        gh = self.gates * self.hidden
+        if tuple(wshape[:2]) != (self.num_dirs, gh) or tuple(rshape) != (self.num_dirs, gh, self.hidden):
+            raise node.error(f"W {wshape} / R {rshape} do not match direction={direction!r} and hidden_size="
+                             f"{self.hidden}: expected W ({self.num_dirs}, {gh}, input_size) and R "
+                             f"({self.num_dirs}, {gh}, {self.hidden})")
+        self.acts = _activations(node, per_dir, defaults, self.num_dirs)
+
+    # -- weights -----------------------------------------------------------------------------------
+
+    def transposed(self, value: Any, rows: int, cols: int) -> G.Expr:
+        """``(D, rows, cols)`` weights as ``(cols, D*rows)``: every direction's ``W^T`` side by side."""
+        if is_static(value):
+            array = as_array(value).reshape(self.num_dirs * rows, cols)
+            return G.const(np.ascontiguousarray(array.T.astype(self.dtype)))
+        flat = self.b(G.op.reshape(self.ctx.expr(value), (self.num_dirs * rows, cols)))
+        return self.b(G.op.permute_dims(flat, (1, 0)))
+
+    def columns(self, value: G.Expr, start: int, stop: int, axis: int = -1) -> G.Expr:
+        """``value[..., start:stop]`` on ``axis``."""
+        return self.b(G.op.strided_slice(value, [start], [stop], axes=[axis]))
+
+    def bias(self) -> "tuple[Optional[G.Expr], Optional[G.Expr]]":
+        """``(input bias (D*G*H,), GRU's recurrent h-bias (D, H) under linear_before_reset)``; None when
+        absent. The input bias is ``Wb + Rb`` (GRU's ``Rbh`` stays in the step when ``linear_before_reset``)."""
+        bias = self.node.input(3)
+        if bias is None:
+            return None, None
+        gh, h = self.gates * self.hidden, self.hidden
+        if is_static(bias):
+            array = as_array(bias).astype(self.dtype).reshape(self.num_dirs, 2 * gh)
+            wb, rb = array[:, :gh].copy(), array[:, gh:].copy()
+            rbh = None
+            if self.kind == "GRU" and self.lbr:
+                rbh = G.const(np.ascontiguousarray(rb[:, 2 * h:]))
+                rb[:, 2 * h:] = 0
+            return G.const((wb + rb).reshape(-1)), rbh
+        value = self.ctx.expr(bias)
+        wb, rb = self.columns(value, 0, gh), self.columns(value, gh, 2 * gh)
+        rbh = None
+        if self.kind == "GRU" and self.lbr:
+            rbh = self.columns(rb, 2 * h, 3 * h)
+            rb = self.b(G.op.concat([self.columns(rb, 0, 2 * h),
+                                     self.b(G.op.zeros((self.num_dirs, h), self.dtype))], axis=1))
+        return self.b(G.op.reshape(self.b(G.op.add(wb, rb)), (-1,))), rbh
+
+    def initial(self, index: int) -> "list[Optional[G.Expr]]":
+        """Per direction, the initial state input ``index`` as ``(B, H)`` (None when absent: zero)."""
+        value = self.node.input(index)
+        if value is None:
+            return [None] * self.num_dirs
+        value = self.ctx.expr(value)
+        if self.layout == 1:  # (B, D, H) → (D, B, H)
+            value = self.b(G.op.permute_dims(value, (1, 0, 2)))
+        return [self.b(G.op.squeeze(self.b(G.op.strided_slice(value, [d], [d + 1], axes=[0])), axis=[0]))
+                for d in range(self.num_dirs)]
+
+    def masks(self) -> list:
+        """Per step ``t``: None (every sequence covers it), False (none does: skip the step) or a (B, 1) bool
+        mask ``t < sequence_lens``."""
+        lens = self.node.input(4)
+        if lens is None:
+            return [None] * self.steps
+        if is_static(lens):
+            array = as_array(lens).reshape(-1).astype(np.int64)
+            out = []
+            for t in range(self.steps):
+                covered = t < array
+                if covered.all():
+                    out.append(None)
+                elif not covered.any():
+                    out.append(False)
+                else:
+                    out.append(G.const(covered.reshape(-1, 1)))
+            return out
+        column = self.b(G.op.reshape(self.ctx.expr(lens), (-1, 1)))
+        ldt = self.ctx.dtype(column)
+        return [self.b(G.op.less(G.const(np.array(t, ldt)), column)) for t in range(self.steps)]
+
+    # -- the unrolled layer -------------------------------------------------------------------------
+
+    def run(self) -> list:
+        node, b = self.node, self.b
+        gh, h, nd = self.gates * self.hidden, self.hidden, self.num_dirs
+        # Step 1. the input projection of every step and direction: one GEMM.
+        w_t = self.transposed(node.input(1), gh, self.in_size)            # (I, D*G*H)
+        flat = b(G.op.reshape(self.x, (-1, self.in_size)))
+        proj = b(G.op.matmul(flat, w_t))
+        in_bias, rbh = self.bias()
+        if in_bias is not None:
+            proj = b(G.op.add(proj, in_bias))
+        proj = b(G.op.reshape(proj, (self.steps, -1, nd * gh)))            # (T, B, D*G*H)
+        r_t = self.transposed(node.input(2), gh, h)                        # (H, D*G*H)
+        peep = self.peepholes()
+        init_h, init_c = self.initial(5), self.initial(6)
+        masks = self.masks()
+        want_y = bool(node.proto.output) and bool(node.proto.output[0])
+
+        # Step 2. the steps of each direction, in its own order.
+        ys, last_h, last_c = [], [], []
+        for d, reverse in enumerate(self.reverse):
+            r_d = self.columns(r_t, d * gh, (d + 1) * gh)                   # (H, G*H)
+            state = {"h": init_h[d], "c": init_c[d]}
+            if self.kind == "LSTM" and state["h"] is None and state["c"] is not None:
+                state["h"] = self.zeros_like_batch()
+            outs: list = [None] * self.steps
+            for t in (range(self.steps - 1, -1, -1) if reverse else range(self.steps)):
+                if masks[t] is False:
+                    continue  # no sequence reaches this step: the state carries, Y is 0 here
+                xg = b(G.op.squeeze(b(G.op.strided_slice(proj, [t, d * gh], [t + 1, (d + 1) * gh], axes=[0, 2])),
+                                    axis=[0]))                              # (B, G*H)
+                new = self.step(d, xg, r_d, state, peep, rbh)
+                mask = masks[t]
+                if mask is not None:
+                    outs[t] = b(G.op.where(mask, new["h"], b.scalar(0.0)))
+                    for key in new:
+                        prev = state[key] if state[key] is not None else b.scalar(0.0)
+                        new[key] = b(G.op.where(mask, new[key], prev))
+                else:
+                    outs[t] = new["h"]
+                state.update(new)
+            ys.append(outs)
+            last_h.append(state["h"])
+            last_c.append(state.get("c"))
+
+        # Step 3. the outputs.
+        results: list = [None, None, None]
+        if want_y:
+            results[0] = self.stack_y(ys)
+        results[1] = self.stack_state(last_h)
+        if self.kind == "LSTM" and node.num_outputs > 2 and node.proto.output[2]:
+            results[2] = self.stack_state(last_c)
+        return results[:max(node.num_outputs, 1)]
+
+    def zeros_like_batch(self) -> G.Expr:
+        """A ``(B, H)`` zero state (for an LSTM given ``initial_c`` but not ``initial_h``)."""
+        b = self.b
+        if isinstance(self.batch, (int, np.integer)):
+            return G.const(np.zeros((int(self.batch), self.hidden), self.dtype))
+        # A symbolic batch: the zeros take their batch size from X (X[0, :, :1] * 0, broadcast to H).
+        first = b(G.op.strided_slice(self.x, [0, 0], [1, 1], axes=[0, 2]))      # (1, B, 1)
+        zero = b(G.op.multiply(b(G.op.reshape(first, (-1, 1))), b.scalar(0.0)))
+        return b(G.op.add(zero, G.const(np.zeros((1, self.hidden), self.dtype))))
+
+    def peepholes(self) -> "Optional[list]":
+        """Per direction ``(p_i, p_o, p_f)`` as ``(H,)`` values, or None (LSTM's ``P`` absent)."""
+        if self.kind != "LSTM" or self.node.input(7) is None:
+            return None
+        value, h = self.node.input(7), self.hidden
+        out = []
+        for d in range(self.num_dirs):
+            if is_static(value):
+                row = as_array(value).astype(self.dtype).reshape(self.num_dirs, 3 * h)[d]
+                out.append([G.const(np.ascontiguousarray(row[k * h:(k + 1) * h])) for k in range(3)])
+            else:
+                row = self.b(G.op.reshape(self.b(G.op.strided_slice(self.ctx.expr(value), [d], [d + 1], axes=[0])),
+                                          (3 * h,)))
+                out.append([self.columns(row, k * h, (k + 1) * h) for k in range(3)])
+        return out
+
+    def gate(self, value: G.Expr) -> G.Expr:
+        """A gate pre-activation, clipped to ``[-clip, clip]`` when the node has ``clip``."""
+        if self.clip is None:
+            return value
+        c = float(self.clip)
+        return self.b(G.op.clip(value, -c, c))
+
+    def step(self, d: int, xg: G.Expr, r_d: G.Expr, state: dict, peep: Any, rbh: Any) -> dict:
+        """One time step of direction ``d``: the new state (``{"h": ..., "c": ...}``)."""
+        b, h = self.b, self.hidden
+        h_prev = state["h"]
+        acts = self.acts[d]
+        if self.kind == "GRU":
+            return {"h": self.gru_step(d, xg, r_d, h_prev, acts, rbh)}
+        gates = xg if h_prev is None else b(G.op.add(xg, b(G.op.matmul(h_prev, r_d))))
+        if self.kind == "RNN":
+            return {"h": acts[0](b, self.gate(gates))}
+        # LSTM: gates [i, o, f, c]; peepholes (p_i, p_o, p_f) on the previous cell (i, f), the new one (o).
+        f_act, g_act, h_act = acts
+        c_prev = state["c"]
+        i_pre, o_pre, f_pre, c_pre = (self.columns(gates, k * h, (k + 1) * h) for k in range(4))
+        if peep is not None and c_prev is not None:
+            i_pre = b(G.op.add(i_pre, b(G.op.multiply(peep[d][0], c_prev))))
+            f_pre = b(G.op.add(f_pre, b(G.op.multiply(peep[d][2], c_prev))))
+        i = f_act(b, self.gate(i_pre))
+        if self.input_forget:
+            f = b(G.op.subtract(b.scalar(1.0), i))  # coupled input and forget gates
+        else:
+            f = f_act(b, self.gate(f_pre))
+        cell = b(G.op.multiply(i, g_act(b, self.gate(c_pre))))
+        if c_prev is not None:
+            cell = b(G.op.add(b(G.op.multiply(f, c_prev)), cell))
+        if peep is not None:
+            o_pre = b(G.op.add(o_pre, b(G.op.multiply(peep[d][1], cell))))
+        o = f_act(b, self.gate(o_pre))
+        return {"h": b(G.op.multiply(o, h_act(b, cell))), "c": cell}
+
+    def gru_step(self, d: int, xg: G.Expr, r_d: G.Expr, h_prev: Any, acts: list, rbh: Any) -> G.Expr:
+        """One GRU step: ``z, r`` from ``[z, r]`` gates, the candidate with ``linear_before_reset`` or not."""
+        b, h = self.b, self.hidden
+        f_act, g_act = acts
+        xz, xr, xh = (self.columns(xg, k * h, (k + 1) * h) for k in range(3))
+        rbh_d = None
+        if rbh is not None:
+            rbh_d = b(G.op.reshape(b(G.op.strided_slice(rbh, [d], [d + 1], axes=[0])), (h,)))
+        if h_prev is None:
+            # A zero state: H @ R^T is 0 and only the recurrent h-bias (linear_before_reset) remains.
+            z = f_act(b, self.gate(xz))
+            r = f_act(b, self.gate(xr))
+            pre = xh if rbh_d is None else b(G.op.add(xh, b(G.op.multiply(r, rbh_d))))
+            cand = g_act(b, self.gate(pre))
+            return b(G.op.multiply(b(G.op.subtract(b.scalar(1.0), z)), cand))
+        if self.lbr:
+            rec = b(G.op.matmul(h_prev, r_d))                                   # (B, 3H)
+            rz, rr, rh = (self.columns(rec, k * h, (k + 1) * h) for k in range(3))
+            if rbh_d is not None:
+                rh = b(G.op.add(rh, rbh_d))
+        else:
+            rec = b(G.op.matmul(h_prev, self.columns(r_d, 0, 2 * h)))           # (B, 2H)
+            rz, rr = self.columns(rec, 0, h), self.columns(rec, h, 2 * h)
+        z = f_act(b, self.gate(b(G.op.add(xz, rz))))
+        r = f_act(b, self.gate(b(G.op.add(xr, rr))))
+        if self.lbr:
+            pre = b(G.op.add(xh, b(G.op.multiply(r, rh))))
+        else:
+            pre = b(G.op.add(xh, b(G.op.matmul(b(G.op.multiply(r, h_prev)), self.columns(r_d, 2 * h, 3 * h)))))
+        cand = g_act(b, self.gate(pre))
+        # H = (1 - z) * cand + z * H_prev = cand + z * (H_prev - cand)
+        return b(G.op.add(cand, b(G.op.multiply(z, b(G.op.subtract(h_prev, cand))))))
+
+    def stack_y(self, ys: list) -> G.Expr:
+        """``Y``: ``(T, D, B, H)`` (layout 0) or ``(B, T, D, H)`` (layout 1); steps no sequence reached are 0."""
+        b = self.b
+        per_dir = []
+        for outs in ys:
+            steps = [b(G.op.expand_dims(y if y is not None else self.zeros_like_batch(), 0)) for y in outs]
+            per_dir.append(b(G.op.concat(steps, axis=0)) if len(steps) > 1 else steps[0])   # (T, B, H)
+        parts = [b(G.op.expand_dims(y, 1)) for y in per_dir]
+        y = b(G.op.concat(parts, axis=1)) if len(parts) > 1 else parts[0]
+        if self.layout == 1:
+            y = b(G.op.permute_dims(y, (2, 0, 1, 3)))
+        return y
+
+    def stack_state(self, states: list) -> G.Expr:
+        """``Y_h``/``Y_c``: ``(D, B, H)`` (layout 0) or ``(B, D, H)`` (layout 1)."""
+        b = self.b
+        states = [s if s is not None else self.zeros_like_batch() for s in states]
+        parts = [b(G.op.expand_dims(s, 0)) for s in states]
+        out = b(G.op.concat(parts, axis=0)) if len(parts) > 1 else parts[0]
+        if self.layout == 1:
+            out = b(G.op.permute_dims(out, (1, 0, 2)))
+        return out
+
+
+def _convert(ctx: Any, node: Any) -> list:
+    """Unroll an ``LSTM``/``GRU``/``RNN`` node (see the module note)."""
+    return _Layer(ctx, node).run()
+
+
+for _op in _LAYERS:
+    register(_op, since=1)(_convert)
