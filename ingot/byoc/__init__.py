@@ -9,7 +9,8 @@ carries it). The graph passes (`ingot.graph.transform.AnnotateTarget`, `MergeCom
 the executor calls the runtime modules from the execution plan. docs/byoc.md shows how to write one.
 
 Built-in backends: ``cblas`` (dense / matmul / batch matmul with bias and relu epilogues on
-OpenBLAS's ``sgemm``, `ingot.byoc.cblas`).
+OpenBLAS's ``sgemm``, `ingot.byoc.cblas`) and ``onnxruntime`` (regions as ONNX models in an ONNX Runtime
+session, also the ``fallback="onnxruntime"`` for ONNX ops Ingot cannot compile, `ingot.byoc.onnxruntime`).
 
 Example:
     >>> from ingot import byoc
@@ -22,6 +23,7 @@ from ingot.graph.external import Pattern, get_patterns, register_patterns
 
 from .base import Backend, RuntimeModule, get_backend, list_backends, partition, register_backend
 from . import cblas  # noqa: F401 - registers the cblas backend
+from . import onnxruntime  # noqa: F401 - registers the onnxruntime backend (needs onnx/onnxruntime only when used)
 from .policy import keep_faster
 
 __all__ = ["Backend", "Pattern", "RuntimeModule", "get_backend", "get_patterns", "keep_faster", "list_backends",
