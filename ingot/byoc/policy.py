@@ -92,13 +92,20 @@ def _inline(func: Function, symbol: str, region: Function) -> Function:
     return Function(func.params, SeqExpr(blocks, func.body.body), func.ret_struct_info, func.attrs)
 
 
+def _runs_external_only(region: Function) -> bool:
+    """Whether ``region`` holds calls Ingot has no kernel for (ONNX nodes kept for ONNX Runtime)."""
+    return any(isinstance(b.value, Call) and getattr(b.value.op, "name", None) == "onnx_node"
+               for blk in region.body.blocks for b in blk.bindings)
+
+
 def keep_faster(mod: IRModule, target: Any = "llvm", *, rounds: int = 20,
                 measure: "Callable[[Any, Any, list], tuple] | None" = None) -> "tuple[IRModule, dict]":
     """Keep each external region of ``mod`` only where its backend runs it faster than Ingot's kernels.
 
     Returns ``(module, {region symbol: {"native_s", "external_s", "kept"}})``. ``measure(ex_native,
     ex_external, args) -> (native s, external s)`` replaces the timing (tests; a cost model). A region
-    with symbolic shapes cannot be timed and is kept.
+    with symbolic shapes cannot be timed and is kept, and so is one holding ``onnx_node`` calls (ONNX ops
+    Ingot cannot compile).
 
     Example: see the module note.
     """
@@ -108,6 +115,9 @@ def keep_faster(mod: IRModule, target: Any = "llvm", *, rounds: int = 20,
     decisions: dict = {}
     regions = {n: f for n, f in mod.functions.items() if isinstance(f, Function) and f.attrs.get("Compiler")}
     for symbol, region in regions.items():
+        if _runs_external_only(region):  # ops Ingot cannot compile (onnx_node): nothing to compare with
+            decisions[symbol] = {"native_s": None, "external_s": None, "kept": True}
+            continue
         args = _random_inputs(region)
         if not args and region.params:
             decisions[symbol] = {"native_s": None, "external_s": None, "kept": True}

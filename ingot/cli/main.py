@@ -96,18 +96,24 @@ def main() -> None:
               help="hand the ops an external backend accepts to it (e.g. cblas: dense/matmul on BLAS sgemm); repeatable")
 @click.option("--byoc-policy", default="all", show_default=True, type=click.Choice(["all", "cost"]),
               help="all: every op the backend accepts; cost: only regions measured faster than Ingot's kernels")
+@click.option("--fallback", default=None, type=click.Choice(["onnxruntime"]),
+              help="run the ONNX ops Ingot cannot compile on this runtime (the rest compiles natively)")
 def compile_cmd(model: str, output: str, target: str, input_shapes: "str | None", tuning_records: "str | None",
-                layout: str = "auto", byoc: "tuple[str, ...]" = (), byoc_policy: str = "all") -> None:
+                layout: str = "auto", byoc: "tuple[str, ...]" = (), byoc_policy: str = "all",
+                fallback: "str | None" = None) -> None:
     """Compile MODEL (.onnx) into a package directory."""
     from ingot.workflow import model as M
 
     shapes = parse_shapes(input_shapes)
     with _errors():
         with _step(f"importing {model}"):
-            m = M.load(model, shape_dict=shapes or None)
+            m = M.load(model, shape_dict=shapes or None, fallback=fallback)
         with _step(f"compiling for {target}"):
             package = M.compile(m, target=target, tuning_records=tuning_records, layout=layout, byoc=list(byoc) or None,
-                                byoc_policy="cost" if byoc_policy == "cost" else None)
+                                byoc_policy="cost" if byoc_policy == "cost" else None, fallback=fallback)
+        if package.fallback_ops:
+            ops = ", ".join(f"{r['onnx_op']} ({r['node'] or r['binding']})" for r in package.fallback_ops)
+            click.echo(f"fallback: {len(package.fallback_ops)} op(s) run on {fallback}: {ops}")
         if byoc:
             rows = package.partition_report
             taken = sum(1 for r in rows if r["accepted"])
@@ -191,21 +197,40 @@ def _table(title: str, columns: list, rows: list) -> None:
 
 @main.command("inspect")
 @click.argument("model", type=click.Path(dir_okay=False))
-def inspect_cmd(model: str) -> None:
-    """Show MODEL's inputs, outputs, op histogram and unsupported ops."""
-    from ingot.frontend.onnx import inspect_onnx
+@click.option("--json", "as_json", is_flag=True, help="print the report as JSON")
+@click.option("--no-import", is_flag=True,
+              help="skip the trial import (faster on big models; attribute-level problems go unreported)")
+def inspect_cmd(model: str, as_json: bool = False, no_import: bool = False) -> None:
+    """Say, before compiling, what MODEL needs: opset and IR version, inputs (dynamic dims marked),
+    op counts, unsupported ops with reasons, unsupported data types. Exit code 0 either way."""
+    from ingot.frontend.onnx import inspect_model
 
     with _errors():
-        info = inspect_onnx(model)
-    click.echo(f"{model}: opset {info['opset']}, {info['num_params']:,} parameters "
-               f"({info['param_bytes'] / 1e6:.1f} MB)")
-    _table("inputs", ["name", "shape", "dtype"], [(i["name"], i["shape"], i["dtype"]) for i in info["inputs"]])
-    _table("outputs", ["name", "shape", "dtype"], [(o["name"], o["shape"], o["dtype"]) for o in info["outputs"]])
+        report = inspect_model(model, try_import=not no_import)
+    if as_json:
+        import json
+
+        click.echo(json.dumps(report.to_dict(), indent=2, default=str))
+        return
+    kb = report.param_bytes / 1e6
+    producer = f", produced by {report.producer}" if report.producer else ""
+    click.echo(f"{model}: opset {report.opset}, IR version {report.ir_version}{producer}; "
+               f"{report.num_params:,} parameters ({kb:.1f} MB)")
+
+    def dims(shape: Any) -> str:
+        return "(no shape)" if shape is None else "[" + ", ".join("?" if d is None else str(d) for d in shape) + "]"
+
+    _table("inputs", ["name", "shape", "dtype", "dynamic"],
+           [(i.name, dims(i.shape), i.dtype, "yes" if i.dynamic_axes or i.shape is None else "")
+            for i in report.inputs])
+    _table("outputs", ["name", "shape", "dtype"], [(o.name, dims(o.shape), o.dtype) for o in report.outputs])
+    bad = report.unsupported_ops
     _table("operators", ["op", "count", "supported"],
-           [(op, n, "no" if op in info["unsupported"] else "yes") for op, n in info["ops"].items()])
-    if info["unsupported"]:
-        click.echo(f"unsupported: {', '.join(sorted(info['unsupported']))}")
-    else:
+           [(op, n, "no" if op in bad else "yes") for op, n in report.op_counts.items()])
+    if report.subgraph_op_counts:
+        click.echo("in subgraphs: " + ", ".join(f"{op} x{n}" for op, n in report.subgraph_op_counts.items()))
+    click.echo(report.summary())
+    if not report.unsupported and not report.unsupported_dtypes:
         click.echo("all operators are supported")
 
 

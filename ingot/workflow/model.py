@@ -95,9 +95,14 @@ class Model:
 
 
 def load(path_or_model: Any, shape_dict: "Mapping[str, Sequence[Any]] | None" = None,
-         dtype_dict: "Mapping[str, str] | None" = None, example_inputs: Any = None) -> Model:
+         dtype_dict: "Mapping[str, str] | None" = None, example_inputs: Any = None,
+         fallback: "str | None" = None) -> Model:
     """Import a model: an ``.onnx`` path / bytes / ``onnx.ModelProto``, or a ``torch.nn.Module``
     with ``example_inputs`` (exported to ONNX in memory).
+
+    ``fallback="onnxruntime"`` keeps the ONNX nodes Ingot cannot convert as opaque ``onnx_node``
+    calls (typed by ONNX shape inference) instead of failing; `compile` with the same ``fallback``
+    runs them on ONNX Runtime.
 
     Example:
         >>> model = load("resnet50.onnx", shape_dict={"data": [1, 3, 224, 224]})  # doctest: +SKIP
@@ -107,13 +112,21 @@ def load(path_or_model: Any, shape_dict: "Mapping[str, Sequence[Any]] | None" = 
     source = os.fspath(path_or_model) if isinstance(path_or_model, (str, os.PathLike)) else "<model>"
     if _is_torch_module(path_or_model):
         path_or_model, source = _torch_to_onnx(path_or_model, example_inputs), type(path_or_model).__name__
+    _check_fallback(fallback)
     proto, loaded_from = load_model(path_or_model)
-    mod, params = from_onnx(proto, shape_dict=shape_dict, dtype_dict=dtype_dict, checked=True, source=loaded_from)
+    mod, params = from_onnx(proto, shape_dict=shape_dict, dtype_dict=dtype_dict, checked=True, source=loaded_from,
+                            keep_unsupported=fallback is not None)
     main = mod["main"]
     inputs = [TensorInfo(p.name_hint, tuple(d if isinstance(d, int) else str(d) for d in p.struct_info.shape),
                          str(p.struct_info.dtype)) for p in main.params if p.name_hint not in params]
     outputs = _sinfo_tensors(main.ret_struct_info, [o.name for o in proto.graph.output])
     return Model(mod, params, inputs, outputs, source)
+
+
+def _check_fallback(fallback: "str | None") -> None:
+    if fallback not in (None, "onnxruntime"):
+        raise IngotError(f"fallback={fallback!r}: the one fallback runtime is \"onnxruntime\" (ONNX ops Ingot "
+                         f"cannot compile run on ONNX Runtime), or None (such ops are an error)")
 
 
 def _is_torch_module(obj: Any) -> bool:
@@ -155,6 +168,17 @@ class Package:
         # str() counts tuned / default / failed kernels.
         self.schedule_report = dict(getattr(executable, "schedule_report", None) or {})
         self.partition_report: list = []  # BYOC: each candidate op, taken by a backend or not, and why
+
+    @property
+    def fallback_ops(self) -> list:
+        """The rows of `partition_report` for ONNX ops that run on ONNX Runtime (``compile(...,
+        fallback="onnxruntime")``): ``onnx_op``, ``node``, ``binding``, ``reason``.
+
+        Example:
+            >>> [r["onnx_op"] for r in package.fallback_ops]  # doctest: +SKIP
+            ['Det']
+        """
+        return [r for r in self.partition_report if r.get("onnx_op")]
 
     def manifest(self) -> dict:
         """The JSON manifest written by `export`."""
@@ -234,7 +258,7 @@ class Package:
 
 def compile(model: Any, target: Any = "llvm", tuning_records: Any = None, opt_level: int = 3,  # noqa: A001
             layout: str = "auto", byoc: "Sequence[str] | str | None" = None,
-            byoc_policy: "str | None" = None) -> Package:
+            byoc_policy: "str | None" = None, fallback: "str | None" = None) -> Package:
     """Compile a `Model` (or a path, loaded with defaults) for ``target``: bind params, run the graph
     pipeline and build all kernels (``ingot.graph.build``).
 
@@ -248,28 +272,50 @@ def compile(model: Any, target: Any = "llvm", tuning_records: Any = None, opt_le
     ``package.partition_report`` lists every candidate op, accepted or not and why.
     ``byoc_policy="cost"`` keeps a region external only where it measures faster than Ingot's kernels.
 
+    ``fallback="onnxruntime"``: the ONNX ops Ingot cannot compile (kept by ``load(..., fallback=
+    "onnxruntime")``, which a path given here is loaded with) run on ONNX Runtime, in regions of their
+    own (`ingot.byoc.onnxruntime`); everything else compiles natively. Their rows in
+    ``package.partition_report`` have ``onnx_op`` and ``node`` (``package.fallback_ops`` lists them).
+
     Example:
         >>> package = compile(load("model.onnx"), target="llvm -num-cores=2")  # doctest: +SKIP
+        >>> package = compile("model_with_det.onnx", fallback="onnxruntime")  # doctest: +SKIP
+        >>> [(r["onnx_op"], r["node"]) for r in package.fallback_ops]  # doctest: +SKIP
+        [('Det', 'det0')]
     """
     from ingot import graph as G
 
+    _check_fallback(fallback)
     if not isinstance(model, Model):
-        model = load(model)
+        model = load(model, fallback=fallback)
     mod = model.mod
     if model.params:
         from ingot.graph.transform.bind_params import BindParams
 
         mod = BindParams("main", model.params)(mod)
     partition_report: list = []
+    backends = ([byoc] if isinstance(byoc, str) else list(byoc)) if byoc else []
+    opaque: list = []
+    if _has_onnx_nodes(mod):
+        from ingot.byoc import onnxruntime as ort_backend  # registers the backend; imports no onnxruntime
+
+        opaque = ort_backend.fallback_report(mod)
+    if opaque and fallback is None:
+        ops = ", ".join(f"{r['onnx_op']} (node {r['node']!r})" for r in opaque[:5]) + (", ..." if len(opaque) > 5 else "")
+        raise IngotError(f"{model.source}: the model holds ONNX ops Ingot cannot compile: {ops}; compile with "
+                         f"ingot.compile(model, fallback=\"onnxruntime\") (CLI: --fallback onnxruntime) to run them "
+                         f"on ONNX Runtime")
+    if opaque and "onnxruntime" not in backends:  # else the byoc partition takes them with the rest
+            mod = ort_backend.partition_fallback(mod)
     if byoc:
         from ingot import byoc as B
         from ingot.graph.transform import partition_report as report_of
 
-        backends = [byoc] if isinstance(byoc, str) else list(byoc)
         for name in backends:
             B.get_backend(name)  # an unknown name fails here, listing the registered backends
-        partition_report = report_of(mod, backends)
+        partition_report = [r for r in report_of(mod, backends) if r["op"] != "onnx_node"]
         mod = B.partition(mod, backends, policy=byoc_policy, target=target)
+    partition_report = opaque + partition_report
     kwargs: dict = {"layout": layout}
     hook = None
     if tuning_records is not None:
@@ -284,6 +330,14 @@ def compile(model: Any, target: Any = "llvm", tuning_records: Any = None, opt_le
         package.schedule_report = hook.report(executable.schedule_report)
         print(f"ingot.compile: {package.schedule_report}", file=sys.stderr)
     return package
+
+
+def _has_onnx_nodes(mod: Any) -> bool:
+    from ingot import graph as G
+    from ingot.graph.op.opaque import is_onnx_node
+
+    return any(is_onnx_node(b.value) for f in mod.functions.values() if isinstance(f, G.Function)
+               for blk in f.body.blocks for b in blk.bindings)
 
 
 def _tuned_schedule_fn(records: Any, target: Any) -> Any:
