@@ -2,6 +2,8 @@
 
 * `from_onnx(model_or_path, shape_dict=None, dtype_dict=None, opset=None)` → ``(IRModule, params)``
 * `inspect_onnx(model_or_path)` → inputs, outputs, op histogram, unsupported ops (``ingot inspect``)
+* `inspect_model(model_or_path)` → a `ModelReport`: opset, IR version, op counts, unsupported ops (with
+  reasons) and data types, dynamic inputs (``ingot inspect``)
 * `supported_ops()` → the op types with a converter
 
 Example:
@@ -22,6 +24,7 @@ from .importer import (
     find_unsupported, from_onnx, get_converter, graph_inputs, load_model, model_opset, np_dtype, register,
     supported_ops,
 )
+from .inspect import ModelReport, inspect_model
 
 
 def _value_info(info: Any) -> dict:
@@ -72,4 +75,5 @@ def inspect_onnx(model_or_path: Any) -> dict:
     }
 
 
-__all__ = ["from_onnx", "inspect_onnx", "supported_ops", "register", "get_converter", "load_model"]
+__all__ = ["from_onnx", "inspect_onnx", "inspect_model", "ModelReport", "supported_ops", "register", "get_converter",
+           "load_model"]
