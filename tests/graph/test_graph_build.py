@@ -101,3 +101,23 @@ def test_mixed_module_emit_te_and_packed_function():
         bb.emit_func_output(gv)
     data = rng.standard_normal((3, 4)).astype("float32")
     np.testing.assert_allclose(_run(bb.get(), data), np.maximum(np.exp(data), 0) + data, rtol=1e-5)
+
+
+def test_build_parses_the_target_string_once(monkeypatch):
+    """`graph.build` parses ``target`` at its entry and passes the `Target` down (issue #20): the
+    layout pass, weight packing, default schedules, the kernel cache and the C assembly reuse it."""
+    from ingot.target import Target
+
+    parsed = []
+    from_string = Target._from_string.__func__
+    monkeypatch.setattr(Target, "_from_string",
+                        classmethod(lambda cls, text: parsed.append(text) or from_string(cls, text)))
+    x = G.Var("x", T((1, 8, 6, 6)))
+    bb = G.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            y = bb.emit(G.op.conv2d(x, G.const(rng.standard_normal((8, 8, 3, 3)).astype("float32")), padding=1))
+            gv = bb.emit_output(bb.emit(G.op.relu(y)))
+        bb.emit_func_output(gv)
+    G.build(bb.get(), "llvm -num-cores=2")
+    assert parsed == ["llvm -num-cores=2"]

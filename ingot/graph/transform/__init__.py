@@ -41,10 +41,9 @@ def resolve_layout(target: Any = None, layout: str = "auto") -> str:
                          f"'NHWC' or 'NCHW' (keep the model's layout)")
     if layout != "auto":
         return layout
-    from ingot.target import Target, as_target
+    from ingot.target import as_target
 
-    target = as_target(target) if target is not None else (Target.current() or as_target("llvm"))
-    return "NHWC" if target.is_cpu else "NCHW"
+    return "NHWC" if as_target(target).is_cpu else "NCHW"
 
 
 def default_build_pipeline(target: Any = None, layout: str = "auto") -> Any:

@@ -65,11 +65,9 @@ def default_panel(target: Any = None) -> "tuple[int, int]":
         >>> (p, lanes)
         (32, 16)
     """
-    from ingot.target import Target
+    from ingot.target import as_target
 
-    if target is None:
-        target = Target.current() or Target("llvm")
-    lanes = max(4, int(Target(target).vector_lanes("float32")))
+    lanes = max(4, int(as_target(target).vector_lanes("float32")))
     return 2 * lanes, lanes
 
 

@@ -26,7 +26,7 @@ from typing import Any, Callable, Optional
 
 from ingot.cpu_model import named_cpu
 from ingot.ir.module import IRModule
-from ingot.target import Target
+from ingot.target import Target, as_target
 from ingot.tir.function import PrimFunc
 from ingot.tir.schedule import Schedule
 from ingot.tir.schedule.error import ScheduleError
@@ -200,9 +200,7 @@ def default_schedule(func: "PrimFunc | IRModule", target: "Target | str | None" 
         >>> "vectorized" in f.script() and "parallel" in f.script()
         True
     """
-    if target is None:
-        target = Target.current() or Target("llvm")
-    target = Target(target)
+    target = as_target(target)  # a Target passes through as is: the caller parsed it once
     if isinstance(func, IRModule):
         funcs = {}
         for name, f in func.items():

@@ -34,9 +34,9 @@ def build_candidate(mod: Any, target: str, cache_dir: "str | None" = None) -> st
     from ingot.codegen.c import generate_c
     from ingot.codegen.toolchain import compile_shared_library
     from ingot.driver.build import lower
-    from ingot.target import Target
+    from ingot.target import as_target
 
-    target = Target(target)
+    target = as_target(target)
     with target:
         lowered = lower(mod)
     source = generate_c(lowered, target)
