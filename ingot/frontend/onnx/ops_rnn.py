@@ -241,6 +241,17 @@ class _Layer:
         ldt = self.ctx.dtype(column)
         return [self.b(G.op.less(G.const(np.array(t, ldt)), column)) for t in range(self.steps)]
 
+    def empty_sequences(self) -> "Optional[G.Expr]":
+        """A (B, 1) mask of the sequences of length 0, or None when there are none."""
+        lens = self.node.input(4)
+        if lens is None:
+            return None
+        if is_static(lens):
+            array = as_array(lens).reshape(-1, 1)
+            return G.const(array <= 0) if (array <= 0).any() else None
+        column = self.b(G.op.reshape(self.ctx.expr(lens), (-1, 1)))
+        return self.b(G.op.less_equal(column, G.const(np.array(0, self.ctx.dtype(column)))))
+
     # -- the unrolled layer -------------------------------------------------------------------------
 
     def run(self) -> list:
@@ -287,7 +298,12 @@ class _Layer:
             last_h.append(state["h"])
             last_c.append(state.get("c"))
 
-        # Step 3. the outputs.
+        # Step 3. the outputs. A sequence of length 0 has a zero final state (as ONNX Runtime gives it), not
+        # its initial state.
+        empty = self.empty_sequences()
+        if empty is not None:
+            last_h = [b(G.op.where(empty, b.scalar(0.0), s)) if s is not None else None for s in last_h]
+            last_c = [b(G.op.where(empty, b.scalar(0.0), s)) if s is not None else None for s in last_c]
         results: list = [None, None, None]
         if want_y:
             results[0] = self.stack_y(ys)

@@ -1,0 +1,216 @@
+"""ONNX LSTM / GRU / RNN (ingot/frontend/onnx/ops_rnn.py) against ONNX Runtime: directions, layouts,
+initial states, biases, peepholes, linear_before_reset, clip, activations, sequence_lens; the imported
+graph is evaluated with the ops' numpy references (fast), and a few models go through the compiler."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+ort = pytest.importorskip("onnxruntime")
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+from ingot.frontend.errors import ConversionError  # noqa: E402
+from ingot.frontend.onnx import from_onnx  # noqa: E402
+from ingot.frontend.reference import evaluate  # noqa: E402
+
+F = TensorProto.FLOAT
+GATES = {"LSTM": 4, "GRU": 3, "RNN": 1}
+T, B, I, H = 4, 2, 3, 5
+
+
+def _layer(op, prefix, x, *, direction="forward", layout=0, bias=True, init_h=False, init_c=False, peep=False,
+           seq_lens=None, runtime=(), outputs=("Y", "Y_h", "Y_c"), input_size=I, hidden=H, rng=None, **attrs):
+    """One recurrent node with random weights: ``(nodes, initializers, extra graph inputs as (name, array))``."""
+    rng = rng or np.random.default_rng(0)
+    d = 2 if direction == "bidirectional" else 1
+    g = GATES[op]
+    arrays = {
+        "W": rng.uniform(-0.5, 0.5, (d, g * hidden, input_size)),
+        "R": rng.uniform(-0.5, 0.5, (d, g * hidden, hidden)),
+        "B": rng.uniform(-0.5, 0.5, (d, 2 * g * hidden)) if bias else None,
+        "sequence_lens": None if seq_lens is None else np.asarray(seq_lens, np.int32),
+        "initial_h": rng.uniform(-1, 1, (d, B, hidden)) if init_h else None,
+        "initial_c": rng.uniform(-1, 1, (d, B, hidden)) if init_c else None,
+        "P": rng.uniform(-0.5, 0.5, (d, 3 * hidden)) if peep else None,
+    }
+    order = ["W", "R", "B", "sequence_lens", "initial_h", "initial_c", "P"][:{"LSTM": 7, "GRU": 6, "RNN": 6}[op]]
+    inputs, inits, extra = [x], [], []
+    for key in order:
+        value = arrays[key]
+        if value is None:
+            inputs.append("")
+            continue
+        value = value if key == "sequence_lens" else value.astype(np.float32)
+        if layout and key in ("initial_h", "initial_c"):
+            value = np.ascontiguousarray(value.transpose(1, 0, 2))  # batchwise: (B, D, H)
+        name = f"{prefix}_{key}"
+        inputs.append(name)
+        if key in runtime:
+            extra.append((name, value))
+        else:
+            inits.append(numpy_helper.from_array(value, name))
+    while inputs[-1] == "":
+        inputs.pop()
+    outs = [f"{prefix}_{o}" if o in outputs else "" for o in ("Y", "Y_h", "Y_c")[:3 if op == "LSTM" else 2]]
+    while outs[-1] == "":
+        outs.pop()
+    node = helper.make_node(op, inputs, outs, hidden_size=hidden, direction=direction, layout=layout, **attrs)
+    return [node], inits, extra
+
+
+def _model(nodes, inits, inputs, outputs, opset=14):
+    vi = [helper.make_tensor_value_info(n, TensorProto.INT32 if a.dtype == np.int32 else F, a.shape)
+          for n, a in inputs]
+    # Outputs: Y is 4-D, Y_h and Y_c 3-D (sizes left symbolic).
+    vo = [helper.make_tensor_value_info(n, F, [f"{n}_{k}" for k in range(4 if n.endswith("_Y") else 3)])
+          for n in outputs]
+    graph = helper.make_graph(nodes, "g", vi, vo, initializer=inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], ir_version=8)
+
+
+def _ort(model, feeds):
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    return sess.run(None, feeds)
+
+
+def _ingot(model, feeds, compiled=False):
+    mod, _ = from_onnx(model)
+    arrays = list(feeds.values())
+    if compiled:
+        import ingot
+        from ingot import graph as G
+
+        out = G.Executor(G.build(mod, "llvm"), ingot.cpu())["main"](*arrays)
+        return [o.numpy() for o in (out if isinstance(out, tuple) else [out])]
+    out = evaluate(mod, arrays)
+    return [np.asarray(o) for o in (out if isinstance(out, (tuple, list)) else [out])]
+
+
+def _batchwise(array, name):
+    """A layout-0 array (T, D, B, H) / (D, B, H) / (T, B, I) in layout 1."""
+    if array.ndim == 4:
+        return array.transpose(2, 0, 1, 3)
+    return array.transpose(1, 0, 2) if name.split("_", 1)[-1] in ("X", "Y_h", "Y_c", "initial_h", "initial_c") \
+        else array
+
+
+def _check(op, compiled=False, layout=0, outputs=None, rng_seed=0, **kw):
+    rng = np.random.default_rng(rng_seed)
+    x = rng.uniform(-1, 1, (T, B, I)).astype(np.float32)
+    nodes, inits, extra = _layer(op, "l", "X", rng=rng, **kw)
+    outputs = [f"l_{o}" for o in outputs] if outputs else [o for o in nodes[0].output if o]
+    feeds = {"X": x, **dict(extra)}
+    expected = _ort(_model(nodes, inits, list(feeds.items()), outputs), feeds)
+    if layout:
+        # ONNX Runtime has no batchwise layout: the same layer with layout 0 on transposed inputs gives
+        # the expected values, transposed back.
+        rng = np.random.default_rng(rng_seed)
+        rng.uniform(-1, 1, (T, B, I))
+        nodes, inits, extra = _layer(op, "l", "X", rng=rng, layout=1, **kw)
+        feeds = {name: np.ascontiguousarray(_batchwise(value, name)) for name, value in feeds.items()}
+        expected = [_batchwise(e, name) for e, name in zip(expected, outputs)]
+    model = _model(nodes, inits, list(feeds.items()), outputs)
+    actual = _ingot(model, feeds, compiled)
+    assert len(actual) == len(expected)
+    for name, e, a in zip(outputs, expected, actual):
+        assert a.shape == e.shape, name
+        np.testing.assert_allclose(a, e, rtol=1e-5, atol=1e-5, err_msg=name)
+
+
+CASES = [
+    # op, keyword arguments of _layer
+    ("LSTM", {}),
+    ("LSTM", {"direction": "reverse", "init_h": True, "init_c": True}),
+    ("LSTM", {"direction": "bidirectional", "init_h": True, "init_c": True, "peep": True}),
+    ("LSTM", {"direction": "bidirectional", "layout": 1, "bias": False, "init_h": True}),
+    ("LSTM", {"peep": True, "init_c": True, "clip": 0.4}),
+    ("LSTM", {"input_forget": 1, "init_h": True, "init_c": True}),
+    ("LSTM", {"direction": "bidirectional", "seq_lens": [4, 2], "init_h": True, "init_c": True, "peep": True}),
+    ("LSTM", {"activations": ["HardSigmoid", "LeakyRelu", "Softsign"], "activation_alpha": [0.3, 0.05],
+              "activation_beta": [0.4]}),
+    ("GRU", {}),
+    ("GRU", {"direction": "reverse", "init_h": True, "linear_before_reset": 1}),
+    ("GRU", {"direction": "bidirectional", "layout": 1, "init_h": True}),
+    ("GRU", {"direction": "bidirectional", "linear_before_reset": 1, "bias": False, "clip": 0.5}),
+    ("GRU", {"direction": "bidirectional", "seq_lens": [3, 1], "init_h": True, "linear_before_reset": 1}),
+    ("GRU", {"activations": ["Relu", "Tanh"], "init_h": True}),
+    ("RNN", {}),
+    ("RNN", {"direction": "reverse", "init_h": True, "layout": 1}),
+    ("RNN", {"direction": "bidirectional", "bias": False, "activations": ["Relu", "Sigmoid"]}),
+    ("RNN", {"seq_lens": [0, 3], "direction": "bidirectional", "init_h": True}),
+]
+
+
+@pytest.mark.parametrize("op,kw", CASES, ids=[f"{op}-{k}" for k, (op, _) in enumerate(CASES)])
+def test_matches_onnxruntime(op, kw):
+    _check(op, **kw)
+
+
+def test_output_subsets():
+    _check("LSTM", direction="bidirectional", outputs=("Y_c",), init_c=True)
+    _check("LSTM", outputs=("Y",))
+    _check("GRU", direction="reverse", outputs=("Y_h",))
+
+
+def test_runtime_weights_and_sequence_lens():
+    # W, R, B, P, the states and sequence_lens as graph inputs (ONNX's node tests feed them so).
+    _check("LSTM", direction="bidirectional", init_h=True, init_c=True, peep=True, seq_lens=[3, 4],
+           runtime=("W", "R", "B", "sequence_lens", "initial_h", "initial_c", "P"))
+    _check("GRU", direction="bidirectional", init_h=True, seq_lens=[2, 4], linear_before_reset=1,
+           runtime=("W", "R", "B", "sequence_lens"))
+
+
+def _crnn_model():
+    """A CRNN-style head: (T, B, I) features → 2 stacked bidirectional LSTMs → per-step logits."""
+    rng = np.random.default_rng(1)
+    n1, i1, e1 = _layer("LSTM", "l1", "X", direction="bidirectional", outputs=("Y",), rng=rng)
+    # Y (T, 2, B, H) → (T, B, 2H): the exporters' Transpose + Reshape between stacked layers.
+    glue = [helper.make_node("Transpose", ["l1_Y"], ["l1_t"], perm=[0, 2, 1, 3]),
+            helper.make_node("Reshape", ["l1_t", "shape"], ["l2_in"])]
+    shape = numpy_helper.from_array(np.array([T, B, 2 * H], np.int64), "shape")
+    n2, i2, _ = _layer("LSTM", "l2", "l2_in", direction="bidirectional", outputs=("Y", "Y_h"), input_size=2 * H,
+                       rng=rng)
+    x = rng.uniform(-1, 1, (T, B, I)).astype(np.float32)
+    model = _model(n1 + glue + n2, i1 + [shape] + i2, [("X", x)], ["l2_Y", "l2_Y_h"])
+    return model, {"X": x}
+
+
+def test_stacked_bidirectional_lstm_reference():
+    model, feeds = _crnn_model()
+    for e, a in zip(_ort(model, feeds), _ingot(model, feeds)):
+        np.testing.assert_allclose(a, e, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.compiler
+def test_stacked_bidirectional_lstm_compiled():
+    model, feeds = _crnn_model()
+    for e, a in zip(_ort(model, feeds), _ingot(model, feeds, compiled=True)):
+        np.testing.assert_allclose(a, e, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.compiler
+def test_gru_and_rnn_compiled():
+    # One model for several layer kinds: one compile.
+    rng = np.random.default_rng(2)
+    x = rng.uniform(-1, 1, (T, B, I)).astype(np.float32)
+    n1, i1, _ = _layer("GRU", "g", "X", direction="bidirectional", linear_before_reset=1, init_h=True,
+                       seq_lens=[4, 2], outputs=("Y", "Y_h"), rng=rng)
+    n2, i2, _ = _layer("RNN", "r", "X", direction="reverse", outputs=("Y", "Y_h"), rng=rng)
+    n3, i3, _ = _layer("GRU", "g0", "X", outputs=("Y_h",), rng=rng)
+    outs = ["g_Y", "g_Y_h", "r_Y", "r_Y_h", "g0_Y_h"]
+    model = _model(n1 + n2 + n3, i1 + i2 + i3, [("X", x)], outs)
+    feeds = {"X": x}
+    for name, e, a in zip(outs, _ort(model, feeds), _ingot(model, feeds, compiled=True)):
+        np.testing.assert_allclose(a, e, rtol=1e-5, atol=1e-5, err_msg=name)
+
+
+def test_dynamic_sequence_length_is_refused_naming_the_node():
+    nodes, inits, _ = _layer("LSTM", "l", "X")
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("X", F, ["seq", B, I])],
+                              [helper.make_tensor_value_info("l_Y_h", F, ["a", "b", "c"])], initializer=inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)], ir_version=8)
+    with pytest.raises(ConversionError, match="sequence length.*shape_dict"):
+        from_onnx(model)
+    mod, _ = from_onnx(model, shape_dict={"X": [T, B, I]})  # fixed with a static length
+    assert mod["main"] is not None
