@@ -37,6 +37,7 @@ import dataclasses
 import hashlib
 import os
 import platform
+import re
 import shlex
 import shutil
 import subprocess
@@ -59,6 +60,8 @@ __all__ = [
     "compile_to_assembly",
     "compiler_version",
     "find_compiler",
+    "first_error_lines",
+    "run_compiler",
 ]
 
 from ingot.ir.error import IngotError
@@ -79,7 +82,7 @@ class ToolchainError(IngotError, RuntimeError):
 
 
 class CompileError(IngotError, RuntimeError):
-    """The C compiler rejected a source. Carries ``command``, ``stderr``, ``source_path``.
+    """The C or CUDA compiler rejected a source (`run_compiler`). Carries ``command``, ``stderr``, ``source_path``.
 
     Example::
 
@@ -427,33 +430,69 @@ def _note_written(cache: "str | os.PathLike | None", *paths: Path) -> None:
 
 
 def _run_compiler(command: list[str], out: Path, source_path: str = "") -> None:
-    """Run ``command`` (its ``"<out>"`` replaced by a temp file next to ``out``), then rename the
-    result to ``out``; raises `CompileError` with the command and the compiler's output."""
+    """`run_compiler` for the C compiler, counted by `compile_count`."""
+    _bump_count()
+    run_compiler(command, out, source_path=source_path)
+
+
+def run_compiler(command: "list[str]", out: "str | os.PathLike", *, source_path: str = "",
+                 language: str = "C") -> None:
+    """Run a compiler ``command`` (C or CUDA) whose ``"<out>"`` argument stands for the output: it
+    writes a temp file next to ``out``, renamed to ``out`` on success, so a reader never sees half a
+    file. A failure raises `CompileError` whose first line names ``source_path`` and the compiler's
+    first error lines, followed by the command and the compiler's output (``stderr`` then
+    ``stdout``, capped at 8000 characters in the message, whole in ``.stderr``); a compiler that
+    cannot be started raises `ToolchainError`. Diagnostics are in the C locale (plain ASCII).
+
+    Example (skipped: it needs a C compiler and a bad source file)::
+
+        >>> run_compiler(["cc", "-c", "-o", "<out>", "/tmp/bad.c"], "/tmp/bad.o",
+        ...              source_path="/tmp/bad.c")                    # doctest: +SKIP
+        CompileError: C compilation failed (exit 1): /tmp/bad.c
+          /tmp/bad.c:1:20: error: 'y' undeclared (first use in this function)
+          command: cc -c -o /tmp/bad.o.k2j3.tmp /tmp/bad.c
+        ...
+    """
+    out = Path(out)
     fd, tmp_out = tempfile.mkstemp(dir=out.parent, prefix=f"{out.name}.", suffix=".tmp")
     os.close(fd)
     command = [tmp_out if part == "<out>" else part for part in command]
-    _bump_count()
     try:
         # LC_ALL=C: plain ASCII diagnostics, independent of the user's locale.
         proc = subprocess.run(command, capture_output=True, text=True, errors="replace",
                               check=False, env={**os.environ, "LC_ALL": "C"})
     except OSError as exc:
         unlink_quietly(tmp_out)
-        raise ToolchainError(f"cannot run the C compiler {command[0]!r}: {exc}") from exc
+        raise ToolchainError(f"cannot run the {language} compiler {command[0]!r}: {exc}") from exc
     if proc.returncode != 0:
         unlink_quietly(tmp_out)
         stderr = (proc.stderr or "") + (proc.stdout or "")
         shown = stderr if len(stderr) <= _MAX_MESSAGE_STDERR else (
             stderr[:_MAX_MESSAGE_STDERR] + f"\n... ({len(stderr) - _MAX_MESSAGE_STDERR} more characters)"
         )
+        first = first_error_lines(stderr)
         raise CompileError(
-            f"C compilation failed (exit {proc.returncode}).\n"
+            f"{language} compilation failed (exit {proc.returncode}): {source_path}"
+            + "".join(f"\n  {line}" for line in first) + "\n"
             f"  command: {shlex.join(command)}\n"
             f"  source:  {source_path}\n"
-            f"compiler output:\n{shown.rstrip()}",
+            f"{Path(command[0]).name} output:\n{shown.rstrip()}",
             command=command, stderr=stderr, source_path=source_path, returncode=proc.returncode,
         )
     os.replace(tmp_out, out)
+
+
+def first_error_lines(output: str, limit: int = 3) -> "list[str]":
+    """The first ``limit`` lines of compiler ``output`` that report an error (``error:`` in gcc's,
+    clang's and nvcc's diagnostics), else its first non-blank lines: a `CompileError`'s summary.
+
+    Example:
+        >>> first_error_lines("x.c: In function 'f':" + chr(10) + "x.c:1:20: error: 'y' undeclared")
+        ["x.c:1:20: error: 'y' undeclared"]
+    """
+    lines = [ln.rstrip() for ln in output.splitlines() if ln.strip()]
+    errors = [ln for ln in lines if re.search(r"\berror\b:", ln, re.IGNORECASE)]
+    return (errors or lines)[:limit]
 
 
 def compile_jobs() -> int:

@@ -160,6 +160,8 @@ def test_compile_error_carries_nvcc_output(tmp_path):
     with pytest.raises(CompileError, match="CUDA compilation failed") as info:
         compile_cuda('extern "C" __global__ void k() { undefined_thing(); }', "sm_80", "cubin", cache=tmp_path)
     assert "undefined_thing" in info.value.stderr
+    head = str(info.value).splitlines()  # the same summary as the C compiler's (one helper)
+    assert head[0].endswith(info.value.source_path) and "undefined_thing" in head[1]
 
 
 @needs_nvcc

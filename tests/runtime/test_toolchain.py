@@ -90,6 +90,10 @@ def test_compile_error_has_command_stderr_and_source(cache_dir):
         assert f.read() == bad
     assert e.source_path in str(e)
     assert "command:" in str(e)
+    # one-line summary first: the source file, then the compiler's first error line
+    head = str(e).splitlines()
+    assert head[0].startswith("C compilation failed") and head[0].endswith(e.source_path)
+    assert "error" in head[1] and "undefined_symbol_xyz" in head[1]
 
 
 def test_flags():

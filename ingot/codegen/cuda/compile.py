@@ -22,10 +22,9 @@ import re
 import shlex
 import shutil
 import subprocess
-import tempfile
 
 from ingot.codegen import disk_cache
-from ingot.codegen.toolchain import CompileError, ToolchainError, cache_dir, unlink_quietly, write_atomic
+from ingot.codegen.toolchain import ToolchainError, cache_dir, run_compiler, write_atomic
 
 __all__ = ["find_nvcc", "nvcc_version", "compile_cuda", "normalize_arch", "DEFAULT_ARCH", "OUTPUT_KINDS"]
 
@@ -34,7 +33,6 @@ DEFAULT_ARCH = "sm_80"
 #: output kind -> (nvcc flag, file suffix)
 OUTPUT_KINDS = {"fatbin": ("--fatbin", ".fatbin"), "cubin": ("--cubin", ".cubin"), "ptx": ("--ptx", ".ptx"),
                 "obj": ("-c", ".o")}
-_MAX_STDERR = 8000
 
 
 def find_nvcc() -> str:
@@ -122,24 +120,6 @@ def compile_cuda(source: str, arch: "str | None" = None, output: str = "fatbin",
     src = bucket / f"{key}.cu"
     if not src.exists():
         write_atomic(src, source)
-    fd, tmp_out = tempfile.mkstemp(dir=bucket, prefix=f"{key}.", suffix=f"{suffix}.tmp")
-    os.close(fd)
-    command = [nvcc, *flags, "-o", tmp_out, str(src)]
-    try:
-        proc = subprocess.run(command, capture_output=True, text=True, errors="replace", check=False,
-                              env={**os.environ, "LC_ALL": "C"})
-    except OSError as exc:
-        unlink_quietly(tmp_out)
-        raise ToolchainError(f"cannot run the CUDA compiler {nvcc!r}: {exc}") from exc
-    if proc.returncode != 0:
-        unlink_quietly(tmp_out)
-        stderr = (proc.stderr or "") + (proc.stdout or "")
-        shown = stderr if len(stderr) <= _MAX_STDERR else stderr[:_MAX_STDERR] + "\n..."
-        raise CompileError(
-            f"CUDA compilation failed (exit {proc.returncode}).\n  command: {shlex.join(command)}\n"
-            f"  source:  {src}\nnvcc output:\n{shown.rstrip()}",
-            command=command, stderr=stderr, source_path=str(src), returncode=proc.returncode,
-        )
-    os.replace(tmp_out, out)
+    run_compiler([nvcc, *flags, "-o", "<out>", str(src)], out, source_path=str(src), language="CUDA")
     disk_cache.note_write(out.stat().st_size + len(source), cache)
     return str(out)
