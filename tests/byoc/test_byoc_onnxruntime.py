@@ -97,12 +97,13 @@ def test_unknown_output_shape_is_refused(tmp_path):
         from_onnx(model, keep_unsupported=True)
 
 
-def test_missing_onnxruntime_names_the_package(monkeypatch):
-    from ingot.byoc.onnxruntime import OnnxRuntimeMissingError, OnnxRuntimeModule
+def test_missing_onnxruntime_names_the_package(det_package, tmp_path, monkeypatch):
+    from ingot.byoc.onnxruntime import OnnxRuntimeMissingError
 
+    pkg = det_package[1].export(str(tmp_path / "m.ingot"))
     monkeypatch.setitem(sys.modules, "onnxruntime", None)  # `import onnxruntime` raises ImportError
     with pytest.raises(OnnxRuntimeMissingError, match="needs the Python package 'onnxruntime'.*pip install onnxruntime"):
-        OnnxRuntimeModule.load_from_bytes(b"")
+        M.load_package(pkg)
 
 
 def test_byoc_onnxruntime_runs_a_tiny_mlp(tmp_path):
