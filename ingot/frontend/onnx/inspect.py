@@ -201,7 +201,8 @@ def inspect_model(model_or_path: Any, *, try_import: bool = True) -> ModelReport
     counts = collections.Counter(_label(n) for n in graph.node)
     sub_counts = collections.Counter(_label(n) for n in _subgraph_nodes(graph))
     unsupported = _missing_converters(model, opset) + _runtime_constants(graph, opset)
-    if try_import and not unsupported:
+    bad_dtypes = _unsupported_dtypes(graph)
+    if try_import and not unsupported and not bad_dtypes:
         unsupported += _trial_import(model, source)
     num, nbytes = 0, 0
     for init in graph.initializer:
@@ -218,7 +219,7 @@ def inspect_model(model_or_path: Any, *, try_import: bool = True) -> ModelReport
         outputs=tuple(_tensor_info(o) for o in graph.output),
         op_counts=dict(counts.most_common()), subgraph_op_counts=dict(sub_counts.most_common()),
         unsupported=tuple(unsupported),
-        unsupported_dtypes=_unsupported_dtypes(graph), num_params=num, param_bytes=nbytes,
+        unsupported_dtypes=bad_dtypes, num_params=num, param_bytes=nbytes,
         checker_error=checker_error)
 
 
