@@ -99,12 +99,13 @@ def test_cumprod(exclusive, reverse, n, axis, dtype):
     _check(model, {"x": x}, rtol=1e-5, atol=1e-6)
 
 
-def test_cumprod_run_time_axis():
+@pytest.mark.parametrize("op,opset", [("CumProd", 26), ("CumSum", 14)])
+def test_scan_with_run_time_axis(op, opset):
     x = rng.uniform(0.5, 1.5, (3, 4)).astype("float32")
-    node = helper.make_node("CumProd", ["x", "axis"], ["y"])
+    node = helper.make_node(op, ["x", "axis"], ["y"], reverse=1)
     for axis in (0, 1, -1):
         feeds = {"x": x, "axis": np.array(axis, "int64")}
-        _check(_model(node, feeds, opset=26), feeds)
+        _check(_model(node, feeds, opset=opset), feeds)
 
 
 # -- ReverseSequence --------------------------------------------------------------------------------

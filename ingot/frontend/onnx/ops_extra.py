@@ -73,7 +73,12 @@ def _flip(ctx: Any, value: Any, axis: int) -> Any:
 @register("CumSum", since=11)
 def _cumsum(ctx: Any, node: Any) -> Any:
     x = node.input(0)
-    axis = _axis(ctx, node, x, static_ints(node.input(1), node, "axis")[0])
+    if not is_static(node.input(1)):  # a run-time axis: every axis built, the value picks one
+        return _per_axis_value(ctx, node, x, node.input(1), lambda axis: _cumsum_on(ctx, node, ctx.expr(x), axis))
+    return _cumsum_on(ctx, node, x, _axis(ctx, node, x, static_ints(node.input(1), node, "axis")[0]))
+
+
+def _cumsum_on(ctx: Any, node: Any, x: Any, axis: int) -> Any:
     exclusive, reverse = bool(node.attr("exclusive", 0)), bool(node.attr("reverse", 0))
     if is_static(x):
         arr = as_array(x)
