@@ -12,10 +12,13 @@ Example:
 from __future__ import annotations
 
 import importlib
+import os
 import sys
+import tempfile
+from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
-__all__ = ["lazy_exports"]
+__all__ = ["lazy_exports", "unlink_quietly", "write_atomic"]
 
 
 def lazy_exports(package: str, names: "Mapping[str, tuple[str, str | None]]" = (),
@@ -52,3 +55,37 @@ def lazy_exports(package: str, names: "Mapping[str, tuple[str, str | None]]" = (
         return sorted(set(vars(sys.modules[package])) | set(names) | submodules)
 
     return __getattr__, __dir__
+
+
+def write_atomic(path: "str | os.PathLike", data: "str | bytes") -> None:
+    """Write ``data`` (text or bytes) to ``path`` through a temp file in the same directory and a
+    rename, so readers never see half a file and a failure leaves nothing behind.
+
+    Example:
+        >>> write_atomic("/tmp/ingot-example.txt", "hello")
+    """
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
+    try:
+        if isinstance(data, bytes):
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+        else:
+            with os.fdopen(fd, "w", encoding="utf-8", errors="surrogatepass") as f:
+                f.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        unlink_quietly(tmp)
+        raise
+
+
+def unlink_quietly(path: "str | os.PathLike") -> None:
+    """Remove ``path`` if it exists; ignore errors (cleanup of temp files).
+
+    Example:
+        >>> unlink_quietly("/nonexistent/ingot-temp-file")
+    """
+    try:
+        os.unlink(path)
+    except OSError:
+        pass

@@ -194,3 +194,12 @@ def test_compatibility_module_keeps_the_moved_names():
 
     for name in ("load", "compile", "run", "profile", "load_package", "Package", "Model", "check_inputs"):
         assert getattr(old, name) is getattr(workflow, name)
+
+
+def test_the_disk_cache_owner_imports_none_of_its_users():
+    """`ingot.codegen.disk_cache` owns the on-disk cache; the compilers and the kernel source cache
+    call it, never the other way round (issue #20: toolchain and disk_cache imported each other)."""
+    path = os.path.join(PACKAGE, "codegen", "disk_cache.py")
+    users = ("ingot.codegen.toolchain", "ingot.codegen.cuda", "ingot.codegen.build", "ingot.driver")
+    bad = [f"line {line}: {m}" for m, line in imported_names(path) if m.startswith(users)]
+    assert not bad, "ingot.codegen.disk_cache imports its users: " + ", ".join(bad)

@@ -3,7 +3,9 @@
 * `ingot.codegen.c` — the C backend (CPU): `generate_c(mod, target) -> CSource`;
 * `ingot.codegen.build` — `build_module(lowered_mod, target) -> ingot.runtime.Module`;
 * `ingot.codegen.sanitize` — safe C identifiers; `ingot.codegen.prelude` — the C ABI prelude;
-* `ingot.codegen.toolchain` — the system C compiler and the content-hashed kernel cache.
+* `ingot.codegen.toolchain` — the system C compiler (`run_compiler`, also nvcc's), cached;
+* `ingot.codegen.disk_cache` — the on-disk content-hashed cache itself (location, entries, size
+  cap); the toolchain, `ingot.codegen.cuda.compile` and `ingot.driver.kernel_cache` call it.
 
 Submodules load on first use (``import ingot.codegen`` does not start a compiler).
 

@@ -1,6 +1,12 @@
-"""Size cap and LRU eviction of Ingot's on-disk cache (compiled libraries and objects, kernel C).
+"""Ingot's on-disk, content-hashed cache: where it lives, how entries are written and found, its size
+cap and LRU eviction (compiled libraries and objects, kernel C, CUDA images).
 
-Note: everything Ingot caches lives under one directory (`ingot.codegen.toolchain.cache_dir`:
+Note: this module owns the cache; its users only compute keys and make what a miss needs.
+`ingot.codegen.toolchain` (C libraries, objects, assembly) and `ingot.codegen.cuda.compile`
+(nvcc output) go through `compiled_entry`; `ingot.driver.kernel_cache` (kernel C) through
+`entry_path`, `touch` and `note_write`. This module imports none of them.
+
+Everything Ingot caches lives under one directory (`cache_dir`:
 ``cache_dir=``, ``$INGOT_CACHE_DIR`` or ``~/.cache/ingot/kernels``): ``<key[:2]>/<key>.so|.o|.c|.s``
 (the compile cache), ``kernel-c/<key[:2]>/<key>.json`` (`ingot.driver.kernel_cache`) and
 ``cuda/<key[:2]>/<key>.*``. Without a cap it only grows (3.4 GB, 30k files on the team machine
@@ -22,7 +28,7 @@ after four sessions). This module keeps it under `CacheLimits.max_size` (default
   on a loaded 2-core VM) and the least recently used files deleted down to `CacheLimits.low_water`
   of the cap (so the next eviction is a fifth of the cap away, not one write away).
 * **Safe with concurrent processes** (two tuners, builder pool workers, a compile beside them):
-  entries are written to a temp file and renamed (`ingot.codegen.toolchain.write_atomic`), so a
+  entries are written to a temp file and renamed (`ingot.support.write_atomic`), so a
   reader never sees half a file; one process evicts at a time (``flock`` on ``.evict.lock``, taken
   without waiting: a process that finds it held skips its turn); a file used (written or hit)
   within `CacheLimits.min_age_s` (10 min) is never deleted, and each file is stat'ed again just
@@ -45,16 +51,23 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import os
+import platform
 import re
 import threading
 import time
+from functools import lru_cache
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
-__all__ = ["DEFAULT_MAX_SIZE", "CacheLimits", "CacheStats", "EvictReport", "clear", "configure", "evict", "limits",
-           "format_size", "maybe_evict", "note_write", "parse_size", "set_max_size", "stats", "touch"]
+from ingot.ir.error import IngotError
+from ingot.support import unlink_quietly, write_atomic
+
+__all__ = ["DEFAULT_MAX_SIZE", "CacheError", "CacheLimits", "CacheStats", "EvictReport", "cache_dir", "clear",
+           "compiled_entry", "configure", "entry_path", "evict", "format_size", "host_fingerprint", "limits",
+           "maybe_evict", "note_write", "parse_size", "set_max_size", "stats", "touch"]
 
 #: The cap when ``cache-config.json`` sets none: a few thousand models' worth of kernels, small
 #: next to a tuning session's needs (a 10-minute model tuning writes ~100-300 MB of candidates).
@@ -63,8 +76,11 @@ DEFAULT_MAX_SIZE = 2 * 1024 ** 3
 CONFIG_FILE = "cache-config.json"
 USAGE_FILE = ".usage.json"
 LOCK_FILE = ".evict.lock"
-#: Sub-directories holding buckets, besides the top level.
-SUBCACHES = ("kernel-c", "cuda")
+#: Sub-directories holding buckets, besides the top level (C libraries, objects and sources):
+#: kernel C (`ingot.driver.kernel_cache`) and nvcc output (`ingot.codegen.cuda.compile`).
+KERNEL_C = "kernel-c"
+CUDA = "cuda"
+SUBCACHES = (KERNEL_C, CUDA)
 _BUCKET = re.compile(r"^[0-9a-f]{2}$")
 _ENTRY = re.compile(r"^[0-9a-f]{64}")
 _TEMP_MIN_AGE_S = 3600.0
@@ -160,11 +176,109 @@ class EvictReport:
         return self.bytes_before - self.bytes_after
 
 
-# -- configuration ---------------------------------------------------------------------------------------
-def _root(cache_dir: Any) -> Path:
-    from .toolchain import cache_dir as resolve
+class CacheError(IngotError, RuntimeError):
+    """The cache directory cannot be created or written.
 
-    return resolve(cache_dir)
+    Example:
+        >>> isinstance(CacheError("read-only"), RuntimeError)
+        True
+    """
+
+
+# -- where entries live ------------------------------------------------------------------------------------
+def cache_dir(path: "str | os.PathLike | None" = None) -> Path:
+    """The cache directory: ``path`` if given, else ``$INGOT_CACHE_DIR``, else
+    ``~/.cache/ingot/kernels`` (``$XDG_CACHE_HOME`` respected). Created on demand.
+
+    Example:
+        >>> str(cache_dir("/tmp/ingot-doc-cache"))
+        '/tmp/ingot-doc-cache'
+    """
+    if path is None:
+        path = os.environ.get("INGOT_CACHE_DIR") or None
+    if path is None:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        path = os.path.join(base, "ingot", "kernels")
+    p = Path(path).expanduser()
+    try:
+        p.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CacheError(
+            f"cannot create the kernel cache directory {str(p)!r}: {exc}; set INGOT_CACHE_DIR "
+            "to a writable directory"
+        ) from exc
+    return p
+
+
+def entry_path(key: str, suffix: str, cache_dir: Any = None, subcache: str = "") -> Path:
+    """Where the entry ``<key><suffix>`` lives: ``<cache dir>[/<subcache>]/<key[:2]>/<key><suffix>``
+    (``key`` a 64-hex-digit content hash; the bucket directory is not created here).
+
+    Example:
+        >>> entry_path("ab" + "0" * 62, ".so", "/tmp/c", KERNEL_C).relative_to("/tmp/c").parts[:2]
+        ('kernel-c', 'ab')
+    """
+    root = _root(cache_dir)
+    return (root / subcache if subcache else root) / key[:2] / f"{key}{suffix}"
+
+
+def compiled_entry(key: str, suffix: str, source: str, source_suffix: str,
+                   compile: "Callable[[Path, Path], None]", cache_dir: Any = None, subcache: str = "") -> str:
+    """The path of the entry ``<key><suffix>`` made from ``source``: a hit is touched and returned;
+    on a miss the source is saved beside it as ``<key><source_suffix>`` (kept: a `CompileError`
+    points at it), ``compile(source_path, out_path)`` writes the entry (atomically: see
+    `ingot.codegen.toolchain.run_compiler`), and both count toward the size cap.
+
+    Example:
+        >>> key = "cd" + "0" * 62
+        >>> make = lambda src, out: write_atomic(out, src.read_text().upper())
+        >>> open(compiled_entry(key, ".txt", "hi", ".src", make, "/tmp/ingot-doc-cache")).read()
+        'HI'
+    """
+    out = entry_path(key, suffix, cache_dir, subcache)
+    if touch(out):  # a hit: marked used now, so eviction keeps it (module note)
+        return str(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    src = out.with_suffix(source_suffix)
+    if not src.exists():
+        write_atomic(src, source)
+    compile(src, out)
+    size = 0
+    for p in (out, src):
+        try:
+            size += p.stat().st_size
+        except OSError:
+            pass
+    note_write(size, cache_dir)
+    return str(out)
+
+
+@lru_cache(maxsize=1)
+def host_fingerprint() -> str:
+    """Identifies the host CPU: part of the keys of entries built for it (``-march=native``,
+    ``-mcpu`` of the host), so they are not shared across CPUs through a shared cache directory.
+
+    Example:
+        >>> len(host_fingerprint())
+        16
+    """
+    parts = [platform.machine(), platform.system()]
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
+            for line in f:
+                key = line.split(":", 1)[0].strip()
+                if key in ("model name", "flags", "Features", "CPU part", "CPU implementer"):
+                    parts.append(line.strip())
+                if line.strip() == "":  # first processor block is enough
+                    break
+    except OSError:
+        parts.append(platform.processor())
+    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
+
+
+# -- configuration ---------------------------------------------------------------------------------------
+def _root(path: Any) -> Path:
+    return cache_dir(path)
 
 
 def limits(cache_dir: Any = None) -> CacheLimits:
@@ -192,8 +306,6 @@ def configure(cache_dir: Any = None, **changes: Any) -> CacheLimits:
         >>> configure("/tmp/ingot-doc-cache", max_size="3G").max_size == 3 * 1024 ** 3
         True
     """
-    from .toolchain import write_atomic
-
     fields = {f.name for f in dataclasses.fields(CacheLimits)}
     unknown = sorted(set(changes) - fields)
     if unknown:
@@ -315,8 +427,6 @@ def maybe_evict(cache_dir: Any = None, added_bytes: int = 0,
         >>> maybe_evict("/tmp/ingot-doc-cache") is None or True
         True
     """
-    from .toolchain import write_atomic
-
     root = _root(cache_dir)
     lim = limits_ or limits(root)
     marker = _read_usage(root)
@@ -385,8 +495,6 @@ def evict(cache_dir: Any = None, limits_: "CacheLimits | None" = None, *, max_si
 
 
 def _evict_locked(root: Path, lim: CacheLimits) -> EvictReport:
-    from .toolchain import unlink_quietly, write_atomic
-
     # Step 1: measure.
     entries = list(_entries(root))
     total = sum(size for _, size, _, _ in entries)

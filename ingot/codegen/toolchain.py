@@ -5,10 +5,11 @@ Note: a module is compiled by exactly one compiler call::
     cc -O3 -march=native -ffp-contract=fast -fno-math-errno -fPIC -shared -fopenmp -std=c11 \
        [extra flags] -o <tmp>.so <key>.c -lm
 
-The output lands in a content-addressed cache: ``key = sha256(source, full command, compiler
-version, host CPU when -march=native)``; ``<cache>/<key[:2]>/<key>.so`` is written by
-compiling to a temporary file in the same directory and ``os.replace``-ing it, so concurrent
-builders never see a partial library. The cache directory is ``~/.cache/ingot/kernels``,
+The output lands in the content-addressed cache that `ingot.codegen.disk_cache` owns
+(`disk_cache.compiled_entry`): ``key = sha256(source, full command, compiler version, host CPU
+when -march=native)``; ``<cache>/<key[:2]>/<key>.so`` is written by compiling to a temporary
+file in the same directory and ``os.replace``-ing it (`run_compiler`), so concurrent builders
+never see a partial library. The cache directory is ``~/.cache/ingot/kernels``,
 ``$INGOT_CACHE_DIR`` if set, or an explicit ``cache_dir=`` argument. A hit touches the file and
 every write counts toward the directory's size cap (`ingot.codegen.disk_cache`: LRU eviction,
 default 2 GiB, ``ingot cache``). ``$CC`` may point at the
@@ -36,7 +37,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import os
-import platform
 import re
 import shlex
 import shutil
@@ -65,8 +65,11 @@ __all__ = [
 ]
 
 from ingot.ir.error import IngotError
+from ingot.support import unlink_quietly, write_atomic  # noqa: F401 - importable from here too
 
 from . import disk_cache
+# The cache is disk_cache's (location, entries, eviction); these names stay importable from here.
+from .disk_cache import cache_dir
 
 _MAX_MESSAGE_STDERR = 8000
 
@@ -286,51 +289,6 @@ def march_flags(cpu: Any) -> "tuple[str, tuple[str, ...]]":
                          "such as 'llvm -mcpu=x86-64-v3'")
 
 
-@lru_cache(maxsize=1)
-def _host_fingerprint() -> str:
-    """Identifies the host CPU, so -march=native objects are not shared across CPUs."""
-    parts = [platform.machine(), platform.system()]
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as f:
-            for line in f:
-                key = line.split(":", 1)[0].strip()
-                if key in ("model name", "flags", "Features", "CPU part", "CPU implementer"):
-                    parts.append(line.strip())
-                if line.strip() == "":  # first processor block is enough
-                    break
-    except OSError:
-        parts.append(platform.processor())
-    return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]
-
-
-def cache_dir(path: str | os.PathLike | None = None) -> Path:
-    """The kernel cache directory: ``path`` if given, else ``$INGOT_CACHE_DIR``, else
-    ``~/.cache/ingot/kernels`` (``$XDG_CACHE_HOME`` respected). Created on demand.
-
-    Example::
-
-        >>> str(cache_dir("/tmp/ingot-doc-cache"))
-        '/tmp/ingot-doc-cache'
-    """
-    if path is None:
-        path = os.environ.get("INGOT_CACHE_DIR") or None
-    if path is None:
-        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-        path = os.path.join(base, "ingot", "kernels")
-    p = Path(path).expanduser()
-    try:
-        p.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise ToolchainError(
-            f"cannot create the kernel cache directory {str(p)!r}: {exc}; set INGOT_CACHE_DIR "
-            "to a writable directory"
-        ) from exc
-    return p
-
-
-_cache_root = cache_dir  # for functions whose ``cache_dir`` parameter hides the function
-
-
 def compile_count() -> int:
     """Number of real compiler invocations in this process (cache hits do not count).
 
@@ -354,38 +312,8 @@ def _cache_key(source: str, command: list[str], version: str, options: CompileOp
         h.update(part.encode("utf-8", "surrogatepass"))
         h.update(b"\x01")
     if options.march == "native" or options.mcpu == "native" or options.mtune == "native":
-        h.update(_host_fingerprint().encode())
+        h.update(disk_cache.host_fingerprint().encode())
     return h.hexdigest()
-
-
-def write_atomic(path: "str | os.PathLike", data: "str | bytes") -> None:
-    """Write ``data`` (text or bytes) to ``path`` through a temp file in the same directory and a
-    rename, so readers never see half a file and a failure leaves nothing behind.
-
-    Example:
-        >>> write_atomic("/tmp/ingot-example.txt", "hello")
-    """
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
-    try:
-        if isinstance(data, bytes):
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-        else:
-            with os.fdopen(fd, "w", encoding="utf-8", errors="surrogatepass") as f:
-                f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        unlink_quietly(tmp)
-        raise
-
-
-def unlink_quietly(path) -> None:
-    """Remove ``path`` if it exists; ignore errors (cleanup of temp files)."""
-    try:
-        os.unlink(path)
-    except OSError:
-        pass
 
 
 def _flags_for(options: CompileOptions, mode: str) -> "tuple[list[str], list[str]]":
@@ -405,28 +333,10 @@ def _build(source: str, options: CompileOptions, mode: str, suffix: str,
     flags, libs = _flags_for(options, mode)
     # The command with placeholders is what the key hashes (paths vary, content does not).
     key = _cache_key(source, [*compiler, *flags, "-o", "<out>", "<src>", *libs], version, options)
-    bucket = cache_dir(cache) / key[:2]
-    bucket.mkdir(parents=True, exist_ok=True)
-    out = bucket / f"{key}{suffix}"
-    if disk_cache.touch(out):  # a hit: marked used now, so eviction keeps it (disk_cache's note)
-        return str(out)
-    src = bucket / f"{key}.c"
-    if not src.exists():
-        write_atomic(src, source)
-    _run_compiler([*compiler, *flags, "-o", "<out>", str(src), *libs], out, source_path=str(src))
-    _note_written(cache, out, src)
-    return str(out)
-
-
-def _note_written(cache: "str | os.PathLike | None", *paths: Path) -> None:
-    """Count new cache files toward the size cap (`ingot.codegen.disk_cache.note_write`)."""
-    size = 0
-    for p in paths:
-        try:
-            size += p.stat().st_size
-        except OSError:
-            pass
-    disk_cache.note_write(size, cache)
+    return disk_cache.compiled_entry(
+        key, suffix, source, ".c",
+        lambda src, out: _run_compiler([*compiler, *flags, "-o", "<out>", str(src), *libs], out, str(src)),
+        cache)
 
 
 def _run_compiler(command: list[str], out: Path, source_path: str = "") -> None:
@@ -542,27 +452,21 @@ def compile_shared_library_units(sources: "list[str]", options: CompileOptions |
     keys = [_cache_key(s, obj_command, version, options) for s in sources]
     link_command = [*compiler, *link_flags, "-o", "<out>", *(f"<{k}.o>" for k in keys), *libs]
     lib_key = _cache_key("units\0" + "\0".join(keys), link_command, version, options)
-    root = _cache_root(cache_dir)
     suffix = ".dll" if sys.platform == "win32" else (".dylib" if sys.platform == "darwin" else ".so")
-    out = root / lib_key[:2] / f"{lib_key}{suffix}"
+    out = disk_cache.entry_path(lib_key, suffix, cache_dir)
     if disk_cache.touch(out):
         return str(out)
     out.parent.mkdir(parents=True, exist_ok=True)
 
-    # Step 2: compile the objects not in the cache, in parallel.
+    # Step 2: compile the objects not in the cache, in parallel (a hit is touched: used now,
+    # eviction leaves it until the link below is long done).
     def compile_one(k: int) -> str:
-        obj = root / keys[k][:2] / f"{keys[k]}.o"
-        if disk_cache.touch(obj):  # used now: eviction leaves it until the link below is long done
-            return str(obj)
-        obj.parent.mkdir(parents=True, exist_ok=True)
-        src = obj.with_suffix(".c")
-        if not src.exists():
-            write_atomic(src, sources[k])
-        _run_compiler([*compiler, *obj_flags, "-o", "<out>", str(src)], obj, source_path=str(src))
-        _note_written(root, obj, src)
-        return str(obj)
+        return disk_cache.compiled_entry(
+            keys[k], ".o", sources[k], ".c",
+            lambda src, obj: _run_compiler([*compiler, *obj_flags, "-o", "<out>", str(src)], obj, str(src)),
+            cache_dir)
 
-    todo = [k for k in range(len(sources)) if not (root / keys[k][:2] / f"{keys[k]}.o").exists()]
+    todo = [k for k in range(len(sources)) if not disk_cache.entry_path(keys[k], ".o", cache_dir).exists()]
     workers = min(len(todo), max(1, jobs or compile_jobs()))
     if workers > 1:
         from concurrent.futures import ThreadPoolExecutor
@@ -573,7 +477,7 @@ def compile_shared_library_units(sources: "list[str]", options: CompileOptions |
     # Step 3: link.
     _run_compiler([*compiler, *link_flags, "-o", "<out>", *objects, *libs], out,
                   source_path=" ".join(objects))
-    _note_written(root, out)
+    disk_cache.note_write(out.stat().st_size, cache_dir)
     return str(out)
 
 

@@ -26,7 +26,8 @@ re-lowering after an edit, is small. `CACHE_VERSION` remains for changes the sou
 show (e.g. the entry format). A test checks that lowering and printing a kernel import no
 ``ingot`` package outside the fingerprinted set.
 
-Entries live in ``<cache dir>/kernel-c/<key[:2]>/<key>.json`` (the compile cache's directory:
+Entries live in ``<cache dir>/kernel-c/<key[:2]>/<key>.json`` (`ingot.codegen.disk_cache` owns the
+directory and its layout; this module computes keys and reads and writes its entries:
 ``cache_dir=``, ``$INGOT_CACHE_DIR`` or ``~/.cache/ingot/kernels``), written to a temp file and
 renamed (concurrent processes never see half an entry). Each entry records its key and the
 SHA-256 of its payload: a truncated, corrupt or foreign file is a miss (and is rewritten),
@@ -53,6 +54,7 @@ from typing import Any
 
 from ingot.codegen import disk_cache
 from ingot.ir.structural import _Hasher
+from ingot.support import write_atomic
 
 __all__ = ["CACHE_VERSION", "FINGERPRINTED", "cache_stats", "clear", "code_fingerprint", "kernel_cache_key",
            "kernel_source", "stats"]
@@ -151,7 +153,6 @@ def kernel_cache_key(func: Any, module_key: str, name: str, symbol: str, kernel_
         >>> len(kernel_cache_key(f, "main", "main", "ingot_main", "ingot_kernel_main", "llvm"))
         64
     """
-    from ingot.codegen.toolchain import _host_fingerprint
     from ingot.ir.transform import PassContext
     from ingot.target import as_target
 
@@ -162,7 +163,7 @@ def kernel_cache_key(func: Any, module_key: str, name: str, symbol: str, kernel_
     hasher.visit(func)
     h = hashlib.sha256()
     for part in (hasher.digest.hexdigest(), module_key, name, symbol, kernel_symbol, str(as_target(target)),
-                 _host_fingerprint(), code_fingerprint(), ctx.opt_level, ",".join(sorted(ctx.required_pass)),
+                 disk_cache.host_fingerprint(), code_fingerprint(), ctx.opt_level, ",".join(sorted(ctx.required_pass)),
                  ",".join(sorted(ctx.disabled_pass))):
         h.update(str(part).encode("utf-8", "surrogatepass") + b"\0")
     return h.hexdigest()
@@ -175,9 +176,7 @@ def entry_path(key: str, cache_dir: Any = None) -> Path:
         >>> entry_path("ab" + "0" * 62, "/tmp/c").parent.name
         'ab'
     """
-    from ingot.codegen.toolchain import cache_dir as resolve
-
-    return resolve(cache_dir) / "kernel-c" / key[:2] / f"{key}.json"
+    return disk_cache.entry_path(key, ".json", cache_dir, disk_cache.KERNEL_C)
 
 
 def _load(key: str, cache_dir: Any):
@@ -207,8 +206,6 @@ def _load(key: str, cache_dir: Any):
 
 
 def _store(key: str, piece: Any, cache_dir: Any) -> None:
-    from ingot.codegen.toolchain import write_atomic
-
     payload = json.dumps(piece.to_json(), ensure_ascii=False, separators=(",", ":"))
     entry = {"format": CACHE_VERSION, "key": key,
              "sha256": hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest(), "payload": payload}

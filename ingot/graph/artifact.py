@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from ingot.codegen.toolchain import write_atomic
+from ingot.support import write_atomic
 
 FORMAT = "ingot.graph.executable"
 VERSION = 1

@@ -6,7 +6,8 @@ target's ``-arch`` and its PTX, so the driver loads it on that GPU directly and 
 PTX on newer ones (``-gencode arch=compute_90,code=[sm_90,compute_90]``). ``cubin``, ``ptx``
 and ``obj`` (``nvcc -c``) are there for tests and inspection. The cache key is the sha256 of the
 source, the command (output path abstracted) and ``nvcc --version``; files land in
-``<cache>/cuda/<key[:2]>/<key>.<ext>`` through a temp file and ``os.replace``. ``$NVCC`` may
+``<cache>/cuda/<key[:2]>/<key>.<ext>`` (`ingot.codegen.disk_cache.compiled_entry`) through a temp
+file and ``os.replace``. ``$NVCC`` may
 point at the compiler; else ``nvcc`` on ``PATH``, else ``/usr/local/cuda/bin/nvcc``.
 
 Example:
@@ -24,7 +25,7 @@ import shutil
 import subprocess
 
 from ingot.codegen import disk_cache
-from ingot.codegen.toolchain import ToolchainError, cache_dir, run_compiler, write_atomic
+from ingot.codegen.toolchain import ToolchainError, run_compiler
 
 __all__ = ["find_nvcc", "nvcc_version", "compile_cuda", "normalize_arch", "DEFAULT_ARCH", "OUTPUT_KINDS"]
 
@@ -112,14 +113,8 @@ def compile_cuda(source: str, arch: "str | None" = None, output: str = "fatbin",
     flags = ["-O3", "-std=c++17", *arch_flags, flag, *options]
     key_src = "\0".join([source, shlex.join([nvcc, *flags, "-o", "<out>", "<src>"]), nvcc_version(nvcc)])
     key = hashlib.sha256(key_src.encode("utf-8", "surrogatepass")).hexdigest()
-    bucket = cache_dir(cache) / "cuda" / key[:2]
-    bucket.mkdir(parents=True, exist_ok=True)
-    out = bucket / f"{key}{suffix}"
-    if disk_cache.touch(out):  # a hit is marked used now (LRU eviction, ingot.codegen.disk_cache)
-        return str(out)
-    src = bucket / f"{key}.cu"
-    if not src.exists():
-        write_atomic(src, source)
-    run_compiler([nvcc, *flags, "-o", "<out>", str(src)], out, source_path=str(src), language="CUDA")
-    disk_cache.note_write(out.stat().st_size + len(source), cache)
-    return str(out)
+    return disk_cache.compiled_entry(
+        key, suffix, source, ".cu",
+        lambda src, out: run_compiler([nvcc, *flags, "-o", "<out>", str(src)], out, source_path=str(src),
+                                      language="CUDA"),
+        cache, disk_cache.CUDA)
