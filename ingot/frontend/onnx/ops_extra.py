@@ -1,9 +1,13 @@
 """ONNX converters on the frontend's extra graph ops (`ingot.graph.op.onnx_extra`): ArgMax, ArgMin,
 TopK, CumSum, BitShift, BitwiseAnd/Or/Xor/Not, Resize/Upsample (nearest, linear), ConvTranspose (1-D, 2-D),
-QuantizeLinear/DequantizeLinear (integer types), LpNormalization, ScatterElements/ScatterND, inverse and
-hyperbolic trigonometry.
+QuantizeLinear/DequantizeLinear (integer types), LpNormalization, ScatterElements/ScatterND, GatherND, CumProd,
+ReverseSequence, inverse and hyperbolic trigonometry.
 
-Note: TopK is the graph op ``topk`` (values and indices from one ranking, `ingot.ops.sort`); CumSum's ``reverse`` is a flip (``take`` with reversed positions) on both sides of the scan.
+Note: TopK is the graph op ``topk`` (values and indices from one ranking, `ingot.ops.sort`); CumSum's ``reverse`` is a flip
+(``take`` with reversed positions) on both sides of the scan. GatherND and ScatterND view data as rows (one row per
+index tuple) and become one ``take`` / ``scatter_elements``; CumProd is a masked ``prod`` (a log-depth scan on long
+axes); ReverseSequence is a ``gather_elements`` along time. A CumSum/CumProd axis given at run time builds every
+axis and selects by the value.
 
 Example:
     >>> from ingot.frontend.onnx.importer import get_converter

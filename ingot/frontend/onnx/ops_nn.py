@@ -3,7 +3,8 @@
 Note: the graph layer has 2-D convolution and pooling (NCHW); 1-D ones are imported as 2-D with
 a unit height (``expand_dims`` before, ``squeeze`` after), which costs nothing after fusion.
 ``auto_pad`` and ``ceil_mode`` are resolved into explicit paddings at import time (they need static
-spatial sizes). ``InstanceNormalization`` is ``group_norm`` with one group per channel.
+spatial sizes). ``InstanceNormalization`` is ``group_norm`` with one group per channel. ``LpPool`` is an average pool
+of ``|x|^p`` counting the padding, times the window size, to the power ``1/p``; ``MaxUnpool`` scatters into zeros.
 
 Example:
     >>> from ingot.frontend.onnx.importer import get_converter
