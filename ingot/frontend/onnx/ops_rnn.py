@@ -164,9 +164,9 @@ class _Layer:
             raise node.error("hidden_size is not given and R's last dimension is not static")
         self.hidden = int(hidden)
         gh = self.gates * self.hidden
-        if tuple(wshape[:2]) != (self.num_dirs, gh) or tuple(rshape) != (self.num_dirs, gh, self.hidden):
+        if tuple(wshape) != (self.num_dirs, gh, self.in_size) or tuple(rshape) != (self.num_dirs, gh, self.hidden):
             raise node.error(f"W {wshape} / R {rshape} do not match direction={direction!r} and hidden_size="
-                             f"{self.hidden}: expected W ({self.num_dirs}, {gh}, input_size) and R "
+                             f"{self.hidden}: expected W ({self.num_dirs}, {gh}, {self.in_size}) (input size from X) and R "
                              f"({self.num_dirs}, {gh}, {self.hidden})")
         self.acts = _activations(node, per_dir, defaults, self.num_dirs)
 
@@ -237,9 +237,15 @@ class _Layer:
                 else:
                     out.append(G.const(covered.reshape(-1, 1)))
             return out
-        column = self.b(G.op.reshape(self.ctx.expr(lens), (-1, 1)))
-        ldt = self.ctx.dtype(column)
-        return [self.b(G.op.less(G.const(np.array(t, ldt)), column)) for t in range(self.steps)]
+        row = self.b(G.op.reshape(self.ctx.expr(lens), (1, -1, 1)))
+        steps = G.const(np.arange(self.steps, dtype=self.ctx.dtype(row)).reshape(-1, 1, 1))
+        every = self.b(G.op.less(steps, row))                                      # (T, B, 1)
+        return [self.b(G.op.squeeze(self.row(every, t), axis=[0])) for t in range(self.steps)]
+
+    def row(self, value: G.Expr, index: int) -> G.Expr:
+        """``value[index:index+1]`` as a `take` by a 1-element index tensor: the index is a kernel argument,
+        not a constant folded into it (a scalar would be), so the kernel is shared by all rows."""
+        return self.b(G.op.take(value, G.const(np.array([index], "int64")), axis=0))
 
     def empty_sequences(self) -> "Optional[G.Expr]":
         """A (B, 1) mask of the sequences of length 0, or None when there are none."""
@@ -264,7 +270,11 @@ class _Layer:
         in_bias, rbh = self.bias()
         if in_bias is not None:
             proj = b(G.op.add(proj, in_bias))
-        proj = b(G.op.reshape(proj, (self.steps, -1, nd * gh)))            # (T, B, D*G*H)
+        # Steps are rows of one (D*T, B, G*H) tensor, picked with `take` by an index tensor: every step's
+        # kernel is then the same PrimFunc (the index is an argument), so kernels do not multiply with T.
+        if nd > 1:
+            proj = b(G.op.permute_dims(b(G.op.reshape(proj, (self.steps, -1, nd, gh))), (2, 0, 1, 3)))
+        proj = b(G.op.reshape(proj, (nd * self.steps, -1, gh)))             # (D*T, B, G*H)
         r_t = self.transposed(node.input(2), gh, h)                        # (H, D*G*H)
         peep = self.peepholes()
         init_h, init_c = self.initial(5), self.initial(6)
@@ -282,8 +292,7 @@ class _Layer:
             for t in (range(self.steps - 1, -1, -1) if reverse else range(self.steps)):
                 if masks[t] is False:
                     continue  # no sequence reaches this step: the state carries, Y is 0 here
-                xg = b(G.op.squeeze(b(G.op.strided_slice(proj, [t, d * gh], [t + 1, (d + 1) * gh], axes=[0, 2])),
-                                    axis=[0]))                              # (B, G*H)
+                xg = b(G.op.squeeze(self.row(proj, d * self.steps + t), axis=[0]))    # (B, G*H)
                 new = self.step(d, xg, r_d, state, peep, rbh)
                 mask = masks[t]
                 if mask is not None:
