@@ -181,7 +181,7 @@ class _RegionWriter:
             from onnx import numpy_helper
 
             n = self.fresh("const")
-            self.inits.append(numpy_helper.from_array(np.ascontiguousarray(e.data), n))
+            self.inits.append(numpy_helper.from_array(np.array(e.data, order="C"), n))
             return n
         try:
             return self.names[id(e)]
@@ -200,7 +200,7 @@ class _RegionWriter:
         from onnx import numpy_helper
 
         n = self.fresh("c")
-        self.inits.append(numpy_helper.from_array(np.ascontiguousarray(array), n))
+        self.inits.append(numpy_helper.from_array(np.array(array, order="C"), n))
         return n
 
     def opaque_call(self, call: Call) -> str:

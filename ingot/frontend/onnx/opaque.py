@@ -66,7 +66,7 @@ def infer_output_types(node: Any, inputs: list, ctx: Any, opset_imports: dict) -
         if v is None:
             continue
         if isinstance(v, np.ndarray) and v.dtype != object:
-            inits.append(numpy_helper.from_array(np.ascontiguousarray(v), f"in{k}"))
+            inits.append(numpy_helper.from_array(np.array(v, order="C"), f"in{k}"))  # (ascontiguousarray: 0-d -> 1-d)
         graph_inputs.append(_value_info(f"in{k}", *ctx.sinfo(v)))
     outputs = [helper.make_empty_tensor_value_info(o) for o in node.output if o]
     graph = helper.make_graph([node], "opaque", graph_inputs, outputs, inits)
