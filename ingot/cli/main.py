@@ -230,8 +230,6 @@ def inspect_cmd(model: str, as_json: bool = False, no_import: bool = False) -> N
     if report.subgraph_op_counts:
         click.echo("in subgraphs: " + ", ".join(f"{op} x{n}" for op, n in report.subgraph_op_counts.items()))
     click.echo(report.summary())
-    if not report.unsupported and not report.unsupported_dtypes:
-        click.echo("all operators are supported")
 
 
 @main.command("bench")

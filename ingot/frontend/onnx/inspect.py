@@ -157,7 +157,7 @@ class ModelReport:
             shown = ", ".join(where[:3]) + (", ..." if len(where) > 3 else "")
             lines.append(f"unsupported data type: {dt} ({shown})")
         if not lines:
-            lines.append("all operators and data types are supported")
+            lines.append("all operators are supported, and all data types")
         dyn = self.dynamic_inputs
         if dyn:
             parts = [f"{name} {'(no shape)' if not axes else ', '.join(f'axis {a}={s}' for a, s in axes.items())}"
