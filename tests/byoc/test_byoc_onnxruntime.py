@@ -136,3 +136,20 @@ def test_cli_compile_fallback(det_package, tmp_path):
     assert "fallback: 1 op(s) run on onnxruntime: Det (det0)" in r.output
     r = runner.invoke(main, ["run", str(pkg)])
     assert r.exit_code == 0, r.output
+
+
+def test_a_node_its_converter_refuses_falls_back_too(tmp_path):
+    # Ingot's Resize converter refuses coordinate_transformation_mode="tf_crop_and_resize" (roi).
+    roi = np.array([0, 0, 0.1, 0.2, 1, 1, 0.9, 0.8], "float32")
+    scales = np.array([1, 1, 2, 1.5], "float32")
+    node = helper.make_node("Resize", ["x", "roi", "scales"], ["y"], name="resize0", mode="linear",
+                            coordinate_transformation_mode="tf_crop_and_resize")
+    path = _save(tmp_path, [node], [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 4, 4])],
+                 [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 8, 6])],
+                 [numpy_helper.from_array(roi, "roi"), numpy_helper.from_array(scales, "scales")], name="resize.onnx")
+    with pytest.raises(ConversionError, match="tf_crop_and_resize"):
+        M.load(str(path))
+    package = M.compile(str(path), fallback="onnxruntime")
+    assert [(r["onnx_op"], r["node"]) for r in package.fallback_ops] == [("Resize", "resize0")]
+    data = {"x": RNG.standard_normal((1, 2, 4, 4)).astype("float32")}
+    np.testing.assert_allclose(next(iter(M.run(package, data).values())), _onnxruntime(path, data)[0], rtol=1e-6)
