@@ -36,7 +36,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ingot.graph.expr import Call, Constant, Function, Tuple, Var
+from ingot.graph.expr import Call, Constant, Function, Tuple
 from ingot.graph.external import Pattern
 from ingot.ir import IRModule
 from ingot.ir.error import IngotError, IRError
