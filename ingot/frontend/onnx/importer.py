@@ -533,14 +533,20 @@ def _convert_node(ctx: Context, proto: Any, values: dict, opset: int, source: st
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             if ctx.opaque_opsets is not None:  # the converter refuses this node: ONNX Runtime runs it
                 result = _opaque(ctx, node, first)
-            elif isinstance(exc, ConversionError):
-                raise
             else:
-                raise node.error(first) from exc
+                err = exc if isinstance(exc, ConversionError) else node.error(first)
+                if _FALLBACK_HINT not in str(err):  # once, also through nested function bodies
+                    err.args = (f"{err}\n{_FALLBACK_HINT}",)
+                if err is exc:
+                    raise
+                raise err from exc
     results = list(result) if isinstance(result, (list, tuple)) else [result]
     for name, value in zip(proto.output, results):
         if name:
             values[name] = _as_value(value)
+
+
+_FALLBACK_HINT = "(ONNX Runtime can run the nodes Ingot cannot convert: ingot.compile(model, fallback=\"onnxruntime\"))"
 
 
 def _opaque(ctx: Context, node: Node, why: str) -> list:
