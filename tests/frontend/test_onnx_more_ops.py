@@ -71,6 +71,26 @@ def test_gather_nd_constant_indices_int32_data():
     _check(_model(node, {"data": data}, inits={"idx": idx}), {"data": data})
 
 
+@pytest.mark.compiler
+def test_gather_nd_symbolic_sizes_compiled():
+    # A dynamic (batch, seq) export indexing its attention mask: the row numbers use run-time sizes.
+    import ingot
+    from ingot import graph as G
+
+    node = helper.make_node("GatherND", ["d", "i"], ["y"], batch_dims=1)
+    g = helper.make_graph([node], "g", [helper.make_tensor_value_info("d", TensorProto.FLOAT, ["B", "S", 4]),
+                                        helper.make_tensor_value_info("i", TensorProto.INT64, ["B", 3, 1])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["B", 3, 4])])
+    model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)], ir_version=10)
+    mod, _ = from_onnx(model)
+    assert str(mod["main"].ret_struct_info) == 'R.Tensor((B, 3, 4), dtype="float32")'
+    run = G.Executor(G.build(mod, "llvm"), ingot.cpu())["main"]
+    for b, s in ((2, 5), (3, 7)):
+        d = rng.standard_normal((b, s, 4)).astype("float32")
+        i = rng.integers(-s, s, (b, 3, 1)).astype("int64")
+        np.testing.assert_array_equal(run(d, i).numpy(), ReferenceEvaluator(model).run(None, {"d": d, "i": i})[0])
+
+
 # -- ScatterND --------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("reduction", ["none", "add", "mul", "max", "min"])

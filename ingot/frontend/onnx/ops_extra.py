@@ -396,42 +396,82 @@ def _static_axis_size(ctx: Any, node: Any, x: Any, axis: int, what: str) -> int:
     return n
 
 
+def _dim_scalar(ctx: Any, d: Any) -> Any:
+    """A (1,) int64 tensor holding dim ``d`` (not 0-d: the run-time-shape executor stores 0-d values as
+    (1,)). A symbolic dim is counted at run time: the sum of
+    ``min(cumsum(ones(d)), 1)`` (the scan, an opaque op, keeps ``d`` in the shape of the reduction's
+    argument, so the fused kernel knows it; a sum fused with the broadcast itself would not)."""
+    if isinstance(d, int):
+        return G.const(np.array([d], "int64"))
+    ones = ctx.expr(ctx.emit(G.op.broadcast_to(G.const(np.ones(1, "int64")), (d,))))
+    counted = ctx.expr(ctx.emit(G.op.cumsum(ones, axis=0)))
+    unit = ctx.expr(ctx.emit(G.op.minimum(counted, G.const(np.ones((), "int64")))))
+    return ctx.expr(ctx.emit(G.op.sum(unit, axis=[0], keepdims=True)))
+
+
+def _vector(ctx: Any, scalars: list) -> Any:
+    """The (1,) int64 tensors ``scalars`` as one 1-D tensor (a constant when they all are)."""
+    if all(isinstance(v, G.Constant) for v in scalars):
+        return G.const(np.concatenate([v.data for v in scalars]).astype("int64"))
+    return ctx.expr(ctx.emit(G.op.concat(list(scalars), axis=0)))
+
+
+def _mul(ctx: Any, a: Any, b: Any) -> Any:
+    if isinstance(a, G.Constant) and isinstance(b, G.Constant):
+        return G.const((a.data * b.data).astype("int64"))
+    return ctx.expr(ctx.emit(G.op.multiply(a, b)))
+
+
+def _positions(ctx: Any, d: Any) -> Any:
+    """``arange(d)`` as an int64 tensor, ``d`` static or symbolic."""
+    if isinstance(d, int):
+        return G.const(np.arange(d, dtype="int64"))
+    ones = ctx.expr(ctx.emit(G.op.broadcast_to(G.const(np.ones(1, "int64")), (d,))))
+    return ctx.expr(ctx.emit(G.op.cumsum(ones, axis=0, exclusive=True)))
+
+
 @register("GatherND", since=11)
 def _gather_nd(ctx: Any, node: Any) -> Any:
     # Each index tuple (the last axis of `indices`) is one row number of data viewed as
     # (batch * prod(indexed dims), rest...); with batch_dims b, batch entry j adds j * rows.
-    # GatherND is then one `take` on axis 0 of that view.
+    # GatherND is then one `take` on axis 0 of that view. Symbolic sizes (a dynamic batch/sequence
+    # export indexing an attention mask) enter the row numbers as run-time scalars.
     data, idx = node.input(0), node.input(1)
     b = int(node.attr("batch_dims", 0))
     ds, ishape = list(ctx.shape(data)), list(ctx.shape(idx))
     k = ishape[-1] if ishape else None
-    if not isinstance(k, int) or not 0 <= b < len(ishape) or b + k > len(ds):
+    if not isinstance(k, int) or not 0 <= b <= len(ishape) - 1 or not 1 <= k <= len(ds) - b:
         raise node.error(f"indices {tuple(map(str, ishape))} with batch_dims={b} do not index data "
-                         f"{tuple(map(str, ds))}: the last axis of indices (static) may index at most "
-                         f"rank(data) - batch_dims axes")
+                         f"{tuple(map(str, ds))}: the last axis of indices must be static, between 1 and "
+                         f"rank(data) - batch_dims")
     batch, indexed, rest = ds[:b], ds[b:b + k], ds[b + k:]
-    if not all(isinstance(d, int) for d in batch + indexed):
-        raise node.error(f"GatherND needs static sizes on the batch and indexed axes of data "
-                         f"{tuple(map(str, ds))}; fix them with shape_dict")
-    rows = int(np.prod(indexed, dtype=np.int64))
-    nb = int(np.prod(batch, dtype=np.int64))
     lead = ishape[:-1]
     e_idx = ctx.expr(ctx.emit(G.op.astype(ctx.expr(idx), "int64")))
-    if k == 0:
-        if not all(isinstance(d, int) for d in lead):
-            raise node.error("GatherND with an empty index tuple needs static index shapes")
-        lin: Any = G.const(np.zeros(lead, "int64"))
-    else:
-        strides = np.array([int(np.prod(indexed[j + 1:], dtype=np.int64)) for j in range(k)], dtype="int64")
-        # negative entries count from the end of their own axis
-        wrapped = ctx.expr(ctx.emit(G.op.where(
-            ctx.expr(ctx.emit(G.op.less(e_idx, G.const(np.zeros((), "int64"))))),
-            ctx.expr(ctx.emit(G.op.add(e_idx, G.const(np.array(indexed, dtype="int64"))))), e_idx)))
-        lin = ctx.expr(ctx.emit(G.op.sum(ctx.expr(ctx.emit(G.op.multiply(wrapped, G.const(strides)))), axis=[-1])))
+    # Step 1. strides of the indexed axes (row-major) and the number of rows they span.
+    dims = [_dim_scalar(ctx, d) for d in indexed]
+    strides, rows = [], G.const(np.array([1], "int64"))
+    for dim in reversed(dims):
+        strides.insert(0, rows)
+        rows = _mul(ctx, rows, dim)
+    # Step 2. row numbers; negative entries count from the end of their own axis.
+    wrapped = ctx.expr(ctx.emit(G.op.where(
+        ctx.expr(ctx.emit(G.op.less(e_idx, G.const(np.zeros((), "int64"))))),
+        ctx.expr(ctx.emit(G.op.add(e_idx, _vector(ctx, dims)))), e_idx)))
+    lin = ctx.expr(ctx.emit(G.op.sum(ctx.expr(ctx.emit(G.op.multiply(wrapped, _vector(ctx, strides)))), axis=[-1])))
+    # Step 3. batch entry j (row-major over the batch axes) starts at row j * rows.
     if b:
-        offsets = (np.arange(nb, dtype="int64") * rows).reshape(batch + [1] * (len(lead) - b))
-        lin = ctx.expr(ctx.emit(G.op.add(lin, G.const(offsets))))
-    flat = ctx.expr(ctx.emit(G.op.reshape(ctx.expr(data), (nb * rows,) + tuple(rest))))
+        flat_b: Any = None
+        for a, d in enumerate(batch):
+            pos = ctx.expr(ctx.emit(G.op.reshape(_positions(ctx, d), [d if i == a else 1 for i in range(b)])))
+            flat_b = pos if flat_b is None else ctx.expr(ctx.emit(G.op.add(_mul(ctx, flat_b, _dim_scalar(ctx, d)),
+                                                                          pos)))
+        offsets = ctx.expr(ctx.emit(G.op.multiply(flat_b, rows)))
+        offsets = ctx.expr(ctx.emit(G.op.reshape(offsets, tuple(batch) + (1,) * (len(lead) - b))))
+        lin = ctx.expr(ctx.emit(G.op.add(lin, offsets)))
+    total: Any = 1
+    for d in batch + indexed:
+        total = total * d
+    flat = ctx.expr(ctx.emit(G.op.reshape(ctx.expr(data), (total,) + tuple(rest))))
     return ctx.emit(G.op.take(flat, ctx.expr(lin), axis=0))
 
 
