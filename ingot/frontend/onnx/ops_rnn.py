@@ -237,7 +237,8 @@ class _Layer:
                 else:
                     out.append(G.const(covered.reshape(-1, 1)))
             return out
-        row = self.b(G.op.reshape(self.ctx.expr(lens), (1, -1, 1)))
+        lens = self.ctx.expr(lens)
+        row = self.b(G.op.reshape(lens, (1, self.ctx.shape(lens)[0], 1)))
         steps = G.const(np.arange(self.steps, dtype=self.ctx.dtype(row)).reshape(-1, 1, 1))
         every = self.b(G.op.less(steps, row))                                      # (T, B, 1)
         return [self.b(G.op.squeeze(self.row(every, t), axis=[0])) for t in range(self.steps)]
@@ -255,7 +256,8 @@ class _Layer:
         if is_static(lens):
             array = as_array(lens).reshape(-1, 1)
             return G.const(array <= 0) if (array <= 0).any() else None
-        column = self.b(G.op.reshape(self.ctx.expr(lens), (-1, 1)))
+        lens = self.ctx.expr(lens)
+        column = self.b(G.op.reshape(lens, (self.ctx.shape(lens)[0], 1)))
         return self.b(G.op.less_equal(column, G.const(np.array(0, self.ctx.dtype(column)))))
 
     # -- the unrolled layer -------------------------------------------------------------------------
@@ -265,7 +267,8 @@ class _Layer:
         gh, h, nd = self.gates * self.hidden, self.hidden, self.num_dirs
         # Step 1. the input projection of every step and direction: one GEMM.
         w_t = self.transposed(node.input(1), gh, self.in_size)            # (I, D*G*H)
-        flat = b(G.op.reshape(self.x, (-1, self.in_size)))
+        # Sizes spelled out, not -1: a symbolic batch then stays the same Var in every shape.
+        flat = b(G.op.reshape(self.x, (self.steps * self.batch, self.in_size)))
         proj = b(G.op.matmul(flat, w_t))
         in_bias, rbh = self.bias()
         if in_bias is not None:
@@ -273,8 +276,8 @@ class _Layer:
         # Steps are rows of one (D*T, B, G*H) tensor, picked with `take` by an index tensor: every step's
         # kernel is then the same PrimFunc (the index is an argument), so kernels do not multiply with T.
         if nd > 1:
-            proj = b(G.op.permute_dims(b(G.op.reshape(proj, (self.steps, -1, nd, gh))), (2, 0, 1, 3)))
-        proj = b(G.op.reshape(proj, (nd * self.steps, -1, gh)))             # (D*T, B, G*H)
+            proj = b(G.op.permute_dims(b(G.op.reshape(proj, (self.steps, self.batch, nd, gh))), (2, 0, 1, 3)))
+        proj = b(G.op.reshape(proj, (nd * self.steps, self.batch, gh)))             # (D*T, B, G*H)
         r_t = self.transposed(node.input(2), gh, h)                        # (H, D*G*H)
         peep = self.peepholes()
         init_h, init_c = self.initial(5), self.initial(6)
@@ -328,7 +331,7 @@ class _Layer:
             return G.const(np.zeros((int(self.batch), self.hidden), self.dtype))
         # A symbolic batch: the zeros take their batch size from X (X[0, :, :1] * 0, broadcast to H).
         first = b(G.op.strided_slice(self.x, [0, 0], [1, 1], axes=[0, 2]))      # (1, B, 1)
-        zero = b(G.op.multiply(b(G.op.reshape(first, (-1, 1))), b.scalar(0.0)))
+        zero = b(G.op.multiply(b(G.op.reshape(first, (self.batch, 1))), b.scalar(0.0)))
         return b(G.op.add(zero, G.const(np.zeros((1, self.hidden), self.dtype))))
 
     def peepholes(self) -> "Optional[list]":
