@@ -46,7 +46,7 @@ _NEEDS_CONSTANT: dict[str, tuple[int, dict[int, str]]] = {
                                                                               3: "axes"}),
     "Range": (11, {0: "start", 1: "limit", 2: "delta"}), "OneHot": (9, {1: "depth", 2: "values"}),
     "Trilu": (14, {1: "k"}), "ConstantOfShape": (9, {0: "shape"}), "TopK": (10, {1: "K"}),
-    "CumSum": (11, {1: "axis"}), "Upsample": (9, {1: "scales"}), "Resize": (11, {2: "scales", 3: "sizes"}),
+    "Upsample": (9, {1: "scales"}), "Resize": (11, {2: "scales", 3: "sizes"}),
     "MaxUnpool": (9, {2: "output_shape"}), "ReduceSum": (13, {1: "axes"}),
     **{op: (18, {1: "axes"}) for op in ("ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
                                         "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare")},
