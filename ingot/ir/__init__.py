@@ -14,7 +14,7 @@ from .expr import (
     Ramp, Range, Select, SizeVar, StringImm, Sub, Var, as_const_int, cast, const, convert, is_const_int,
     max_identity, max_value, min_identity, min_value,
 )
-from .functor import Mutator, Visitor, collect_vars, post_order_visit, substitute
+from .functor import Mutator, Visitor, collect_loads, collect_vars, post_order_visit, substitute
 from .module import GlobalVar, IRModule
 from .node import FrozenDict, Node
 from .printer import expr_to_str, register_node_printer

@@ -169,6 +169,39 @@ def post_order_visit(node: Any, callback: Callable[[Node], None]) -> None:
     _PostOrder().visit(node)
 
 
+def collect_loads(node: Any, buffer: "Buffer | None" = None, *, nested: bool = True) -> list:
+    """The `BufferLoad`s in ``node`` (an expression, statement or tuple), in pre-order: a load
+    comes before the loads inside its indices. ``buffer``: only the loads of that buffer (by
+    identity). ``nested=False``: not the loads inside another load's indices (the operands a
+    compute reads, not the index arrays of a gather).
+
+    Example:
+        >>> from ingot.ir import Var, decl_buffer
+        >>> A, B = decl_buffer((4,), "float32", "A"), decl_buffer((4,), "int32", "B")
+        >>> i = Var("i")
+        >>> e = A[B[i]] + A[i]
+        >>> [ld.buffer.name for ld in collect_loads(e)]
+        ['A', 'B', 'A']
+        >>> len(collect_loads(e, nested=False)), len(collect_loads(e, B))
+        (2, 1)
+    """
+    collector = _LoadCollector(buffer, nested)
+    collector.visit(node)
+    return collector.found
+
+
+class _LoadCollector(Visitor):
+    def __init__(self, buffer: "Buffer | None", nested: bool) -> None:
+        self.buffer, self.nested = buffer, nested
+        self.found: list = []
+
+    def visit_BufferLoad(self, node: Any) -> None:
+        if self.buffer is None or node.buffer is self.buffer:
+            self.found.append(node)
+        if self.nested:
+            self.visit(node.indices)
+
+
 class _Substituter(Mutator):
     def __init__(self, vmap: Mapping[Var, Any]):
         self.vmap = vmap
@@ -226,4 +259,4 @@ class _VarCollector(Visitor):
         self.found.setdefault(id(n), n)
 
 
-__all__ = ["Visitor", "Mutator", "post_order_visit", "substitute", "collect_vars", "FrozenDict"]
+__all__ = ["Visitor", "Mutator", "post_order_visit", "substitute", "collect_loads", "collect_vars", "FrozenDict"]

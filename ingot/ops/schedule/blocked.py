@@ -52,8 +52,7 @@ from __future__ import annotations
 from typing import Any, Optional
 
 from ingot.cpu_model import CpuModel
-from ingot.ir.expr import BufferLoad
-from ingot.ir.functor import collect_vars
+from ingot.ir.functor import collect_loads, collect_vars
 from ingot.tir.schedule.error import ScheduleError
 
 from .analysis import BlockInfo, panel_layout
@@ -147,21 +146,9 @@ def _operand_reads(sch: Any, name: str, info: BlockInfo) -> "tuple[int, int, int
     block = sch.get(sch.get_block(name))
     iv = [v.var for v in block.iter_vars]
     jv, ivar = iv[info.j_index], iv[info.i_index]
-    loads = []
-
-    def visit(e: Any) -> None:
-        if isinstance(e, BufferLoad):
-            loads.append(e)
-            return
-        for f in getattr(e, "_fields", ()):
-            child = getattr(e, f)
-            if hasattr(child, "_fields"):
-                visit(child)
-
-    visit(block.body.value)
     out = block.body.buffer
     found: dict = {}
-    for ld in loads:
+    for ld in collect_loads(block.body.value, nested=False):
         if ld.buffer is out:
             continue
         for dim, ix in enumerate(ld.indices):

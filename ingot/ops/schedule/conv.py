@@ -31,25 +31,14 @@ from dataclasses import replace
 from typing import Any
 
 from ingot.cpu_model import CpuModel
-from ingot.ir.expr import BufferLoad, Var
-from ingot.ir.functor import collect_vars
+from ingot.ir.expr import Var
+from ingot.ir.functor import collect_loads, collect_vars
 from ingot.tir.schedule.error import ScheduleError
 
 from .analysis import BlockInfo, panel_layout
 from .rules import fit_tile, gemm_rule
 
 __all__ = ["conv_oc_rule"]
-
-
-def _loads(e: Any, out: list) -> list:
-    if isinstance(e, BufferLoad):
-        out.append(e)
-        return out
-    for f in getattr(e, "_fields", ()):
-        child = getattr(e, f)
-        if hasattr(child, "_fields"):
-            _loads(child, out)
-    return out
 
 
 def conv_oc_rule(sch: Any, name: str, info: BlockInfo, cpu: CpuModel, *, epilogue: bool = True) -> None:
@@ -75,7 +64,7 @@ def conv_oc_rule(sch: Any, name: str, info: BlockInfo, cpu: CpuModel, *, epilogu
     block = sch.get(sch.get_block(name))
     ov, xv = block.iter_vars[o].var, block.iter_vars[x].var
     weight, wdim, panel, input_panel = None, None, None, None
-    for ld in _loads(block.body.value, []):
+    for ld in collect_loads(block.body.value, nested=False):
         if ld.buffer is block.body.buffer:
             continue
         dims = [d for d, ix in enumerate(ld.indices) if isinstance(ix, Var) and ix is ov]

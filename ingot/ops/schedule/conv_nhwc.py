@@ -74,9 +74,9 @@ from typing import Any, Optional
 
 from ingot.codegen.c.printer import COMPILER_TUNE_KEY
 from ingot.cpu_model import CpuModel
-from ingot.ir.expr import BufferLoad, Var
+from ingot.ir.expr import Var
 from ingot.ir.transform import PassContext, register_pass_config
-from ingot.ir.functor import collect_vars
+from ingot.ir.functor import collect_loads, collect_vars
 from ingot.tir.schedule.error import ScheduleError
 from ingot.tir.stmt import ForKind
 
@@ -91,20 +91,6 @@ __all__ = ["conv_nhwc_rule", "nhwc_window_rule", "choose_kc", "SMALL_MAP", "Conv
 SMALL_MAP = 14 * 14
 
 
-def _loads(e: Any, out: list) -> list:
-    if isinstance(e, BufferLoad):
-        out.append(e)
-    for f in getattr(e, "_fields", ()):
-        child = getattr(e, f)
-        if isinstance(child, (list, tuple)):
-            for c in child:
-                if hasattr(c, "_fields"):
-                    _loads(c, out)
-        elif hasattr(child, "_fields"):
-            _loads(child, out)
-    return out
-
-
 def _loop_extent(sch: Any, loop: Any) -> Optional[int]:
     e = sch.get(loop).extent
     return getattr(e, "value", None) if type(e).__name__ == "IntImm" else None
@@ -115,7 +101,7 @@ def _channel_weight(block: Any, ov: Var, name: str) -> "tuple[Any, Optional[int]
     the output channel ``ov`` — as its last index (HWIO) or as a pre-packed panel. Raises when
     another operand (the input) depends on ``ov`` (grouped/depthwise: not a GEMM over c)."""
     weight, panel = None, None
-    for ld in _loads(block.body.value, []):
+    for ld in collect_loads(block.body.value):
         if ld.buffer is block.body.buffer:
             continue
         packed = panel_layout(ld, ov)
@@ -378,7 +364,7 @@ def _stride_1(sch: Any, name: str, shape: ConvNhwcShape) -> bool:
     the two-panel tile pays only there (a strided input row feeds 4 FMAs per load either way)."""
     block = sch.get(sch.get_block(name))
     weight, _ = _channel_weight(block, block.iter_vars[3].var, name)
-    for ld in _loads(block.body.value, []):
+    for ld in collect_loads(block.body.value):
         if ld.buffer is not block.body.buffer and ld.buffer is not weight and len(ld.buffer.shape) == 4:
             dims = [getattr(d, "value", None) for d in ld.buffer.shape[1:3]]
             return dims == [shape.oh, shape.ow]
@@ -647,7 +633,7 @@ def choose_kc(taps: int, channels: int, nr: int, cpu: CpuModel) -> int:
 
 def _input_channel_axis(block: Any, info: BlockInfo, ivars: list) -> int:
     """Iteration-variable position of the reduce axis that is the input's last index."""
-    for ld in _loads(block.body.value, []):
+    for ld in collect_loads(block.body.value):
         last = ld.indices[-1] if ld.indices else None
         if isinstance(last, Var):
             for k in info.reduce:
@@ -808,7 +794,7 @@ def nhwc_window_rule(sch: Any, name: str, info: BlockInfo, cpu: CpuModel, *,
         raise ScheduleError(f"nhwc_window_rule: block {name!r}: output not indexed by its spatial axes in order")
     cv = ivars[nsp - 1]
     rvars = set(ivars[nsp:])
-    for ld in _loads(block.body.value, []):
+    for ld in collect_loads(block.body.value):
         if ld.buffer is block.body.buffer:
             continue
         if not (isinstance(ld.indices[-1], Var) and ld.indices[-1] is cv):

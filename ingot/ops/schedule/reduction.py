@@ -63,26 +63,10 @@ def row_vector_lanes(extent: "int | None", lanes: int) -> "int | None":
 def _reads_rows(block: Any, kv: Any) -> bool:
     """Whether every input load that uses the reduce variable ``kv`` uses it in its last index
     only (the row is contiguous in memory), and at least one load does."""
-    from ingot.ir.expr import BufferLoad
-    from ingot.ir.functor import collect_vars
+    from ingot.ir.functor import collect_loads, collect_vars
 
-    loads: list = []
-
-    def visit(e: Any) -> None:
-        if isinstance(e, BufferLoad):
-            loads.append(e)
-        for f in getattr(e, "_fields", ()):
-            child = getattr(e, f)
-            if isinstance(child, (list, tuple)):
-                for c in child:
-                    if hasattr(c, "_fields"):
-                        visit(c)
-            elif hasattr(child, "_fields"):
-                visit(child)
-
-    visit(block.body.value)
     found = False
-    for ld in loads:
+    for ld in collect_loads(block.body.value):
         if ld.buffer is block.body.buffer or not ld.indices:
             continue
         if any(kv in collect_vars(ix) for ix in ld.indices[:-1]):

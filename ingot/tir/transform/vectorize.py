@@ -34,7 +34,7 @@ from ingot.arith.canonical import SumForm
 from ingot.ir import expr as E
 from ingot.ir.buffer import Buffer
 from ingot.ir.expr import Broadcast, BufferLoad, PrimExpr, Ramp, as_const_int
-from ingot.ir.functor import Mutator, collect_vars, substitute
+from ingot.ir.functor import Mutator, collect_loads, collect_vars, substitute
 from ingot.ir.node import Node
 from ingot.ir.structural import structural_equal
 
@@ -137,21 +137,6 @@ class _Vectorizer:
         return BufferStore(s.buffer, value, (Ramp(base, 1, self.lanes),))
 
 
-class _LoadCollector(Mutator):
-    def __init__(self) -> None:
-        self.found: list = []
-
-    def visit_BufferLoad(self, node):
-        self.found.append(node)
-        return self.generic_visit(node)
-
-
-def _loads(e: Any) -> list:
-    collector = _LoadCollector()
-    collector.visit(e)
-    return collector.found
-
-
 def _try_vectorize(loop: For, analyzer: Analyzer) -> "Stmt | None":
     lanes = as_const_int(loop.extent)
     # GCC vector types (the C backend) need a power-of-two lane count; other extents stay loops.
@@ -173,7 +158,7 @@ def _try_vectorize(loop: For, analyzer: Analyzer) -> "Stmt | None":
     # element its own lane stores (same index), or it would see another lane's write.
     stored = [(s.buffer.data, s.indices) for s in stmts]
     for s in stmts:
-        for load in _loads(s.value):
+        for load in collect_loads(s.value):
             for data, indices in stored:
                 if load.buffer.data is data and not structural_equal(load.indices, indices):
                     return None

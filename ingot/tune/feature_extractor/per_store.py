@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from ingot.ir import expr as E
-from ingot.ir.functor import Visitor
+from ingot.ir.functor import Visitor, collect_loads
 from ingot.tir.stmt import ForKind
 
 from ..utils import LoopInfo, StoreSite, collect_store_sites, count_float_ops, eval_int
@@ -108,7 +108,7 @@ class PerStoreFeature(FeatureExtractor):
             _log(_outer_parallel_extent(loops)),
         ]
         base += self._structure(site, loops, flops)
-        loads = _collect_loads(site.store.value)
+        loads = collect_loads(site.store.value)
         described = [self._access(site.store.buffer, site.store.indices, site, True)]
         described += [self._access(ld.buffer, ld.indices, site, False) for ld in loads]
         base += _cache_fit(loops, flops, [(moves, size) for _, moves, size in described])
@@ -141,7 +141,7 @@ class PerStoreFeature(FeatureExtractor):
         reg_tile = math.prod(l.extent for l in loops[inner_r + 1:])
         cache_tile = math.prod(l.extent for l in loops[outer_r + 1:])
         # distinct loads under the register tile: each access moves with some of its loops
-        loads = _collect_loads(site.store.value)
+        loads = collect_loads(site.store.value)
         per_load = []
         for ld in loads:
             per_load.append(self._moving(ld.buffer, ld.indices, site, loops[inner_r + 1:]))
@@ -253,19 +253,6 @@ def _itemsize(buffer) -> int:
 
         return _np.dtype(str(dtype)).itemsize
     return max(1, bits // 8) * lanes
-
-
-def _collect_loads(expr) -> list:
-    loads = []
-
-    class _V(Visitor):
-        def visit_BufferLoad(self, node):
-            loads.append(node)
-            for i in node.indices:
-                self.visit(i)
-
-    _V().visit(expr)
-    return loads
 
 
 def _count_int_ops(expr) -> int:

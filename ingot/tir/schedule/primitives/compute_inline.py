@@ -28,7 +28,7 @@ from typing import Any, Callable, Optional
 
 from ingot.ir.buffer import Buffer
 from ingot.ir.expr import BufferLoad, Var
-from ingot.ir.functor import Mutator, Visitor, collect_vars, substitute
+from ingot.ir.functor import Mutator, Visitor, collect_loads, collect_vars, substitute
 from ingot.tir.stmt import Block, BlockRealize, BufferStore, For, Stmt
 
 from ..analysis import block_kind, buffer_is_param, child_block_realizes, scope_block, writer_counts
@@ -119,19 +119,6 @@ def check_in_scope_body(sch: Any, sref: StmtSRef, primitive: str) -> None:
                    "schedule the block before blockize moved it into an init", sref.func_name, [sref.stmt])
 
 
-def _count_loads(stmt: Any, buffer: Buffer) -> int:
-    count = [0]
-
-    class _Count(Visitor):
-        def visit_BufferLoad(self, node):
-            if node.buffer is buffer:
-                count[0] += 1
-            self.generic_visit(node)
-
-    _Count().visit(stmt)
-    return count[0]
-
-
 def _single_store(sch: Any, sref: StmtSRef, primitive: str) -> BufferStore:
     block = sref.stmt
     if not isinstance(block.body, BufferStore):
@@ -194,7 +181,7 @@ def compute_inline(sch: Any, block: BlockRV) -> None:
                    "that is not an index of the store", "such a block is not a pure function of its output index",
                    sref.func_name, [blk])
     scope = scope_block(sref)
-    if scope.stmt.init is not None and _count_loads(scope.stmt.init, buffer):
+    if scope.stmt.init is not None and collect_loads(scope.stmt.init, buffer):
         sch._raise("compute_inline: the scope block's init reads the buffer", "not supported", sref.func_name)
 
     # Step 2. Remove the block's nest; rewrite every load of the buffer in the scope.
@@ -254,15 +241,7 @@ def reverse_compute_inline(sch: Any, block: BlockRV) -> None:
     psref = sch.state.sref_of(sref.func_name, prealize.block)
     _check_complete(sch, psref, "reverse_compute_inline", "the producer")
     pstore = _single_store(sch, psref, "reverse_compute_inline")
-    loads = []
-
-    class _Loads(Visitor):
-        def visit_BufferLoad(self, node):
-            if node.buffer is buffer:
-                loads.append(node)
-            self.generic_visit(node)
-
-    _Loads().visit(store.value)
+    loads = collect_loads(store.value, buffer)
     if len(loads) != 1:
         sch._raise(f"reverse_compute_inline: block {consumer.name_hint!r} loads {buffer.name!r} {len(loads)} times",
                    "it must load the producer's buffer exactly once", sref.func_name, [consumer])

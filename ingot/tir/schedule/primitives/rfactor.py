@@ -93,12 +93,9 @@ def detect_combiner(block: Block) -> "Optional[tuple[type, PrimExpr, PrimExpr, B
         rhs = a
     else:
         return None
-    reads_self = []
-    from ingot.ir.functor import post_order_visit
+    from ingot.ir.functor import collect_loads
 
-    post_order_visit(rhs, lambda n: reads_self.append(n) if isinstance(n, BufferLoad) and n.buffer is
-                     update.buffer else None)
-    if reads_self:
+    if collect_loads(rhs, update.buffer):
         return None
     return op, identity, rhs, update
 
