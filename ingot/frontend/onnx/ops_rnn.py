@@ -421,14 +421,15 @@ class _Layer:
         return b(G.op.add(cand, b(G.op.multiply(z, b(G.op.subtract(h_prev, cand))))))
 
     def stack_y(self, ys: list) -> G.Expr:
-        """``Y``: ``(T, D, B, H)`` (layout 0) or ``(B, T, D, H)`` (layout 1); steps no sequence reached are 0."""
+        """``Y``: ``(T, D, B, H)`` (layout 0) or ``(B, T, D, H)`` (layout 1); steps no sequence reached are 0.
+
+        The ``(B, H)`` step outputs in ``(t, d)`` order are one concat along the batch axis, viewed as
+        ``(T, D, B, H)``: no per-step ``expand_dims`` (each would be a node in the fused kernel)."""
         b = self.b
-        per_dir = []
-        for outs in ys:
-            steps = [b(G.op.expand_dims(y if y is not None else self.zeros_like_batch(), 0)) for y in outs]
-            per_dir.append(b(G.op.concat(steps, axis=0)) if len(steps) > 1 else steps[0])   # (T, B, H)
-        parts = [b(G.op.expand_dims(y, 1)) for y in per_dir]
-        y = b(G.op.concat(parts, axis=1)) if len(parts) > 1 else parts[0]
+        steps = [ys[d][t] if ys[d][t] is not None else self.zeros_like_batch()
+                 for t in range(self.steps) for d in range(self.num_dirs)]
+        y = b(G.op.concat(steps, axis=0)) if len(steps) > 1 else steps[0]
+        y = b(G.op.reshape(y, (self.steps, self.num_dirs, self.batch, self.hidden)))
         if self.layout == 1:
             y = b(G.op.permute_dims(y, (2, 0, 1, 3)))
         return y
@@ -437,8 +438,8 @@ class _Layer:
         """``Y_h``/``Y_c``: ``(D, B, H)`` (layout 0) or ``(B, D, H)`` (layout 1)."""
         b = self.b
         states = [s if s is not None else self.zeros_like_batch() for s in states]
-        parts = [b(G.op.expand_dims(s, 0)) for s in states]
-        out = b(G.op.concat(parts, axis=0)) if len(parts) > 1 else parts[0]
+        out = b(G.op.concat(states, axis=0)) if len(states) > 1 else states[0]
+        out = b(G.op.reshape(out, (self.num_dirs, self.batch, self.hidden)))
         if self.layout == 1:
             out = b(G.op.permute_dims(out, (1, 0, 2)))
         return out
