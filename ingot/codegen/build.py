@@ -311,13 +311,11 @@ def _render_helpers(pieces: Sequence[KernelSource]) -> str:
 
 
 def _check_unique(pieces: Sequence[KernelSource]) -> None:
-    from ingot.codegen.c import CodegenError
+    from ingot.codegen.c import check_unique_name
 
     seen: set[str] = set()
     for p in pieces:
-        if p.name in seen:
-            raise CodegenError(f"two functions export the name {p.name!r}; give them distinct global_symbol attributes")
-        seen.add(p.name)
+        check_unique_name(p.name, seen)
 
 
 def assemble_source(pieces: Sequence[KernelSource], target: "Target | str | None" = None,

@@ -420,3 +420,24 @@ def test_vector_lanewise_ops_casts_and_asserts():
 
     with pytest.raises(KernelError, match="main: assertion failed: n must be positive"):
         lib["main"](a, i, m, 0)
+
+
+def test_two_functions_exporting_one_name_are_refused_by_every_backend():
+    """One check (`ingot.codegen.c.exported_functions`) for the C and CUDA module walks and the
+    per-kernel assembly: two PrimFuncs exporting the same symbol name the clash."""
+    from ingot.codegen.build import assemble_source, emit_kernel_source
+    from ingot.codegen.c import CodegenError, generate_c
+    from ingot.codegen.cuda.codegen import generate_cuda
+    from ingot.codegen.cuda.split import GPULoweringError
+    from ingot.ir import IRModule, decl_buffer
+    from ingot.tir import Evaluate, PrimFunc
+
+    f = PrimFunc([decl_buffer((2,), "int8", "x")], Evaluate(0)).with_attr("global_symbol", "same")
+    mod = IRModule({"a": f, "b": f})
+    with pytest.raises(CodegenError, match="two functions export the name 'same'"):
+        generate_c(mod)
+    with pytest.raises(GPULoweringError, match="two functions export the name 'same'"):
+        generate_cuda(mod, "cuda")
+    piece = emit_kernel_source(f, "same", "ingot_same", "ingot_kernel_same")
+    with pytest.raises(CodegenError, match="two functions export the name 'same'"):
+        assemble_source([piece, piece], "llvm")

@@ -31,7 +31,8 @@ from .function import emit_function
 from .printer import CodegenError, CPrinter
 from .types import CHelpers
 
-__all__ = ["CSource", "CodegenError", "CPrinter", "generate_c", "function_name"]
+__all__ = ["CSource", "CodegenError", "CPrinter", "check_unique_name", "exported_functions", "function_name",
+           "generate_c"]
 
 _PRELUDE_SYMBOLS = (abi.SYM_METADATA, abi.SYM_SOURCE, abi.SYM_TIME_FUNCTION, abi.SYM_TIME_FUNCTION_FLUSHED,
                     abi.SYM_SET_NUM_THREADS, abi.SYM_GET_NUM_THREADS, abi.SYM_ABI_VERSION)
@@ -62,6 +63,42 @@ def function_name(key: str, func: PrimFunc) -> str:
     return str(func.attrs.get("global_symbol") or key)
 
 
+def exported_functions(mod: "IRModule | PrimFunc", error: type = CodegenError) -> "list[tuple[str, PrimFunc]]":
+    """``(exported name, PrimFunc)`` of every PrimFunc of ``mod`` in module order (a lone PrimFunc
+    is ``"main"``), as the C and CUDA backends export them; graph-level functions are skipped (the
+    graph executor compiles them). Two functions exporting one name raise ``error``.
+
+    Example:
+        >>> from ingot.tir import PrimFunc, Evaluate
+        >>> f = PrimFunc([], Evaluate(0))
+        >>> [name for name, _ in exported_functions(IRModule({"a": f, "b": f.with_attr("global_symbol", "c")}))]
+        ['a', 'c']
+    """
+    if isinstance(mod, PrimFunc):
+        mod = IRModule({"main": mod})
+    out: list = []
+    seen: set = set()
+    for key, func in mod.items():
+        if isinstance(func, PrimFunc):
+            name = function_name(str(getattr(key, "name_hint", key)), func)
+            check_unique_name(name, seen, error)
+            out.append((name, func))
+    return out
+
+
+def check_unique_name(name: str, seen: set, error: type = CodegenError) -> None:
+    """Add the exported ``name`` to ``seen``; raise ``error`` when it is there already (two
+    functions cannot share one C symbol).
+
+    Example:
+        >>> seen = set(); check_unique_name("f", seen); sorted(seen)
+        ['f']
+    """
+    if name in seen:
+        raise error(f"two functions export the name {name!r}; give them distinct global_symbol attributes")
+    seen.add(name)
+
+
 def generate_c(mod: "IRModule | PrimFunc", target: Any = "llvm", include_source: bool = True) -> CSource:
     """C source of a lowered module (every `PrimFunc` in it becomes an exported function).
 
@@ -75,19 +112,11 @@ def generate_c(mod: "IRModule | PrimFunc", target: Any = "llvm", include_source:
         >>> src.metadata["functions"]["main"]["params"][0]["dtype"]
         'int8'
     """
-    if isinstance(mod, PrimFunc):
-        mod = IRModule({"main": mod})
     helpers = CHelpers()
     symbols = NameTable(reserved=_PRELUDE_SYMBOLS)
     texts: list[str] = []
     functions: dict[str, Any] = {}
-    for key, func in mod.items():
-        key = getattr(key, "name_hint", key)
-        if not isinstance(func, PrimFunc):
-            continue  # graph-level functions are compiled by the graph executor, not here
-        name = function_name(str(key), func)
-        if name in functions:
-            raise CodegenError(f"two functions export the name {name!r}; give them distinct global_symbol attributes")
+    for name, func in exported_functions(mod):
         base = sanitize_identifier(name)
         # Symbols live in the reserved ingot_ namespace, so they never meet a user identifier.
         symbol = symbols.unique(f"ingot_{base}")

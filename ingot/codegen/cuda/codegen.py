@@ -34,7 +34,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from ingot.codegen.c import function_name
+from ingot.codegen.c import exported_functions
 from ingot.codegen.c.function import _ExternCollector
 from ingot.codegen.sanitize import NameTable, sanitize_identifier
 from ingot.ir.buffer import Buffer
@@ -197,19 +197,11 @@ def generate_cuda(mod: "IRModule | PrimFunc", target: Any = "cuda", fast_math: "
         raise ValueError(f"generate_cuda needs a 'cuda' target, got {str(target)!r}")
     if fast_math is None:
         fast_math = bool(target.attrs.get("fast-math", False))
-    if isinstance(mod, PrimFunc):
-        mod = IRModule({"main": mod})
     helpers = CUDAHelpers()
     symbols = NameTable(reserved=CUDA_RESERVED)
     texts: list[str] = []
     functions: dict[str, Any] = {}
-    for key, func in mod.items():
-        key = getattr(key, "name_hint", key)
-        if not isinstance(func, PrimFunc):
-            continue
-        name = function_name(str(key), func)
-        if name in functions:
-            raise GPULoweringError(f"two functions export the name {name!r}; give them distinct global_symbol attributes")
+    for name, func in exported_functions(mod, GPULoweringError):
         dev = split_host_device(func, name)
         # Host-side names of scalar parameters and symbolic dimensions (metadata symbols).
         host_table = NameTable()
