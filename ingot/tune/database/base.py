@@ -46,9 +46,9 @@ def canonical_target(target: Any) -> "str | None":
     """
     if target is None:
         return None
-    from ingot.target import Target
+    from ingot.target import as_target
 
-    return str(Target(target))
+    return str(as_target(target))  # a Target is already canonical: not copied
 
 
 @functools.lru_cache(maxsize=256)
