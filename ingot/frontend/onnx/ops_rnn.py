@@ -5,12 +5,14 @@ loops in Python at run time. The layer becomes
 
 1. one input projection for every step and direction at once: ``X`` viewed as ``(T*B, I)`` times
    ``W`` of all directions transposed to ``(I, D*G*H)`` (``G`` gates), plus the biases that do not
-   depend on the state (``Wb + Rb``, except GRU's ``Rbh`` under ``linear_before_reset``);
-2. per step and direction, the recurrent GEMM ``H_{t-1} @ R^T`` (``(B, H) @ (H, G*H)``) and the gate
-   arithmetic: slices of the projection, activations, products. These are elementwise/injective ops
-   on one step's tensors, so graph fusion folds each step's gate math into one or two kernels
-   (the add of the projection slice into the GEMM's epilogue);
-3. the outputs stacked: ``Y`` by concatenating the steps' ``H`` (only when ``Y`` is used), ``Y_h``
+   depend on the state (``Wb + Rb``, except GRU's ``Rbh`` under ``linear_before_reset``); one `split`
+   (one kernel) cuts it into the ``D*T`` per-step ``(B, G*H)`` tensors;
+2. per step and direction, the recurrent GEMM ``H_{t-1} @ R^T`` (``(B, H) @ (H, G*H)``) with the step's
+   projection added in its epilogue, then the gate arithmetic (slices, activations, products): elementwise
+   and injective ops that graph fusion turns into one or two kernels per step. An LSTM step is three
+   kernels (GEMM + projection, the new cell ``C``, the new ``H``); the step kernels carry no step offset,
+   so all steps share the same PrimFuncs;
+3. the outputs stacked: ``Y`` as one concat of the steps' ``H`` (only when ``Y`` is used), ``Y_h``
    and ``Y_c`` from the last step of each direction.
 
 The reverse direction walks the steps from ``T-1`` down to 0 and writes each ``H`` at its own time
@@ -241,12 +243,17 @@ class _Layer:
         row = self.b(G.op.reshape(lens, (1, self.ctx.shape(lens)[0], 1)))
         steps = G.const(np.arange(self.steps, dtype=self.ctx.dtype(row)).reshape(-1, 1, 1))
         every = self.b(G.op.less(steps, row))                                      # (T, B, 1)
-        return [self.b(G.op.squeeze(self.row(every, t), axis=[0])) for t in range(self.steps)]
+        return self.split_steps(every, self.steps)
 
-    def row(self, value: G.Expr, index: int) -> G.Expr:
-        """``value[index:index+1]`` as a `take` by a 1-element index tensor: the index is a kernel argument,
-        not a constant folded into it (a scalar would be), so the kernel is shared by all rows."""
-        return self.b(G.op.take(value, G.const(np.array([index], "int64")), axis=0))
+    def split_steps(self, value: G.Expr, count: int) -> list:
+        """``(count, B, ...)`` → ``count`` tensors ``(B, W)``: one `split` along a batch-major view, so each part
+        is a whole tensor (a kernel operand as it is, no copy per step)."""
+        shape = self.ctx.shape(value)
+        width = int(np.prod([int(d) for d in shape[2:]], dtype=np.int64))
+        flat = self.b(G.op.reshape(self.b(G.op.permute_dims(value, (1, 0) + tuple(range(2, len(shape))))),
+                                   (self.batch, count * width)))
+        parts = self.ctx.bb.emit(G.op.split(flat, count, axis=1))
+        return [self.ctx.bb.emit(G.TupleGetItem(parts, k)) for k in range(count)]
 
     def empty_sequences(self) -> "Optional[G.Expr]":
         """A (B, 1) mask of the sequences of length 0, or None when there are none."""
@@ -273,11 +280,12 @@ class _Layer:
         in_bias, rbh = self.bias()
         if in_bias is not None:
             proj = b(G.op.add(proj, in_bias))
-        # Steps are rows of one (D*T, B, G*H) tensor, picked with `take` by an index tensor: every step's
-        # kernel is then the same PrimFunc (the index is an argument), so kernels do not multiply with T.
-        if nd > 1:
-            proj = b(G.op.permute_dims(b(G.op.reshape(proj, (self.steps, self.batch, nd, gh))), (2, 0, 1, 3)))
-        proj = b(G.op.reshape(proj, (nd * self.steps, self.batch, gh)))             # (D*T, B, G*H)
+        # Every step's slice of the projection, (B, G*H) each, from one split (one kernel, D*T outputs):
+        # each step's recurrent GEMM then takes its slice as an epilogue operand, and step kernels do
+        # not differ by a slice offset (they are one PrimFunc for all steps).
+        proj = b(G.op.reshape(proj, (self.steps, self.batch, nd, gh)))
+        proj = b(G.op.reshape(b(G.op.permute_dims(proj, (2, 0, 1, 3))), (nd * self.steps, self.batch, gh)))
+        xs = self.split_steps(proj, nd * self.steps)                        # [d*T + t]: (B, G*H)
         r_t = self.transposed(node.input(2), gh, h)                        # (H, D*G*H)
         peep = self.peepholes()
         init_h, init_c = self.initial(5), self.initial(6)
@@ -295,7 +303,7 @@ class _Layer:
             for t in (range(self.steps - 1, -1, -1) if reverse else range(self.steps)):
                 if masks[t] is False:
                     continue  # no sequence reaches this step: the state carries, Y is 0 here
-                xg = b(G.op.squeeze(self.row(proj, d * self.steps + t), axis=[0]))    # (B, G*H)
+                xg = xs[d * self.steps + t]                                  # (B, G*H)
                 new = self.step(d, xg, r_d, state, peep, rbh)
                 mask = masks[t]
                 if mask is not None:
@@ -364,7 +372,7 @@ class _Layer:
         acts = self.acts[d]
         if self.kind == "GRU":
             return {"h": self.gru_step(d, xg, r_d, h_prev, acts, rbh)}
-        gates = xg if h_prev is None else b(G.op.add(xg, b(G.op.matmul(h_prev, r_d))))
+        gates = xg if h_prev is None else b(G.op.add(b(G.op.matmul(h_prev, r_d)), xg))
         if self.kind == "RNN":
             return {"h": acts[0](b, self.gate(gates))}
         # LSTM: gates [i, o, f, c]; peepholes (p_i, p_o, p_f) on the previous cell (i, f), the new one (o).
