@@ -639,7 +639,7 @@ class Executor:
             ex = self.executable
             if ex.lib is None:
                 raise IRError(f"{fname}: call_tir {step['func']} but the executable has no kernels")
-            ins = [np.ascontiguousarray(resolve(a)) for a in step["args"]]
+            ins = [np.require(resolve(a), requirements="C") for a in step["args"]]
             outs = [alloc(v) for v in step["outs"]]
             # tir_vars: symbolic sizes evaluated from this call's shape environment, after the outputs.
             scalars = resolve(["shape", step["scalars"]]) if "scalars" in step else ()
@@ -647,19 +647,19 @@ class Executor:
             for v, o in zip(step["outs"], outs):
                 values[v] = o
         elif op == "call_dps_packed" and step["func"] in self.executable.external:
-            ins = [np.ascontiguousarray(resolve(a)) for a in step["args"]]
+            ins = [np.require(resolve(a), requirements="C") for a in step["args"]]
             outs = [alloc(v) for v in step["outs"]]
             self.executable.external[step["func"]].run(*ins, *outs)
             for v, o in zip(step["outs"], outs):
                 values[v] = o
         elif op == "call_dps_packed":
-            ins = [NDArray(np.ascontiguousarray(resolve(a))) for a in step["args"]]
+            ins = [NDArray(np.require(resolve(a), requirements="C")) for a in step["args"]]
             outs = [alloc(v) for v in step["outs"]]
             get_global_func(step["func"])(*ins, *[NDArray(o) for o in outs])
             for v, o in zip(step["outs"], outs):
                 values[v] = o
         elif op == "call_packed":
-            args = [NDArray(np.ascontiguousarray(x)) if isinstance(x, np.ndarray) else x
+            args = [NDArray(np.require(x, requirements="C")) if isinstance(x, np.ndarray) else x
                     for x in (resolve(a) for a in step["args"])]
             result = get_global_func(step["func"])(*args)
             values[step["out"]] = _unwrap(result)

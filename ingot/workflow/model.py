@@ -403,7 +403,7 @@ def check_inputs(inputs: Mapping[str, Any], expected: Sequence[TensorInfo]) -> l
                 ok = ok and dims.setdefault(d, s) == s
         if not ok:
             raise ModelInputError(f"input {e.name!r}: expected shape {list(e.shape)}, given {list(a.shape)}")
-        arrays.append(np.ascontiguousarray(a))
+        arrays.append(np.require(a, requirements="C"))  # ascontiguousarray would make 0-d inputs 1-d
     return arrays
 
 

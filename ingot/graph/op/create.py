@@ -155,7 +155,7 @@ register_op(
     "broadcast_to", num_inputs=1, pattern=OpPattern.BROADCAST, attrs={"shape": None},
     infer=_infer_broadcast_to,
     legalize=lambda inputs, attrs, out: topi("transform").broadcast_to(inputs[0], out.shape),
-    numpy=lambda args, attrs: np.ascontiguousarray(np.broadcast_to(args[0], attrs["shape"])),
+    numpy=lambda args, attrs: np.array(np.broadcast_to(args[0], attrs["shape"])),
 )
 
 
