@@ -284,8 +284,10 @@ def compile(model: Any, target: Any = "llvm", tuning_records: Any = None, opt_le
         [('Det', 'det0')]
     """
     from ingot import graph as G
+    from ingot.target import as_target
 
     _check_fallback(fallback)
+    target = as_target(target)  # parsed once here; partitioning, tuning records and the build share it
     if not isinstance(model, Model):
         model = load(model, fallback=fallback)
     mod = model.mod
@@ -306,7 +308,7 @@ def compile(model: Any, target: Any = "llvm", tuning_records: Any = None, opt_le
                          f"ingot.compile(model, fallback=\"onnxruntime\") (CLI: --fallback onnxruntime) to run them "
                          f"on ONNX Runtime")
     if opaque and "onnxruntime" not in backends:  # else the byoc partition takes them with the rest
-            mod = ort_backend.partition_fallback(mod)
+        mod = ort_backend.partition_fallback(mod)
     if byoc:
         from ingot import byoc as B
         from ingot.graph.transform import partition_report as report_of
