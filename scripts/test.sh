@@ -8,7 +8,9 @@ python3 -m pip install --quiet --disable-pip-version-check -e ".[dev]"
 # Kernels compiled by the tests go to a fresh cache so a run never depends on an old one.
 export INGOT_CACHE_DIR="${INGOT_CACHE_DIR:-$(mktemp -d -t ingot-cache-XXXXXX)}"
 set +e
-python3 -m pytest tests -p no:cacheprovider "$@"
+# Tests run in parallel, one worker per core (at most 4): most are single-threaded gcc + Python, so
+# two workers halve CI time on a 2-core machine. Kernels that fork OpenMP threads share the cores.
+python3 -m pytest tests -p no:cacheprovider -n auto --maxprocesses 4 "$@"
 status=$?
 # The package's docstring examples (STYLE.md 14), in a run of their own: --doctest-modules over
 # tests/ would import every tests/*/conftest.py as the same module name "conftest" and fail.
