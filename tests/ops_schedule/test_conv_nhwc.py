@@ -11,7 +11,8 @@ from ingot import ops, te
 from ingot.ops import packed
 from ingot.ops.schedule import schedule_blocks
 from ingot.ops.schedule.analysis import analyze_block
-from ingot.ops.schedule.conv_nhwc import conv_nhwc_rule, nhwc_window_rule
+from ingot.ops.schedule.conv_nhwc import conv_nhwc_rule
+from ingot.ops.schedule.conv_window import nhwc_window_rule
 from ingot.target import Target
 from ingot.tir.schedule import Schedule
 from ingot.tir.schedule.error import ScheduleError

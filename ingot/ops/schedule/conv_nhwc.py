@@ -1,4 +1,4 @@
-"""NHWC convolutions, depthwise convolutions and pools: vectorized over the contiguous channel axis.
+"""NHWC convolutions (groups 1): an implicit GEMM vectorized over the contiguous output channel.
 
 Note: in NHWC the output channel ``o`` is the last (contiguous) axis of the output and of the
 weights (HWIO, or pre-packed ``[O/P, KH, KW, C, P]`` panels, `ingot.ops.packed`), and the input
@@ -35,14 +35,14 @@ FMAs); so do unsliced 1x1 convs with >= 2 oc blocks at OW = 14/28/56 (`_wide_1x1
 with >= 2 oc blocks and C >= 64 in "pixels" order: rows parallel, and inside a row each 14-pixel
 tile runs all the oc blocks (GEMM order: the tile's output rows and residual are one contiguous
 block, its input pixels stay in L1, and GCC keeps the tile in registers, which it did not in
-"rows" order). The 1x1 convs of 7×7 maps stay sliced: unsliced they were faster alone but not
-inside a model, where their weights come cold. Their stride-1 ones (`_two_panel_1x1`: ResNet-50's
+"rows" order). The 1x1 convs of 7×7 maps stay sliced: inside a model their weights come cold,
+and a slice kept in L1 is read from memory once per task. Their stride-1 ones (`_two_panel_1x1`: ResNet-50's
 512->2048 and 2048->512) use a 7 x 4-vector tile over two adjacent weight panels instead of 7 x 2
 (each broadcast input feeds 4 FMAs instead of 2), 64-channel slices, no unroll (GCC spills with
 2); the stride-2 downsample keeps 7 x 2 (`_stride_1`). The other sliced 1x1 convs in "oc" order
 prefetch the next slice's weights at each slice (`ConvNhwcPolicy.weight_prefetch`): inside a model
 the weights come cold, in 4 KB pieces 32 KB apart that hardware prefetchers do not follow.
-The figures behind each choice are in BENCHMARKS.md (sessions 6 and 7, AVX-512 host).
+The measurements behind these choices are in BENCHMARKS.md ("conv_nhwc choices").
 Convs with < 8 input channels (the RGB stem) fuse (kx, c) into one
 contiguous reduce loop.
 
@@ -58,11 +58,8 @@ Tuning: `build_conv_nhwc` takes every knob (loop order, MR, the channel split, p
 as ints or sampled variables; `default_conv_params` picks the default's; the tuner's `NhwcConv`
 rule (`ingot.tune.schedule_rule.conv_nhwc`) samples around them.
 
-Depthwise convolutions (``depthwise_conv2d_nhwc``) and pools over NHWC (``pool_max``,
-``pool_sum``, global/spatial mean) are window reductions where the channel is both the output's
-last axis and the inputs' last axis: `nhwc_window_rule` tiles MR output pixels × one or two
-channel vectors, the window loops outside the tile, the epilogue fused, and the padding stage
-inlined (a bounds check per tap instead of a padded copy of a memory-bound activation).
+Depthwise convolutions and pools over NHWC (window reductions) have their own rule,
+`ingot.ops.schedule.conv_window.nhwc_window_rule`, built on this module's register tile.
 
 Example:
     >>> # conv_nhwc_rule(sch, "conv2d_nhwc", info, Target("llvm -mcpu=haswell -num-cores=2").cpu)
@@ -83,8 +80,8 @@ from ingot.tir.stmt import ForKind
 from .analysis import BlockInfo, panel_layout
 from .rules import _fuse_parallel, _vectorize_tail, choose_mr, fit_tile
 
-__all__ = ["conv_nhwc_rule", "nhwc_window_rule", "choose_kc", "SMALL_MAP", "ConvNhwcShape", "ConvNhwcParams",
-           "analyze_conv_nhwc", "default_conv_params", "build_conv_nhwc", "window_accumulators",
+__all__ = ["conv_nhwc_rule", "choose_kc", "SMALL_MAP", "ConvNhwcShape", "ConvNhwcParams",
+           "analyze_conv_nhwc", "default_conv_params", "build_conv_nhwc",
            "fit_conv_tile", "folded_rows", "ConvNhwcPolicy", "POLICY_CONFIG", "current_policy"]
 
 #: Output maps with at most this many pixels loop over oc blocks outermost (weights stay hot).
@@ -298,8 +295,8 @@ def default_conv_params(shape: ConvNhwcShape, cpu: CpuModel, *, order: Optional[
         # 1x1 convs with an L1-resident panel at OW = 28/56: the 14 x 2-vector tile (each weight
         # vector feeds 14 FMAs) in "pixels" order: the oc blocks inside each pixel tile, so its
         # output pixels' whole rows, and the residual, are written/read as one contiguous block
-        # while its 14 input pixels stay in L1; in "rows" order GCC spilled accumulators of this
-        # tile (at C = 32 it spills here too: those keep the choice below)
+        # while its 14 input pixels stay in L1; in "rows" order GCC does not keep this tile in
+        # registers (nor here at C = 32: those keep the choice below)
         return ConvNhwcParams("pixels", WIDE_MR, 0, KU)
     if wide and kc is None and _wide_1x1(shape, 4, cpu) and not mr_given and order in (None, "rows"):
         return ConvNhwcParams("rows", WIDE_MR, 0, KU)
@@ -321,7 +318,7 @@ def default_conv_params(shape: ConvNhwcShape, cpu: CpuModel, *, order: Optional[
         if wide and not mr_given and shape.nvec == 2 and shape.ow % WIDE_MR == 0:
             # Sliced (big-panel) layers at OW = 14/28/56: a 14 x 2-vector tile (28 zmm accumulators)
             # loads each weight vector once per 14 FMAs instead of 7; 2 unrolled steps keep GCC's
-            # register allocation spill-free (with 4 it spills 4 values per iteration).
+            # register allocation spill-free (with 4 it spills).
             mr, ku = WIDE_MR, 2
     elif shape.c < 8 and shape.taps > 1:
         ku = 1  # the RGB stem: (kx, c) fused instead (build_conv_nhwc)
@@ -555,7 +552,7 @@ TWO_PANEL_KC = 64
 @dataclass(frozen=True)
 class ConvNhwcPolicy:
     """Which special tiles and task splits `conv_nhwc_rule` and `nhwc_window_rule` use where they
-    apply (all on by default; their effect is recorded in BENCHMARKS.md, "Session 7"):
+    apply (all on by default; their effect: BENCHMARKS.md, "conv_nhwc choices"):
 
     * ``weight_prefetch``: sliced 1x1 convs in "oc" order prefetch the next slice's weights at each
       slice, with this ``__builtin_prefetch`` locality (None: no prefetch) — inside a model the
@@ -770,113 +767,11 @@ def _unroll_tile_loops(sch: Any, blk: Any, tile_loop: Any) -> None:
         below = below or sch.get(lp) is tile_stmt
 
 
-def nhwc_window_rule(sch: Any, name: str, info: BlockInfo, cpu: CpuModel, *,
-                     epilogue: bool = True, nvec: Optional[int] = None, mr: Optional[int] = None,
-                     inline_pad: bool = True) -> None:
-    """Window reductions over NHWC (depthwise conv2d, max/avg pool, global pool; module note):
-    the output's last axis ``c`` indexes every input as its last axis, the reduce axes are the
-    window. Tile MR output pixels × one ``lanes``-wide channel vector, window loops outside the
-    tile, accumulators local, the epilogue fused. Raises `ScheduleError` otherwise (the driver
-    then uses `reduction_rule`).
+def __getattr__(name: str) -> Any:
+    # Compatibility: the window rule moved to `conv_window` (imported here on first use: it
+    # builds on this module, which cannot import it at load time).
+    if name in ("nhwc_window_rule", "window_accumulators"):
+        from . import conv_window
 
-    Example:
-        >>> # nhwc_window_rule(sch, "depthwise_conv2d_nhwc", info, Target("llvm -num-cores=2").cpu)
-    """
-    lanes, cores = cpu.lanes(info.dtype), cpu.cores
-    if info.kind not in ("reduction", "gemm") or not info.simple_loops or None in info.extents or not info.reduce:
-        raise ScheduleError(f"nhwc_window_rule: block {name!r} is not a static window reduction")
-    nsp = len(info.spatial)
-    if info.spatial != list(range(nsp)) or nsp < 2:
-        raise ScheduleError(f"nhwc_window_rule: block {name!r}: spatial axes are not the leading ones")
-    block = sch.get(sch.get_block(name))
-    ivars = [iv.var for iv in block.iter_vars]
-    if list(block.body.indices) != ivars[:nsp]:
-        raise ScheduleError(f"nhwc_window_rule: block {name!r}: output not indexed by its spatial axes in order")
-    cv = ivars[nsp - 1]
-    rvars = set(ivars[nsp:])
-    for ld in collect_loads(block.body.value):
-        if ld.buffer is block.body.buffer:
-            continue
-        if not (isinstance(ld.indices[-1], Var) and ld.indices[-1] is cv):
-            raise ScheduleError(f"nhwc_window_rule: block {name!r}: {ld.buffer.name!r} is not indexed by the "
-                                "channel as its last axis (not channels-last)")
-        if any(cv in collect_vars(ix) for ix in ld.indices[:-1]):
-            raise ScheduleError(f"nhwc_window_rule: block {name!r}: {ld.buffer.name!r} uses the channel twice")
-        if any(v in rvars for v in collect_vars(ld.indices[-1])):
-            raise ScheduleError(f"nhwc_window_rule: block {name!r}: the channel index of {ld.buffer.name!r} "
-                                "depends on a reduce axis")
-    c = info.extents[nsp - 1]
-    vl = lanes
-    while vl > 4 and c % vl:
-        vl //= 2
-    if c % vl or c < 4:
-        raise ScheduleError(f"nhwc_window_rule: block {name!r}: {c} channels have no vector split")
-    if nvec is None:
-        nvec = 2 if c % (2 * vl) == 0 and c >= 4 * vl else 1
-    if inline_pad:
-        _inline_pad(sch, name)
-    # Step 1. Tiles: the pixel axis before c (ow) -> (xo, xi = MR); c -> (co, cn, cl).
-    blk = sch.get_block(name)
-    loops = sch.get_loops(blk)
-    spatial = loops[:nsp]
-    reduce = [loops[k] for k in info.reduce]
-    w_ext = info.extents[nsp - 2]
-    mr = mr or (choose_mr(w_ext, nvec, cpu) if nsp >= 3 else 1)
-    if nvec > 1 and mr * nvec > window_accumulators(cpu):
-        nvec = 1
-        mr = choose_mr(w_ext, nvec, cpu) if nsp >= 3 else 1
-    mr = mr if w_ext % mr == 0 else 1
-    co, cn, cl = sch.split(spatial[-1], [None, nvec, vl])
-    if nsp >= 3:
-        xo, xi = sch.split(spatial[-2], [None, mr])
-        outer = spatial[:-2]
-        rows = 1
-        for e in info.extents[:nsp - 2]:
-            rows *= e
-        sch.reorder(*outer, co, xo, *reduce, xi, cn, cl)
-        if current_policy().window_row_tasks and cores <= rows < 4 * cores:
-            # few rows (7x7 maps): the rows alone are the tasks (module constant's note)
-            outer_loops, outer_ext = list(outer), list(info.extents[:nsp - 2])
-        else:
-            outer_loops, outer_ext = [*outer, co], [*info.extents[:nsp - 2], c // (nvec * vl)]
-        tile_loop = xo
-        sch.unroll(xi)
-    else:
-        # (n, c): every output vector is one task; the fused loop is also the tile loop
-        outer = spatial[:-1]
-        sch.reorder(*outer, co, *reduce, cn, cl)
-        tile_loop = sch.fuse(*outer, co) if outer else co
-        outer_loops, outer_ext = [], []
-        sch.parallel(tile_loop)
-    sch.unroll(cn)
-    sch.vectorize(cl)
-    if outer_loops:
-        _fuse_parallel(sch, outer_loops, outer_ext, cores)
-    _register_tile(sch, blk, tile_loop, len(reduce), 3 if nsp >= 3 else 2, vl, epilogue)
-
-
-def window_accumulators(cpu: CpuModel) -> int:
-    """Accumulators a window-reduction tile may have on ``cpu``: GCC software-pipelines the
-    strided input loads of the unrolled taps, which need registers of their own, so half the
-    register file less two (32 registers: a 7 x 2 tile stays in registers, 8 x 2 spilled).
-
-    Example:
-        >>> from ingot.cpu_model import named_cpu
-        >>> window_accumulators(named_cpu("sapphirerapids")), window_accumulators(named_cpu("znver3"))
-        (14, 6)
-    """
-    return cpu.vector_registers // 2 - 2
-
-
-def _inline_pad(sch: Any, name: str) -> None:
-    """Inline the zero/min-padding stage feeding window block ``name`` (a producer tagged
-    ``pad`` by `ingot.ops.nn.pad`): the window reads ``x`` behind a bounds check that is uniform
-    over the channel vector, instead of a whole padded copy of the activation written and read
-    back (the copy was more than half of a memory-bound depthwise conv at 112x112)."""
-    for prod in sch.get_producers(sch.get_block(name)):
-        blk = sch.get(prod)
-        if blk.name_hint.startswith("pad_temp") and not blk.reads[0].buffer.name.startswith("pad_temp"):
-            try:
-                sch.compute_inline(prod)  # checks every precondition before it changes anything
-            except ScheduleError:
-                return
+        return getattr(conv_window, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -35,7 +35,8 @@ from ingot.tir.stmt import BlockRealize, For, ForKind, SeqStmt
 from .analysis import analyze_block
 from .blocked import blocked_gemm_rule
 from .conv import conv_oc_rule
-from .conv_nhwc import conv_nhwc_rule, nhwc_window_rule
+from .conv_nhwc import conv_nhwc_rule
+from .conv_window import nhwc_window_rule
 from .reduction import gemv_rule, row_norm_rule, row_reduction_rule
 from .rules import elementwise_rule, gemm_rule, parallel_vectorize, reduction_rule
 from .winograd import winograd_rule
