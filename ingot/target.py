@@ -36,7 +36,7 @@ class TargetError(ValueError):
 _OPTION_TYPES: dict[str, dict[str, str]] = {
     "llvm": {"mcpu": "str", "mtriple": "str", "mattr": "list", "num-cores": "int",
              "vector-width": "int", "opt-level": "int", "fast-math": "bool", "keys": "list",
-             "link-params": "bool", "cc": "str"},
+             "link-params": "bool", "cc": "str", "host": "str"},
     "cuda": {"arch": "str", "max_threads_per_block": "int", "max_shared_memory_per_block": "int",
              "thread_warp_size": "int", "max_num_threads": "int", "keys": "list", "host": "str"},
 }
@@ -87,7 +87,7 @@ def _format_value(value: Any) -> str:
         return "true" if value else "false"
     if isinstance(value, tuple):
         return ",".join(value)
-    return str(value)
+    return shlex.quote(str(value)) if " " in str(value) else str(value)
 
 
 class Target:
@@ -110,7 +110,17 @@ class Target:
     __slots__ = ("kind", "attrs", "_canonical")
     _local = threading.local()
 
-    def __init__(self, spec: "str | Mapping[str, Any] | Target"):
+    def __init__(self, spec: "str | Mapping[str, Any] | Target", host: "str | Mapping[str, Any] | Target | None" = None):
+        """``host`` (or ``-host=...``, TVM's spelling) is the target of the code that launches kernels:
+        kept for CUDA (default ``llvm``); a CPU target is its own host, so there it must be a CPU kind
+        and `host` returns the target itself.
+
+        Example:
+            >>> Target("llvm", host="llvm") == Target("llvm -host=llvm") == Target("llvm")
+            True
+            >>> str(Target("cuda", host="llvm").host)
+            'llvm'
+        """
         if isinstance(spec, Target):
             kind, attrs = spec.kind, dict(spec.attrs)
         elif isinstance(spec, Mapping):
@@ -121,6 +131,17 @@ class Target:
             raise TargetError(
                 f"Target expects a string such as 'llvm -mcpu=znver5' or a dict, got {type(spec).__name__}"
             )
+        if host is not None:
+            attrs["host"] = host if isinstance(host, str) else str(Target(host))
+        if "host" in attrs:
+            host_target = Target(attrs["host"])
+            if kind in ("llvm", "c"):
+                if not host_target.is_cpu:
+                    raise TargetError(f"target {kind!r} with host {attrs['host']!r}: a CPU target is its own host; "
+                                      f"give a CPU host (llvm or c) or leave host out")
+                del attrs["host"]  # the CPU target is its own host
+            else:
+                attrs["host"] = str(host_target)
         object.__setattr__(self, "kind", kind)
         object.__setattr__(self, "attrs", dict(sorted(attrs.items())))
         parts = [kind] + [
@@ -172,6 +193,19 @@ class Target:
     # -- fields -----------------------------------------------------------------------------------
     def __setattr__(self, name, value):
         raise AttributeError("Target is immutable; build a new one from a string or dict")
+
+    @property
+    def host(self) -> "Target":
+        """The target of the host code (TVM's ``target.host``): the target itself for CPU targets,
+        ``-host`` (default ``llvm``) for CUDA.
+
+        Example:
+            >>> Target("llvm -num-cores=2").host == Target("llvm -num-cores=2")
+            True
+        """
+        if self.is_cpu:
+            return self
+        return Target(self.attrs.get("host", "llvm"))
 
     @property
     def is_cpu(self) -> bool:

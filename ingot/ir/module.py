@@ -12,6 +12,15 @@ from typing import Any, Iterator, Mapping
 from .node import FrozenDict, Node
 
 
+class ImmutableModuleError(TypeError):
+    """Raised by TVM's in-place spellings (``mod.update_func``, ``mod[gv] = f``) on an immutable `IRModule`.
+
+    Example:
+        >>> issubclass(ImmutableModuleError, TypeError)
+        True
+    """
+
+
 class GlobalVar(Node):
     """The name of a function in an `IRModule` (what ``call_tir`` and calls refer to).
 
@@ -95,8 +104,34 @@ class IRModule(Node):
         name = name.name_hint if isinstance(name, GlobalVar) else str(name)
         return IRModule({**self.functions, name: func}, self.attrs)
 
-    # TVM spelling; returns the new module (IR is immutable).
-    update_func = with_function
+    def update_func(self, name: Any, func: Any) -> "IRModule":
+        """TVM's in-place ``mod.update_func(gv, f)`` cannot work on Ingot's immutable modules: raises.
+
+        TVM code that calls ``mod.update_func(gv, f)`` and keeps using ``mod`` would silently keep
+        the old function, so the TVM spelling fails at once and names the Ingot way,
+        ``mod = mod.with_function(gv, f)`` (``mod[gv] = f`` fails the same way).
+
+        Example:
+            >>> from ingot import te
+            >>> A = te.placeholder((4,), name="A")
+            >>> f = te.create_prim_func([A, te.compute((4,), lambda i: A[i] + 1, name="B")])
+            >>> mod = IRModule({"main": f})
+            >>> mod.update_func(mod.get_global_var("main"), f)
+            Traceback (most recent call last):
+            ...
+            ingot.ir.module.ImmutableModuleError: IRModule is immutable: mod.update_func(gv, f) cannot change it in place; write mod = mod.with_function('main', f) (returns a new module)
+            >>> mod = mod.with_function("main", f)
+        """
+        name = name.name_hint if isinstance(name, GlobalVar) else str(name)
+        raise ImmutableModuleError(
+            f"IRModule is immutable: mod.update_func(gv, f) cannot change it in place; write "
+            f"mod = mod.with_function({name!r}, f) (returns a new module)")
+
+    def __setitem__(self, name: Any, func: Any) -> None:
+        name = name.name_hint if isinstance(name, GlobalVar) else str(name)
+        raise ImmutableModuleError(
+            f"IRModule is immutable: mod[{name!r}] = f cannot change it in place; write "
+            f"mod = mod.with_function({name!r}, f) (returns a new module)")
 
     def without_function(self, name: Any) -> "IRModule":
         name = name.name_hint if isinstance(name, GlobalVar) else str(name)

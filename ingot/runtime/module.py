@@ -258,12 +258,26 @@ class Module:
     def export_library(self, path: str | os.PathLike) -> str:
         """Copy the self-contained library to ``path`` (atomically); returns the path.
 
+        ``path`` must end with ``.so``: the library is one shared object (kernels, entry points and
+        metadata inside), loaded back by `load_module`. TVM's ``.tar``/``.o`` archives of object
+        files, for linking elsewhere, are refused rather than written as a mislabelled ELF.
+
         Example::
 
             >>> mod.export_library("/tmp/model.so")  # doctest: +SKIP
             '/tmp/model.so'
+            >>> mod.export_library("/tmp/model.tar")  # doctest: +SKIP
+            Traceback (most recent call last):
+            IngotRuntimeError: export_library('/tmp/model.tar'): ...
         """
         dst = os.path.abspath(os.fspath(path))
+        suffix = os.path.splitext(dst)[1]
+        if suffix != ".so":
+            raise IngotRuntimeError(
+                f"export_library({os.fspath(path)!r}): the supported suffix is .so (one self-contained shared "
+                f"library, loaded with ingot.runtime.load_module); {suffix or 'no suffix'} is not. Ingot does not "
+                f"write TVM's .tar/.o archives of object files: export to "
+                f"{os.path.splitext(os.fspath(path))[0]}.so")
         parent = os.path.dirname(dst)
         os.makedirs(parent, exist_ok=True)
         if os.path.isdir(dst):

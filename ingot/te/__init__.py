@@ -38,5 +38,31 @@ __all__ = [
     "cosh", "div", "erf", "exp", "exp2", "exp10", "expm1", "floor", "floordiv", "floormod", "fmod", "hypot",
     "if_then_else", "isfinite", "isinf", "isnan", "log", "log1p", "log2", "log10", "nearbyint", "pow", "power",
     "reinterpret", "round", "rsqrt", "select", "sigmoid", "sin", "sinh", "sqrt", "tan", "tanh", "trunc",
-    "truncdiv", "truncmod", "call_extern",
+    "truncdiv", "truncmod", "call_extern", "RemovedSpellingError",
 ]
+
+
+class RemovedSpellingError(AttributeError):
+    """A TVM name that Ingot's `ingot.te` does not have, with the Ingot way in the message.
+
+    Example:
+        >>> from ingot import te
+        >>> te.create_schedule  # doctest: +ELLIPSIS
+        Traceback (most recent call last):
+        ...
+        ingot.te.RemovedSpellingError: ingot.te has no create_schedule (TVM's old te schedules): ...
+    """
+
+
+#: TVM's te names → the Ingot way (TVM itself moved to these; its te schedules are gone).
+_TVM_SPELLINGS = {
+    "create_schedule": "make a TensorIR function with te.create_prim_func([A, B, C]) and schedule it with "
+                       "ingot.tir.Schedule(func) (sch.split / sch.reorder / sch.parallel ...), then ingot.build(sch.mod)",
+}
+
+
+def __getattr__(name: str):
+    if name in _TVM_SPELLINGS:
+        raise RemovedSpellingError(f"ingot.te has no {name} (TVM's old te schedules): {_TVM_SPELLINGS[name]}")
+    raise AttributeError(f"module 'ingot.te' has no attribute {name!r}")
+

@@ -29,6 +29,7 @@ _SUBPACKAGES = {
 _LAZY = {
     "space": ("ingot.tune.space_generator", None),  # alias
     "tune_tir": ("ingot.tune.tune", "tune_tir"),
+    "TuneConfig": ("ingot.tune.tune", "TuneConfig"),
     "tune_tasks": ("ingot.tune.tune", "tune_tasks"),
     "apply_best": ("ingot.tune.tune", "apply_best"),
     "TuneContext": ("ingot.tune.tune_context", "TuneContext"),

@@ -13,6 +13,7 @@ Example:
 """
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 from typing import Any, Sequence
@@ -87,21 +88,68 @@ def tune_tasks(tasks: Sequence[Any], work_dir: str, max_trials_global: int, num_
     return database
 
 
-def tune_tir(mod: Any, target: Any, work_dir: str, max_trials_global: int, num_trials_per_iter: int = 64,
-             space: Any = None, strategy: Any = "evolutionary", seed: "int | None" = None, cost_model: Any = "xgb",
-             num_workers: "int | None" = None, *, task_name: "str | None" = None, database: "Database | None" = None,
-             builder: Any = None, runner: Any = None, runner_config: Any = None, verbose: int = 1):
+@dataclasses.dataclass(frozen=True)
+class TuneConfig:
+    """TVM's older ``ms.TuneConfig(...)`` bundle (the MLC course's ``tune_tir(..., config=...)``).
+
+    `tune_tir` takes these as its own arguments (``max_trials_global=``, ``num_trials_per_iter=``,
+    ``strategy=``); ``config=TuneConfig(...)`` is unpacked into them. ``max_trials_per_task`` is
+    accepted for TVM code and must not exceed ``max_trials_global`` (one task here);
+    ``strategy`` ``"replay_trace"``/``"replay_func"`` map to Ingot's ``"replay"``.
+
+    Example:
+        >>> TuneConfig(max_trials_global=64, num_trials_per_iter=32).as_kwargs()
+        {'max_trials_global': 64, 'num_trials_per_iter': 32, 'strategy': 'evolutionary'}
+    """
+
+    max_trials_global: int
+    num_trials_per_iter: int = 64
+    max_trials_per_task: "int | None" = None
+    strategy: str = "evolutionary"
+
+    def as_kwargs(self) -> dict:
+        """The `tune_tir` arguments this config stands for."""
+        strategy = {"replay_trace": "replay", "replay_func": "replay"}.get(self.strategy, self.strategy)
+        return {"max_trials_global": self.max_trials_global, "num_trials_per_iter": self.num_trials_per_iter,
+                "strategy": strategy}
+
+
+def tune_tir(mod: Any, target: Any, work_dir: str, max_trials_global: "int | None" = None,
+             num_trials_per_iter: int = 64, space: Any = None, strategy: Any = "evolutionary",
+             seed: "int | None" = None, cost_model: Any = "xgb", num_workers: "int | None" = None, *,
+             task_name: "str | None" = None, database: "Database | None" = None, builder: Any = None,
+             runner: Any = None, runner_config: Any = None, verbose: int = 1, config: "TuneConfig | None" = None):
     """Tune one tensor program; returns the best `Schedule` found (None when no candidate ran).
 
     ``space``: a `SpaceGenerator` (e.g. ``ScheduleFn(fn)``), a function ``fn(sch)``, or None for
     the default space from schedule rules. ``strategy``: ``"evolutionary"``, ``"replay"`` or a
     `SearchStrategy`. ``cost_model``: ``"xgb"``, ``"random"`` or a `CostModel`.
-    ``num_workers``: builder processes (default: cores).
+    ``num_workers``: builder processes (default: cores). ``config=TuneConfig(...)`` (TVM's older
+    spelling) gives ``max_trials_global``, ``num_trials_per_iter`` and ``strategy`` instead.
 
     Example:
         >>> # sch = tune_tir(matmul, "llvm -num-cores=2", "./tune_tmp", max_trials_global=16, seed=0)
         >>> # print(sch.trace)
+        >>> tune_tir(None, "llvm", "./tune_tmp")
+        Traceback (most recent call last):
+        ...
+        TypeError: tune_tir: give max_trials_global=N (and num_trials_per_iter=, strategy=), or TVM's config=TuneConfig(max_trials_global=N, ...)
     """
+    if config is not None:
+        if not isinstance(config, TuneConfig):
+            raise TypeError(f"tune_tir: config must be an ingot.tune.TuneConfig, got {type(config).__name__}; "
+                            f"or pass max_trials_global=, num_trials_per_iter=, strategy= directly")
+        if max_trials_global is not None:
+            raise TypeError("tune_tir: give max_trials_global either directly or in config=TuneConfig(...), not both")
+        if config.max_trials_per_task is not None and config.max_trials_per_task > config.max_trials_global:
+            raise ValueError(f"TuneConfig: max_trials_per_task={config.max_trials_per_task} exceeds "
+                             f"max_trials_global={config.max_trials_global}")
+        kwargs = config.as_kwargs()
+        max_trials_global, num_trials_per_iter, strategy = (kwargs["max_trials_global"], kwargs["num_trials_per_iter"],
+                                                            kwargs["strategy"])
+    if max_trials_global is None:
+        raise TypeError("tune_tir: give max_trials_global=N (and num_trials_per_iter=, strategy=), or TVM's "
+                        "config=TuneConfig(max_trials_global=N, ...)")
     from .space_generator import ScheduleFn, SpaceGenerator
     from .tune_context import TuneContext
 
@@ -141,4 +189,4 @@ def apply_best(mod: Any, database: Database, target: Any = None):
     return IRModule(funcs, attrs=dict(mod.attrs) if getattr(mod, "attrs", None) else None)
 
 
-__all__ = ["tune_tir", "tune_tasks", "apply_best"]
+__all__ = ["TuneConfig", "tune_tir", "tune_tasks", "apply_best"]

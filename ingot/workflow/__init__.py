@@ -21,11 +21,11 @@ from __future__ import annotations
 from ingot.support import lazy_exports
 
 from .model import (KernelTime, Model, ModelInputError, Package, Profile, TensorInfo, check_inputs, compile,
-                    kernel_timed_main, load, load_package, profile, run)
+                    from_module, kernel_timed_main, load, load_package, profile, run)
 from .tune import tune
 
 __all__ = ["KernelTime", "Model", "ModelInputError", "Package", "Profile", "TensorInfo", "check_inputs", "compile",
-           "kernel_timed_main", "load", "load_package", "profile", "run", "tune", "validate_in_model",
+           "from_module", "kernel_timed_main", "load", "load_package", "profile", "run", "tune", "validate_in_model",
            "InModelReport"]
 
 

@@ -109,6 +109,8 @@ def load(path_or_model: Any, shape_dict: "Mapping[str, Sequence[Any]] | None" = 
     """
     from ingot.frontend.onnx import from_onnx, load_model
 
+    if _is_graph_module(path_or_model):
+        return from_module(path_or_model)
     source = os.fspath(path_or_model) if isinstance(path_or_model, (str, os.PathLike)) else "<model>"
     if _is_torch_module(path_or_model):
         path_or_model, source = _torch_to_onnx(path_or_model, example_inputs), type(path_or_model).__name__
@@ -120,6 +122,62 @@ def load(path_or_model: Any, shape_dict: "Mapping[str, Sequence[Any]] | None" = 
     inputs = [TensorInfo(p.name_hint, tuple(d if isinstance(d, int) else str(d) for d in p.struct_info.shape),
                          str(p.struct_info.dtype)) for p in main.params if p.name_hint not in params]
     outputs = _sinfo_tensors(main.ret_struct_info, [o.name for o in proto.graph.output])
+    return Model(mod, params, inputs, outputs, source)
+
+
+def _is_graph_module(obj: Any) -> bool:
+    from ingot.ir import IRModule
+
+    if isinstance(obj, IRModule):
+        return True
+    from ingot.graph import Function
+
+    return isinstance(obj, Function)
+
+
+def from_module(mod: Any, params: "Mapping[str, Any] | None" = None, source: str = "<IRModule>") -> Model:
+    """A `Model` from a graph `IRModule` (or one graph `Function`) whose ``main`` is the entry:
+    inputs and outputs come from ``main``'s signature (TVM's ``tvm.compile(mod)`` /
+    ``relax.build(mod)``; `load` and `compile` call this when given a module).
+
+    ``params`` maps parameter names to arrays bound as constants by `compile` (they are not inputs).
+
+    Example:
+        >>> from ingot import graph as G
+        >>> bb = G.BlockBuilder()
+        >>> x = G.Var("x", G.TensorStructInfo((2, 3), "float32"))
+        >>> with bb.function("main", [x]):
+        ...     bb.emit_func_output(bb.emit(G.op.relu(x)))
+        >>> model = from_module(bb.get())
+        >>> [(i.name, i.shape) for i in model.inputs], [o.shape for o in model.outputs]
+        ([('x', (2, 3))], [(2, 3)])
+    """
+    from ingot import graph as G
+    from ingot.ir import IRModule
+
+    if isinstance(mod, G.Function):
+        mod = IRModule({"main": mod})
+    if not isinstance(mod, IRModule):
+        raise IngotError(f"from_module expects a graph IRModule or graph Function, got {type(mod).__name__}")
+    main = mod.functions.get("main")
+    if not isinstance(main, G.Function):
+        kind = "no function 'main'" if main is None else f"a {type(main).__name__} 'main', not a graph Function"
+        raise IngotError(
+            f"ingot.compile(IRModule): the module (functions {sorted(mod.functions)}) has {kind}; a model "
+            f"needs a graph 'main' (build one with ingot.graph.BlockBuilder or @R.function). For a module of "
+            f"TensorIR functions use ingot.build(mod, target)")
+    params = dict(params or {})
+    inputs = []
+    for p in main.params:
+        if p.name_hint in params:
+            continue
+        sinfo = p.struct_info
+        if not isinstance(sinfo, G.TensorStructInfo) or sinfo.shape is None:
+            raise IngotError(f"ingot.compile(IRModule): parameter {p.name_hint!r} of 'main' has struct info "
+                             f"{sinfo}; model inputs must be tensors of known rank and shape")
+        inputs.append(TensorInfo(p.name_hint, tuple(d if isinstance(d, int) else str(d) for d in sinfo.shape),
+                                 str(sinfo.dtype)))
+    outputs = _sinfo_tensors(main.ret_struct_info, [])
     return Model(mod, params, inputs, outputs, source)
 
 

@@ -125,8 +125,9 @@ def load_model(model_or_path: Any, *, check: bool = True) -> tuple[Any, str]:
             raise ModelLoadError(source, f"the file is truncated or not an ONNX model ({type(exc).__name__}: "
                                          f"{str(exc).strip()[:200]}); re-export it") from None
     else:
-        raise ModelLoadError(repr(model_or_path)[:80], "expected a path, bytes or onnx.ModelProto, got "
-                             f"{type(model_or_path).__name__}")
+        raise ModelLoadError(f"<{type(model_or_path).__name__}>", "expected a path, bytes or onnx.ModelProto, "
+                             f"got {type(model_or_path).__name__} (a graph IRModule goes to ingot.compile(mod) "
+                             f"or ingot.workflow.from_module(mod))")
     if not model.graph.node and not model.graph.output:
         raise ModelLoadError(source, "the model has an empty graph (is the file truncated?)")
     if not check:

@@ -177,6 +177,25 @@ class Trace:
         return {"version": TRACE_JSON_VERSION, "insts": insts, "decisions": decisions}
 
     @staticmethod
+    def apply_json_to_schedule(json_obj: "dict | list | str", sch: Any) -> None:
+        """Replay a trace saved as JSON on ``sch`` (TVM's spelling of
+        ``Trace.from_json(json_obj).apply_to_schedule(sch)``).
+
+        Example:
+            >>> from ingot import te
+            >>> from ingot.tir import Schedule
+            >>> A = te.placeholder((64,), name="A")
+            >>> B = te.compute((64,), lambda i: A[i] * 2.0, name="B")
+            >>> sch = Schedule(te.create_prim_func([A, B]))
+            >>> _ = sch.split(sch.get_loops(sch.get_block("B"))[0], [None, 8])
+            >>> sch2 = Schedule(te.create_prim_func([A, B]))
+            >>> Trace.apply_json_to_schedule(sch.trace.as_json(), sch2)
+            >>> import ingot; ingot.ir.structural_equal(sch.mod, sch2.mod)
+            True
+        """
+        Trace.from_json(json_obj).apply_to_schedule(sch)
+
+    @staticmethod
     def from_json(data: "dict | str") -> "Trace":
         """Rebuild a trace from `as_json`'s output (a dict or its JSON text).
 

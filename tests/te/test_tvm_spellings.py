@@ -1,0 +1,16 @@
+"""TVM's ``te.create_schedule`` names the Ingot way (create_prim_func + tir.Schedule)."""
+import pytest
+
+from ingot import te
+
+
+def test_create_schedule_names_create_prim_func_and_schedule():
+    with pytest.raises(te.RemovedSpellingError, match=r"create_prim_func.*Schedule") as info:
+        getattr(te, "create_schedule")
+    assert isinstance(info.value, AttributeError)
+
+
+def test_unknown_name_is_a_plain_attribute_error():
+    with pytest.raises(AttributeError, match="no attribute 'no_such_thing'") as info:
+        getattr(te, "no_such_thing")
+    assert not isinstance(info.value, te.RemovedSpellingError)
