@@ -199,6 +199,10 @@ def broadcast_to(x: Any, shape: Sequence[Any]) -> Any:
     from ._util import broadcast_index
 
     out_shape = tuple(convert(d) for d in shape)
+    if not hasattr(x, "shape"):
+        # A 0-d constant operand arrives inlined as a scalar expression (legalize does that to 0-d
+        # constants): every element is that value.
+        return compute(out_shape, lambda idx: x, "T_broadcast_to", tag="broadcast")
     return compute(out_shape, lambda idx: x[broadcast_index(x, out_shape, idx)], "T_broadcast_to",
                    tag="broadcast")
 

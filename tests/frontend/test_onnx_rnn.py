@@ -210,3 +210,41 @@ def test_dynamic_sequence_length_is_refused_naming_the_node():
         from_onnx(model)
     mod, _ = from_onnx(model, shape_dict={"X": [T, B, I]})  # fixed with a static length
     assert mod["main"] is not None
+
+
+@pytest.mark.compiler
+def test_torch_crnn_with_a_dynamic_batch_compiles_once():
+    """A CRNN as torch exports it with a dynamic batch: the zero ``initial_h``/``initial_c`` come from
+    ``ConstantOfShape([layers * dirs, batch, H])`` over a symbolic batch (issue #17)."""
+    torch = pytest.importorskip("torch")
+    import io
+
+    import ingot
+    from ingot import graph as G
+
+    class CRNN(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = torch.nn.Sequential(torch.nn.Conv2d(1, 4, 3, padding=1), torch.nn.ReLU(),
+                                            torch.nn.MaxPool2d((2, 1)))
+            self.lstm = torch.nn.LSTM(16, 8, num_layers=2, bidirectional=True)
+            self.fc = torch.nn.Linear(16, 6)
+
+        def forward(self, x):                          # (N, 1, 8, W)
+            f = self.conv(x)                           # (N, 4, 4, W)
+            f = f.reshape(f.shape[0], 16, f.shape[3]).permute(2, 0, 1)   # (W, N, 16): a sequence
+            return self.fc(self.lstm(f)[0])
+
+    torch.manual_seed(0)
+    buf = io.BytesIO()
+    with pytest.warns(UserWarning):  # torch's note on LSTMs exported with a dynamic batch
+        torch.onnx.export(CRNN().eval(), (torch.randn(2, 1, 8, 5),), buf, input_names=["x"], output_names=["y"],
+                          dynamic_axes={"x": {0: "batch"}, "y": {1: "batch"}}, dynamo=False, opset_version=17)
+    model = onnx.load_from_string(buf.getvalue())
+    assert "ConstantOfShape" in {n.op_type for n in model.graph.node}
+    mod, _ = from_onnx(model)
+    run = G.Executor(G.build(mod, "llvm"), ingot.cpu())["main"]   # one build ...
+    for batch in (1, 3):                                           # ... run at two batch sizes
+        x = np.random.default_rng(batch).standard_normal((batch, 1, 8, 5)).astype(np.float32)
+        (expected,) = _ort(model, {"x": x})
+        np.testing.assert_allclose(run(x).numpy(), expected, rtol=1e-5, atol=1e-5)

@@ -75,10 +75,13 @@ def _size(ctx: Any, node: Any) -> Any:
 @register("ConstantOfShape", since=9)
 def _constant_of_shape(ctx: Any, node: Any) -> Any:
     shape = static_ints(node.input(0), node, "the shape input")
-    if not all(isinstance(d, int) for d in shape):
-        raise node.error(f"ConstantOfShape with symbolic shape {shape} is not supported; fix dims with shape_dict")
     value = node.attr("value")
     value = np.zeros(1, "float32") if value is None else np.asarray(value).reshape(-1)
+    if not all(isinstance(d, int) for d in shape):
+        # A shape holding symbolic dims (torch's LSTM export builds its zero initial_h as
+        # ConstantOfShape([layers * dirs, batch, H]) from Shape(x)): the one value broadcast to the
+        # symbolic shape at run time, so that a dynamic-batch model still compiles once.
+        return ctx.emit(G.op.broadcast_to(G.const(value[:1].reshape(())), tuple(shape)))
     return np.full(shape, value[0], dtype=value.dtype)
 
 
