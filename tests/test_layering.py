@@ -23,6 +23,8 @@ DOC = os.path.join(ROOT, "docs", "architecture.md")
 COMPATIBILITY_MODULES = {
     # the model workflow moved to ingot.workflow; this alias keeps old user code working
     "ingot.driver.model": "re-exports ingot.workflow.model for code written before ingot.workflow",
+    # TVM's spelling `from ingot.script import relax as R`: the R namespace lives in ingot.graph.script
+    "ingot.script.relax": "re-exports ingot.graph.script (the R namespace) under TVM's name",
 }
 #: ``ingot/__init__.py`` is the package's front door: its lazy table names the entry points of
 #: every layer (``ingot.build``, ``ingot.compile``, ...) and is not part of any layer.

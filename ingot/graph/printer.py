@@ -3,7 +3,9 @@
 Note: registered with `ingot.ir.printer.register_node_printer` when `ingot.graph` is imported. The
 module printer prints graph functions itself and every other function (``tir.PrimFunc``) through
 `ingot.ir.printer.node_to_str`, so TensorIR prints in TVMScript once `ingot.script` is loaded.
-The text is for reading (there is no graph-level parser yet).
+The text parses back (`ingot.script.from_source`, with the ``R`` namespace of `ingot.graph.script`);
+constants of more than 4 elements print as ``metadata["relax.expr.Constant"][i]``, numbered across
+the module, and `metadata_of` gives the table to parse such text with.
 
 Example:
     >>> from ingot import graph as G
@@ -64,10 +66,10 @@ def struct_info_to_str(sinfo: S.StructInfo) -> str:
 class _FunctionPrinter:
     """Prints one function, giving each variable a unique printed name."""
 
-    def __init__(self):
+    def __init__(self, constants: "list | None" = None):
         self.names: dict[int, str] = {}
         self.used: set[str] = set()
-        self.constants: list[E.Constant] = []
+        self.constants: list[E.Constant] = [] if constants is None else constants
 
     def name_of(self, var: Any) -> str:
         key = id(var)
@@ -136,6 +138,9 @@ class _FunctionPrinter:
             callee, args = call.args[0], call.args[1]
             tir_vars = f", tir_vars={self.expr(call.args[2])}" if len(call.args) > 2 else ""
             return f"R.call_tir({self.expr(callee)}, {self.expr(args)}, out_sinfo={sinfo_args}{tir_vars})"
+        if isinstance(op, E.Op) and op.name == "call_dps_packed":
+            callee, args = call.args[0], call.args[1]
+            return f'R.call_dps_packed("{callee.global_symbol}", {self.expr(args)}, out_sinfo={sinfo_args})'
         if isinstance(op, E.ExternFunc):
             args = "".join(", " + self.expr(a) for a in call.args)
             return f'R.call_packed("{op.global_symbol}"{args}, sinfo_args=({sinfo_args},))'
@@ -182,7 +187,7 @@ class _FunctionPrinter:
     def binding(self, b: E.VarBinding, indent: str) -> str:
         if isinstance(b.value, E.Function):
             name = self.name_of(b.var)
-            return _FunctionPrinter().function(b.value, name, indent)
+            return _FunctionPrinter(self.constants).function(b.value, name, indent)
         value = self.expr(b.value)
         return f"{indent}{self.name_of(b.var)}: {self.sinfo(b.var.struct_info)} = {value}"
 
@@ -213,7 +218,24 @@ def expr_to_str(e: Any) -> str:
     return _FunctionPrinter().expr(e)
 
 
-def module_to_str(mod: IRModule) -> str:
+def metadata_of(mod: IRModule) -> dict:
+    """The constants the module's text refers to as ``metadata["relax.expr.Constant"][i]``: pass
+    ``extra_vars={"metadata": metadata_of(mod)}`` to `ingot.script.from_source` to parse the text.
+
+    Example:
+        >>> import numpy as np
+        >>> from ingot import graph as G
+        >>> x = G.Var("x", G.TensorStructInfo((8,), "float32"))
+        >>> mod = IRModule({"main": G.Function([x], G.SeqExpr([], G.op.add(x, G.const(np.ones(8, "float32")))))})
+        >>> len(metadata_of(mod)["relax.expr.Constant"])
+        1
+    """
+    constants: list = []
+    module_to_str(mod, constants)
+    return {"relax.expr.Constant": constants}
+
+
+def module_to_str(mod: IRModule, constants: "list | None" = None) -> str:
     """``@I.ir_module class Module:`` with every function, graph and TensorIR.
 
     Example:
@@ -222,11 +244,12 @@ def module_to_str(mod: IRModule) -> str:
         >>> "@I.ir_module" in module_to_str(IRModule({"main": G.Function([x], G.SeqExpr([], x))}))
         True
     """
+    constants = [] if constants is None else constants
     lines = ["# from ingot.script import ir as I", "# from ingot.script import relax as R",
              "# from ingot.script import tir as T", "", "@I.ir_module", "class Module:"]
     for name, func in mod.functions.items():
         if isinstance(func, E.Function):
-            text = _FunctionPrinter().function(func, name, "    ")
+            text = _FunctionPrinter(constants).function(func, name, "    ")
         else:
             text = node_to_str(func)
             if "def " not in text:

@@ -555,6 +555,28 @@ def _index_dtype(*values: Any) -> str:
 # --------------------------------------------------------------------------------------------
 
 
+#: decorator name → (parser of such a method, namespace (name, module) or None). ``ingot.graph``
+#: registers ``@R.function`` here: this package sits below the graph and cannot import it.
+_FUNCTION_PARSERS: "dict[str, tuple[Callable[..., Any], Any]]" = {}
+
+
+def register_function_parser(decorator: str, parse: Callable[..., Any], namespace: "tuple[str, Any] | None" = None) -> None:
+    """Let ``@I.ir_module`` classes and `from_source` hold methods decorated ``@X.<decorator>``:
+    ``parse(source, fdef, env, module_names, parsed)`` returns the function; ``namespace``
+    (e.g. ``("R", ingot.graph.script)``) is predefined in parsed text.
+
+    Example:
+        >>> import ingot.graph  # registers @R.function
+        >>> "function" in _FUNCTION_PARSERS
+        True
+    """
+    _FUNCTION_PARSERS[decorator] = (parse, namespace)
+
+
+def _namespaces() -> dict:
+    return dict(ns for _, ns in _FUNCTION_PARSERS.values() if ns is not None)
+
+
 def _env_of(objects: list, frame: Any) -> dict:
     env: dict = {}
     for obj in objects:
@@ -572,6 +594,8 @@ def _env_of(objects: list, frame: Any) -> dict:
                 pass
     env.setdefault("T", T)
     env.setdefault("I", I)
+    for name, value in _namespaces().items():
+        env.setdefault(name, value)
     return env
 
 
@@ -611,12 +635,23 @@ def parse_module(cls: Any, frame: Any = None) -> IRModule:
 def _module_from_class(source: Source, cdef: ast.ClassDef, env: dict) -> IRModule:
     functions: dict = {}
     attrs: dict = {}
+    # TensorIR functions first: the other kinds (``@R.function``) refer to them by name.
+    module_names = {stmt.name for stmt in cdef.body if isinstance(stmt, ast.FunctionDef)}
+    others: list = []
     for stmt in cdef.body:
         if isinstance(stmt, ast.FunctionDef):
             names = [_decorator_name(d) for d in stmt.decorator_list]
-            if "prim_func" not in names:
-                raise source.error(stmt, f"method '{stmt.name}' of an ir_module must be decorated with @T.prim_func")
-            functions[stmt.name] = FunctionParser(source, env).parse(stmt)
+            if "prim_func" in names:
+                functions[stmt.name] = FunctionParser(source, env).parse(stmt)
+                continue
+            kind = next((n for n in names if n in _FUNCTION_PARSERS), None)
+            if kind is None:
+                hint = (" (graph functions: `import ingot.graph` or `from ingot.script import relax as R` first)"
+                        if "function" in names else "")
+                raise source.error(stmt, f"method '{stmt.name}' of an ir_module must be decorated with @T.prim_func"
+                                         f"{' or @R.function' if not hint else ''}{hint}")
+            functions[stmt.name] = None  # keeps the order of the class
+            others.append((stmt, kind))
         elif isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
             continue  # docstring
         elif isinstance(stmt, ast.Expr):
@@ -626,6 +661,10 @@ def _module_from_class(source: Source, cdef: ast.ClassDef, env: dict) -> IRModul
             attrs.update(value.attrs)
         elif not isinstance(stmt, ast.Pass):
             raise source.error(stmt, "an ir_module class holds @T.prim_func methods and I.module_attrs({...})")
+    for stmt, kind in others:
+        parse, _ = _FUNCTION_PARSERS[kind]
+        functions[stmt.name] = parse(source, stmt, env, module_names,
+                                     {k: v for k, v in functions.items() if v is not None})
     return IRModule(functions, attrs)
 
 
@@ -657,7 +696,7 @@ def from_source(text: str, extra_vars: "dict | None" = None, filename: str = "<s
 
     source = Source.from_text(text, filename)
     tree = _parse_ast(source)
-    env: dict = {"T": T, "I": I, "ingot": ingot}
+    env: dict = {"T": T, "I": I, "ingot": ingot, **_namespaces()}
     for stmt in tree.body:
         if isinstance(stmt, (ast.Import, ast.ImportFrom)):
             _do_import(stmt, env)
@@ -671,6 +710,10 @@ def from_source(text: str, extra_vars: "dict | None" = None, filename: str = "<s
     env.update(extra_vars or {})
     for stmt in tree.body:
         if isinstance(stmt, ast.FunctionDef):
+            names = [_decorator_name(d) for d in stmt.decorator_list]
+            kind = next((n for n in names if n in _FUNCTION_PARSERS), None)
+            if kind is not None and "prim_func" not in names:
+                return _FUNCTION_PARSERS[kind][0](source, stmt, env)
             return FunctionParser(source, env).parse(stmt)
         if isinstance(stmt, ast.ClassDef):
             return _module_from_class(source, stmt, env)
@@ -693,4 +736,4 @@ def _do_import(stmt: ast.AST, env: dict) -> None:
             env[alias.asname or alias.name] = value
 
 
-__all__ = ["FunctionParser", "parse_function", "parse_module", "from_source"]
+__all__ = ["FunctionParser", "parse_function", "parse_module", "from_source", "register_function_parser"]
