@@ -116,7 +116,7 @@ class GraphFunctionParser(Evaluator):
         blocks: list[E.BindingBlock] = []
         plain: list[E.VarBinding] = []
         ret: Any = None
-        for index, stmt in enumerate(body):
+        for stmt in body:
             if ret is not None:
                 raise self.error(stmt, f"@R.function {fdef.name}: statements after `return`")
             if _sym_decl(stmt) is not None:
@@ -164,14 +164,11 @@ class GraphFunctionParser(Evaluator):
             binding = self._statement(stmt, dataflow=True, outputs=outputs)
             if binding is not None:
                 bindings.append(binding)
-        defined = {self._name_of(b.var) for b in bindings}
+        defined = {b.var.name_hint for b in bindings}
         missing = outputs - defined
         if missing:
             raise self.error(last, f"R.output names {sorted(missing)}, which the dataflow block does not bind")
         return E.DataflowBlock(bindings)
-
-    def _name_of(self, var: E.Var) -> str:
-        return var.name_hint
 
     def _statement(self, stmt: ast.stmt, dataflow: bool, outputs: set) -> Optional[E.VarBinding]:
         if isinstance(stmt, ast.Expr):
@@ -221,6 +218,15 @@ class GraphFunctionParser(Evaluator):
             raise self.error(node, f"expected a struct info annotation such as R.Tensor((1, 784), "
                                    f"dtype=\"float32\"), got {type(value).__name__}")
         return value
+
+    def _eval_Attribute(self, node: ast.Attribute) -> Any:
+        obj = self.eval(node.value)
+        if obj is R or isinstance(obj, _ClassRef) or getattr(obj, "__name__", "") == "ingot.script.relax":
+            try:
+                return getattr(obj, node.attr)
+            except AttributeError as err:
+                raise self.error(node, str(err).strip("'\"")) from None
+        return super()._eval_Attribute(node)
 
     def _eval_Subscript(self, node: ast.Subscript) -> Any:
         target = self.eval(node.value)
