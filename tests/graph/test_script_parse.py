@@ -127,7 +127,7 @@ def test_mlc_course_module_parses_round_trips_and_runs():
     ("    return cls.nothing(x)", "no function 'nothing'"),
 ])
 def test_unsupported_constructs_are_named(body, construct):
-    text = f"@I.ir_module\nclass M:\n    @R.function\n    def main(x: R.Tensor((2,), 'float32')):\n" + \
+    text = "@I.ir_module\nclass M:\n    @R.function\n    def main(x: R.Tensor((2,), 'float32')):\n" + \
         "\n".join("    " + line for line in body.splitlines()) + "\n"
     with pytest.raises(ParseError, match=construct):
         from_source(text)
