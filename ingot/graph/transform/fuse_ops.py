@@ -205,8 +205,19 @@ def fuse_tir_module(mod: IRModule) -> IRModule:
     bb = BlockBuilder(mod)
     made: dict[str, GlobalVar] = {}
     scalars: dict[str, tuple] = {}  # primitive function -> (its PrimFunc, struct infos of its params + output)
+    # Structurally equal groups (an unrolled recurrent layer's T steps: hundreds of copies of a few
+    # groups) make the same PrimFunc: build it once per structural hash of the group. The block builder
+    # would dedupe the PrimFuncs afterwards, but building each one (TE computes, create_prim_func) is
+    # what costs; the module that comes out is the same.
+    by_group: dict[str, str] = {}
     for name, func in graph_functions(mod):
         if func.attrs.get("Primitive"):
+            key = _group_hash(func)
+            first = by_group.get(key)
+            if first is not None:
+                made[name], scalars[name] = made[first], scalars[first]
+                continue
+            by_group[key] = name
             prim = primitive_to_prim_func(func, name)
             scalars[name] = (prim, [p.struct_info for p in func.params] + _fields(func.ret_struct_info))
             made[name] = bb.add_func(prim, name + "_tir")
@@ -240,6 +251,19 @@ def fuse_tir_module(mod: IRModule) -> IRModule:
             func = func.with_attr("global_symbol", new_name)
         funcs[new_name] = _rename_calls(func, renamed) if isinstance(func, Function) else func
     return IRModule(funcs, out.attrs)
+
+
+def _group_hash(func: Function) -> str:
+    """The structural hash of primitive function ``func`` without its name attributes: equal hashes
+    make equal PrimFuncs (parameters are matched by position, free symbolic dims by name; constants by
+    content)."""
+    from ingot.ir.structural import structural_hash
+
+    attrs = func.attrs
+    for key in ("global_symbol", "name"):
+        if key in attrs:
+            attrs = attrs.without(key)
+    return structural_hash(func.replace(attrs=attrs))
 
 
 def _fields(sinfo: Any) -> list:
