@@ -136,6 +136,10 @@ class GraphFunctionParser(Evaluator):
                     plain.append(binding)
         if ret is None:
             raise self.error(fdef, f"@R.function {fdef.name} has no `return`")
+        if isinstance(ret, E.Call):  # `return R.relu(x)`: bound first, as the builder does (A-normal form)
+            var = E.Var(_fresh("gv", self.scopes), ret.struct_info)
+            plain.append(E.VarBinding(var, ret))
+            ret = var
         if plain:
             blocks.append(E.BindingBlock(plain))
         ret_sinfo = self._sinfo(fdef.returns) if fdef.returns is not None else None
@@ -247,7 +251,30 @@ class GraphFunctionParser(Evaluator):
                                        f"R.call_tir(cls.{func.name_hint}, (args...), out_sinfo=...)")
             args = [R.as_expr(self.eval(a)) for a in node.args]
             return E.Call(func, args, struct_info=callee.ret_struct_info)
+        if (func is R.Tensor or func is R.Shape) and _has_str_dim(node):
+            # TVM's R.Tensor(("n", 4), "float32"): a string dimension is the symbolic variable of that name.
+            return self._symbolic(func, node)
         return super()._eval_Call(node)
+
+    def _symbolic(self, func: Any, node: ast.Call) -> Any:
+        args = [self.eval(a) for a in node.args]
+        kwargs = {k.arg: self.eval(k.value) for k in node.keywords}
+        key = "shape" if func is R.Tensor else "values"
+        dims = args[0] if args else kwargs.get(key)
+        dims = [self._sym_var(d) if isinstance(d, str) else d for d in dims]
+        if args:
+            args[0] = dims
+        else:
+            kwargs[key] = dims
+        return func(*args, **kwargs)
+
+    def _sym_var(self, name: str) -> Any:
+        for scope in self.scopes:
+            if name in scope:
+                return scope[name]
+        var = R.prim_var(name, "int64")
+        self.scopes[0][name] = var
+        return var
 
 
 def _call_name(node: ast.AST) -> str:
@@ -263,6 +290,20 @@ def _call_name(node: ast.AST) -> str:
 def _construct(stmt: ast.stmt) -> str:
     return {ast.For: "for", ast.While: "while", ast.If: "if", ast.FunctionDef: "def", ast.AugAssign: "x op= y",
             ast.Assert: "assert", ast.Try: "try", ast.Delete: "del"}.get(type(stmt), type(stmt).__name__)
+
+
+def _fresh(base: str, scopes: list) -> str:
+    name, k = base, 0
+    while any(name in scope for scope in scopes):
+        k += 1
+        name = f"{base}{k}"
+    return name
+
+
+def _has_str_dim(node: ast.Call) -> bool:
+    dims = node.args[0] if node.args else next((k.value for k in node.keywords if k.arg in ("shape", "values")), None)
+    return isinstance(dims, (ast.Tuple, ast.List)) and any(
+        isinstance(d, ast.Constant) and isinstance(d.value, str) for d in dims.elts)
 
 
 def _sym_decl(stmt: ast.stmt) -> "tuple[str, str] | None":

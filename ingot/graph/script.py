@@ -79,7 +79,9 @@ def Tensor(shape: Any = None, dtype: str = "float32", ndim: int = -1) -> S.Tenso
         'R.Tensor((2, 3), dtype="int8")'
     """
     if shape is not None:
-        return S.TensorStructInfo(tuple(shape), dtype)
+        # A string dimension ("n") is symbolic; the parser gives one variable per name and function
+        # (Python also evaluates annotations when it defines the function: this value is then unused).
+        return S.TensorStructInfo(tuple(prim_var(d, "int64") if isinstance(d, str) else d for d in shape), dtype)
     return S.TensorStructInfo(None, dtype, ndim=ndim)
 
 
@@ -100,7 +102,9 @@ def Shape(values: "Sequence[Any] | None" = None, ndim: int = -1) -> S.ShapeStruc
         >>> str(Shape([1, 2]))
         'R.Shape([1, 2])'
     """
-    return S.ShapeStructInfo(list(values)) if values is not None else S.ShapeStructInfo(None, ndim=ndim)
+    if values is None:
+        return S.ShapeStructInfo(None, ndim=ndim)
+    return S.ShapeStructInfo([prim_var(d, "int64") if isinstance(d, str) else d for d in values])
 
 
 def Prim(dtype: str) -> S.PrimStructInfo:  # noqa: N802

@@ -131,3 +131,18 @@ def test_unsupported_constructs_are_named(body, construct):
         "\n".join("    " + line for line in body.splitlines()) + "\n"
     with pytest.raises(ParseError, match=construct):
         from_source(text)
+
+
+def test_symbolic_dims_and_an_unbound_return_value():
+    @I.ir_module
+    class Dyn:
+        @R.function
+        def main(x: R.Tensor(("n", 4), "float32"), y: R.Tensor(("n", 4), "float32")):
+            return R.add(x, y)
+
+    main = Dyn["main"]
+    assert main.params[0].struct_info.shape[0] is main.params[1].struct_info.shape[0]
+    assert ingot.ir.structural_equal(from_source(Dyn.script()), Dyn)
+    x = np.arange(12, dtype="float32").reshape(3, 4)
+    (out,) = ingot.run(ingot.compile(Dyn, "llvm"), {"x": x, "y": x}).values()
+    np.testing.assert_array_equal(out, 2 * x)
