@@ -67,9 +67,11 @@ def test_reparsed_conv_model_gives_the_same_numbers():
 
 
 def test_a_changed_constant_is_not_equal():
+    bb = G.BlockBuilder()
     x = G.Var("x", G.TensorStructInfo((2,), "float32"))
-    mod = ingot.IRModule({"main": G.Function([x], G.SeqExpr([], G.op.add(x, G.const(np.float32(1.0)))),
-                                             attrs={"global_symbol": "main"})})
+    with bb.function("main", [x]):
+        bb.emit_func_output(bb.emit(G.op.add(x, G.const(np.float32(1.0)))))
+    mod = bb.get()
     changed = from_source(mod.script().replace("R.const(1.0", "R.const(2.0"))
     assert ingot.ir.structural_equal(_reparse(mod), mod)
     assert not ingot.ir.structural_equal(changed, mod)
