@@ -28,6 +28,7 @@ Example:
 from __future__ import annotations
 
 import ast
+import types
 from typing import Any, Optional
 
 from ingot.ir.module import GlobalVar
@@ -67,7 +68,7 @@ class GraphFunctionParser(Evaluator):
         env["cls"] = _ClassRef(module_names)
         super().__init__(source, env)
         self.module_names = module_names or set()
-        self.parsed = parsed or {}
+        self.parsed = parsed if parsed is not None else {}
         self.attrs: dict = {}
 
     # -- names ------------------------------------------------------------------------------------
@@ -225,7 +226,7 @@ class GraphFunctionParser(Evaluator):
 
     def _eval_Attribute(self, node: ast.Attribute) -> Any:
         obj = self.eval(node.value)
-        if obj is R or isinstance(obj, _ClassRef) or getattr(obj, "__name__", "") == "ingot.script.relax":
+        if isinstance(obj, (types.ModuleType, _ClassRef)):  # R.<name>, cls.<name>: their messages say more
             try:
                 return getattr(obj, node.attr)
             except AttributeError as err:
@@ -246,8 +247,8 @@ class GraphFunctionParser(Evaluator):
         if isinstance(func, GlobalVar):
             callee = self.parsed.get(func.name_hint)
             if not isinstance(callee, E.Function):
-                raise self.error(node, f"call of module function {func.name_hint!r}: only graph functions defined "
-                                       f"earlier in the module can be called directly; call a PrimFunc with "
+                raise self.error(node, f"call of module function {func.name_hint!r}: only graph functions of the "
+                                       f"module can be called directly; call a PrimFunc with "
                                        f"R.call_tir(cls.{func.name_hint}, (args...), out_sinfo=...)")
             args = [R.as_expr(self.eval(a)) for a in node.args]
             return E.Call(func, args, struct_info=callee.ret_struct_info)

@@ -661,11 +661,35 @@ def _module_from_class(source: Source, cdef: ast.ClassDef, env: dict) -> IRModul
             attrs.update(value.attrs)
         elif not isinstance(stmt, ast.Pass):
             raise source.error(stmt, "an ir_module class holds @T.prim_func methods and I.module_attrs({...})")
-    for stmt, kind in others:
-        parse, _ = _FUNCTION_PARSERS[kind]
-        functions[stmt.name] = parse(source, stmt, env, module_names,
-                                     {k: v for k, v in functions.items() if v is not None})
+    parsed = _ParsedFunctions(source, env, module_names, {stmt.name: (stmt, kind) for stmt, kind in others})
+    parsed.update({k: v for k, v in functions.items() if v is not None})
+    for stmt, _ in others:
+        functions[stmt.name] = parsed.get(stmt.name)
     return IRModule(functions, attrs)
+
+
+class _ParsedFunctions(dict):
+    """The module's functions by name, parsing a pending one on first `get` (a graph function may call
+    one written below it)."""
+
+    def __init__(self, source: Source, env: dict, module_names: set, pending: dict):
+        super().__init__()
+        self.source, self.env, self.module_names, self.pending = source, env, module_names, pending
+        self.active: set = set()
+
+    def get(self, name: str, default: Any = None) -> Any:
+        if name in self:
+            return self[name]
+        if name not in self.pending:
+            return default
+        stmt, kind = self.pending[name]
+        if name in self.active:
+            raise self.source.error(stmt, f"function '{name}' calls itself, directly or through others; recursive "
+                                          f"graph functions are not supported")
+        self.active.add(name)
+        self[name] = _FUNCTION_PARSERS[kind][0](self.source, stmt, self.env, self.module_names, self)
+        self.active.discard(name)
+        return self[name]
 
 
 def _parse_ast(source: Source) -> ast.Module:

@@ -148,3 +148,17 @@ def test_symbolic_dims_and_an_unbound_return_value():
     x = np.arange(12, dtype="float32").reshape(3, 4)
     (out,) = ingot.run(ingot.compile(Dyn, "llvm"), {"x": x, "y": x}).values()
     np.testing.assert_array_equal(out, 2 * x)
+
+
+def test_graph_function_calls_one_written_below_it():
+    bb = G.BlockBuilder()
+    x = G.Var("x", G.TensorStructInfo((4,), "float32"))
+    y = G.Var("y", G.TensorStructInfo((4,), "float32"))
+    with bb.function("main", [x]):
+        gv = bb.emit(G.Call(G.GlobalVar("helper"), [x], struct_info=x.struct_info))
+        bb.emit_func_output(gv)
+    with bb.function("helper", [y]):
+        bb.emit_func_output(bb.emit(G.op.exp(y)))
+    mod = bb.get()
+    assert mod.function_names == ["main", "helper"] and "cls.helper(x)" in mod.script()
+    assert ingot.ir.structural_equal(from_source(mod.script()), mod)
