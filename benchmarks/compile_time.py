@@ -1,7 +1,7 @@
 """Compile time: full-size models (import → graph passes → lowering → C codegen → gcc) and the cost of
 building one tuning candidate (schedule replay → lowering → codegen → gcc).
 
-Models (``benchmarks/architectures.py``, real sizes, batch 1, random weights): ResNet-50, MobileNetV2,
+Models (``ingot/testing/architectures.py``, real sizes, batch 1, random weights): ResNet-50, MobileNetV2,
 a BERT-base-style encoder, VGG-19, GPT-2. Each is exported to ONNX once (torch, cached under
 ``--work-dir``), then compiled with ``ingot.load`` + ``ingot.compile`` against an empty kernel cache
 (a fresh ``INGOT_CACHE_DIR`` per model), so every kernel is lowered and compiled. The split is measured
@@ -165,7 +165,7 @@ def export_onnx(name: str, size: str, work_dir: str) -> str:
     if not os.path.exists(path):
         import torch
 
-        from benchmarks import architectures
+        from ingot.testing import architectures
 
         module, x = architectures.build(name, size)
         module.eval()

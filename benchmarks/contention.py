@@ -45,10 +45,10 @@ def _mlp():
 
 
 def build(name: str):
-    """(torch module, example input) of ``name``: ``mlp`` or a `benchmarks.architectures` model."""
+    """(torch module, example input) of ``name``: ``mlp`` or a `ingot.testing.architectures` model."""
     if name == "mlp":
         return _mlp()
-    from benchmarks import architectures
+    from ingot.testing import architectures
 
     return architectures.build(name, "full")
 

@@ -3,7 +3,7 @@
 Wall-clock medians on a shared 2-core machine move by 2-10x with the load; the CPU time a single
 thread spends in a call (``time.thread_time``) barely moves: preemption does not count. So this
 script compares one-thread kernels: each model (ONNX, from ``--workdir``; exported from
-benchmarks/architectures.py when missing) is compiled by Ingot for ``--target`` with one core and
+ingot/testing/architectures.py when missing) is compiled by Ingot for ``--target`` with one core and
 run beside an ONNX Runtime session with one intra-op thread on the calling thread; ``--gemm N``
 times an N^3 fp32 matmul (Ingot's default schedule) beside numpy/OpenBLAS on one thread. Calls are
 interleaved, the minimum over ``--rounds`` rounds is kept, and the ratio is from the same run. The

@@ -1,6 +1,6 @@
 """Fingerprints of the default schedules of real models, per target: did a change move a kernel?
 
-For each model (benchmarks/architectures.py at full size, exported to ONNX once into ``--workdir``)
+For each model (ingot/testing/architectures.py at full size, exported to ONNX once into ``--workdir``)
 and each target, runs the graph pipeline and the rule-based default schedule of every fused kernel
 (pure Python: no C compiler, so any target works on any host) and prints one line per kernel:
 ``<model> <target> <kernel> <sha256 of the scheduled TVMScript>`` plus the rule each block got.
@@ -37,7 +37,7 @@ def export_model(name: str, workdir: str) -> str:
         return path
     import torch
 
-    from benchmarks import architectures
+    from ingot.testing import architectures
 
     os.makedirs(workdir, exist_ok=True)
     module, x = architectures.build(name, "full")

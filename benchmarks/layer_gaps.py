@@ -76,7 +76,7 @@ def top_gaps(res: dict, top: int) -> str:
 def main(argv: "list | None" = None) -> int:
     """Command line (see the module docstring)."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--models", default="", help="comma-separated names from benchmarks/architectures.py "
+    p.add_argument("--models", default="", help="comma-separated names from ingot/testing/architectures.py "
                    "(exported with random weights)")
     p.add_argument("--onnx", action="append", default=[], help="an ONNX file (input 'data'); repeatable")
     p.add_argument("--repeat", type=int, default=20, help="profiled runs per runtime (min taken)")
@@ -89,7 +89,7 @@ def main(argv: "list | None" = None) -> int:
     with tempfile.TemporaryDirectory(prefix="ingot-layer-gaps-") as tmp:
         paths = list(args.onnx)
         if args.models:
-            from benchmarks import architectures
+            from ingot.testing import architectures
             from benchmarks.tune_models import export_onnx
 
             for name in filter(None, args.models.split(",")):

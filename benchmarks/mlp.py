@@ -4,8 +4,8 @@ numpy and PyTorch (2 threads each), medians, printed as a Markdown table.
 Run: ``python benchmarks/mlp.py`` (a quiet machine: it prints the load average first).
 ONNX Runtime runs this MLP in about 6 µs on the project machine (DESIGN.md).
 
-The graph itself (`mlp_module`, `mlp_params`, `mlp_reference`) is shared with the graph tests
-(tests/graph/test_executor_aot.py, test_graph_build.py): importing this module has no side effect.
+The graph itself (`mlp_module`, `mlp_params`, `mlp_reference`) lives in `ingot.testing.mlp`, shared
+with the graph tests (tests/graph/test_executor_aot.py, test_graph_build.py).
 
 Example:
     $ python benchmarks/mlp.py
@@ -16,59 +16,14 @@ import os
 import sys
 import warnings
 
-if __name__ == "__main__":  # before numpy loads its BLAS; not when the tests import the graph
+if __name__ == "__main__":  # before numpy loads its BLAS
     os.environ.setdefault("OMP_NUM_THREADS", "2")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 import numpy as np  # noqa: E402
 
 from benchmarks.common import banner, load_average, markdown_table, median_seconds  # noqa: E402
-
-
-MLP_SHAPES = (("w0", (128, 784)), ("b0", (128,)), ("w1", (10, 128)), ("b1", (10,)))
-
-
-def mlp_params(seed: int = 0, scale: float = 0.05) -> dict:
-    """Random float32 weights of the MLP (normal, times ``scale``), by parameter name.
-
-    Example:
-        >>> mlp_params()["w0"].shape
-        (128, 784)
-    """
-    rng = np.random.default_rng(seed)
-    return {k: (rng.standard_normal(s) * scale).astype("float32") for k, s in MLP_SHAPES}
-
-
-def mlp_module(batch=1, params: "dict | None" = None):
-    """The graph ``main(x, w0, b0, w1, b1)``: x ``(batch, 784)`` → linear → relu → linear → ``(batch, 10)``;
-    ``batch`` an int or a symbolic dim; with ``params`` the weights are bound as constants.
-
-    Example:
-        >>> mod = mlp_module(1, mlp_params())   # main(x) with the weights bound
-    """
-    from ingot import graph as G
-
-    x = G.Var("x", G.TensorStructInfo((batch, 784), "float32"))
-    ws = [G.Var(k, G.TensorStructInfo(s, "float32")) for k, s in MLP_SHAPES]
-    bb = G.BlockBuilder()
-    with bb.function("main", [x, *ws]):
-        with bb.dataflow():
-            lv0 = bb.emit(G.op.linear(x, ws[0], ws[1]))
-            lv1 = bb.emit(G.op.relu(lv0))
-            out = bb.emit_output(G.op.linear(lv1, ws[2], ws[3]))
-        bb.emit_func_output(out)
-    mod = bb.get()
-    return mod if params is None else G.transform.BindParams("main", params)(mod)
-
-
-def mlp_reference(x: np.ndarray, params: dict) -> np.ndarray:
-    """The MLP in numpy (the tests' reference).
-
-    Example:
-        >>> mlp_reference(np.zeros((2, 784), "float32"), mlp_params()).shape
-        (2, 10)
-    """
-    return np.maximum(x @ params["w0"].T + params["b0"], 0) @ params["w1"].T + params["b1"]
+from ingot.testing.mlp import mlp_module, mlp_params  # noqa: E402
 
 
 def build_mlp(target: str):

@@ -7,7 +7,7 @@ against ONNX Runtime's, then measure the median batch-1 latency of Ingot, ONNX R
 (when it works offline), and the peak RSS of a fresh process that loads and runs the compiled
 model once, beside ONNX Runtime's. Prints a Markdown table.
 
-Models (``benchmarks/architectures.py``, real sizes, batch 1): ResNet-50, MobileNetV2 (width 1.0, 224x224), a
+Models (``ingot/testing/architectures.py``, real sizes, batch 1): ResNet-50, MobileNetV2 (width 1.0, 224x224), a
 BERT-base-style encoder (hidden 768, 12 heads, FFN 3072, sequence 128; ``--bert-layers`` sets the depth, 12 by
 default) by default; with ``--models`` also densenet121, googlenet, vgg19, squeezenet1_1, shufflenet_v2,
 mobilenet_v3_small, efficientnet_b0 (224x224), gpt2 (124M, 128 tokens), vit_b16 (224x224), or ``all``.
@@ -30,13 +30,13 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from benchmarks import architectures  # noqa: E402
+from ingot.testing import architectures  # noqa: E402
 from benchmarks.common import load_average  # noqa: E402
 
 THREADS = 2
 
 
-# -- architectures (plain torch.nn, in benchmarks/architectures.py) ------------------------------
+# -- architectures (plain torch.nn, in ingot/testing/architectures.py) ------------------------------
 
 
 def build_models(names, smoke: bool, bert_layers: int):

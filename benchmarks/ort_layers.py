@@ -313,7 +313,7 @@ def report(res: dict) -> str:
 
 def main(argv: "list | None" = None) -> int:
     """Command line (see the module docstring)."""
-    from benchmarks import architectures
+    from ingot.testing import architectures
     from benchmarks.tune_models import export_onnx
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])

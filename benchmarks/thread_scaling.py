@@ -1,6 +1,6 @@
 """Ingot and ONNX Runtime on 1 and 2 threads, wall clock, in one process.
 
-Each model (ONNX, from ``--workdir``; exported from benchmarks/architectures.py when missing) is
+Each model (ONNX, from ``--workdir``; exported from ingot/testing/architectures.py when missing) is
 compiled by Ingot with ``-num-cores=1`` and ``-num-cores=2`` and opened by ONNX Runtime with 1 and 2
 intra-op threads; each runs ``--rounds`` calls in a block of its own (after a pause that lets the
 other runtime's worker threads stop spinning: interleaving call by call made each runtime's spinning

@@ -25,7 +25,7 @@ the same code lie apart bounds what a tuned-vs-untuned difference can show. Resu
     python benchmarks/tune_models.py --models resnet50 --budgets 10m
     python benchmarks/tune_models.py --small --budgets 30s,60s          # a quick check of the script
 
-Models: ``benchmarks/architectures.py`` (random weights: latency does not depend on them).
+Models: ``ingot/testing/architectures.py`` (random weights: latency does not depend on them).
 """
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 from benchmarks.common import load_average, markdown_table  # noqa: E402
 
 THREADS = 2
-#: Names on the command line -> names in benchmarks/architectures.py.
+#: Names on the command line -> names in ingot/testing/architectures.py.
 MODELS = {"resnet50": "resnet50", "mobilenetv2": "mobilenet_v2", "bert": "bert"}
 
 
@@ -159,7 +159,7 @@ def bench_model(name: str, args, save) -> dict:
     from ingot.workflow import model as M
     from ingot.tune.tasks.records import parse_duration, read_tasks_file
 
-    from benchmarks import architectures
+    from ingot.testing import architectures
 
     module, x = architectures.build(MODELS[name], "small" if args.small else "full")
     os.makedirs(args.out, exist_ok=True)

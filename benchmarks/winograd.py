@@ -224,7 +224,7 @@ def _policy(min_f4: int, min_f2: int):
 def run_model(rounds: int, only: "str | None" = None) -> str:
     """ResNet-50 end to end per tile policy, interleaved with ONNX Runtime (ms, ratio to ORT)."""
     import ingot
-    from benchmarks import architectures
+    from ingot.testing import architectures
     from benchmarks.tune_models import export_onnx, ort_session
     from ingot.ops import winograd as W
 

@@ -1,5 +1,5 @@
-"""Test-suite setup: the repository root on ``sys.path``, so that tests share the benchmark
-workloads (``from benchmarks import architectures``) whichever way pytest is started."""
+"""Test-suite setup: the repository root on ``sys.path``, so that the tests import this checkout's
+``ingot`` (and its shared workloads, `ingot.testing`) whichever way pytest is started."""
 from __future__ import annotations
 
 import os

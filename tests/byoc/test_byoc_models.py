@@ -1,7 +1,6 @@
-"""Small zoo models (benchmarks/architectures.py) with their matmuls on the cblas backend vs ONNX Runtime."""
+"""Small zoo models (ingot.testing.architectures) with their matmuls on the cblas backend vs ONNX Runtime."""
 from __future__ import annotations
 
-import importlib.util
 import os
 
 import numpy as np
@@ -19,10 +18,8 @@ def test_zoo_model_partitioned_for_cblas_matches_onnxruntime(name, tmp_path):
     import ingot.byoc
     from ingot import graph as G
 
-    spec = importlib.util.spec_from_file_location(
-        "zoo_architectures", os.path.join(os.path.dirname(__file__), "..", "models", "zoo_architectures.py"))
-    Z = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(Z)
+    from ingot.testing import zoo as Z
+
     path = os.path.join(str(tmp_path), f"{name}.onnx")
     x = Z.export(name, path)
     expected = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, {"data": x})[0]

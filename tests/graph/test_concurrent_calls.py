@@ -10,7 +10,7 @@ import pytest
 import ingot  # noqa: E402
 from ingot import graph as G  # noqa: E402
 
-from benchmarks.mlp import mlp_module, mlp_params  # noqa: E402
+from ingot.testing.mlp import mlp_module, mlp_params  # noqa: E402
 
 THREADS, CALLS = 4, 12
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")

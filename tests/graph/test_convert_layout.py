@@ -21,7 +21,7 @@ from ingot.ir import structural_equal, transform  # noqa: E402
 
 # The blocks of the shared model zoo (same structure as the real networks); the tiny nets below
 # compose a few of them to keep each layout case small.
-from benchmarks.architectures import Bottleneck, InvertedResidual, randomize_bn  # noqa: E402
+from ingot.testing.architectures import Bottleneck, InvertedResidual, randomize_bn  # noqa: E402
 
 rng = np.random.default_rng(11)
 

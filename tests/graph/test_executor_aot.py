@@ -13,8 +13,8 @@ from ingot import graph as G  # noqa: E402
 from ingot.graph.plan import place_buffers  # noqa: E402
 from ingot.ir import Var as PVar  # noqa: E402
 
-# The benchmark's 784-128-10 MLP graph (benchmarks/mlp.py), one definition for both.
-from benchmarks.mlp import mlp_module as shared_mlp_module, mlp_params, mlp_reference  # noqa: E402
+# The benchmark's 784-128-10 MLP graph (ingot.testing.mlp), one definition for both.
+from ingot.testing.mlp import mlp_module as shared_mlp_module, mlp_params, mlp_reference  # noqa: E402
 
 rng = np.random.default_rng(1)
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")

@@ -8,7 +8,7 @@ from ingot import graph as G  # noqa: E402
 from ingot.graph.op import _ref  # noqa: E402
 from ingot.ir import Var as PVar  # noqa: E402
 
-from benchmarks.mlp import mlp_module, mlp_params, mlp_reference  # noqa: E402  (the benchmark's MLP graph)
+from ingot.testing.mlp import mlp_module, mlp_params, mlp_reference  # noqa: E402  (the benchmark's MLP graph)
 
 rng = np.random.default_rng(0)
 

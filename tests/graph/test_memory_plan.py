@@ -69,7 +69,7 @@ def test_check_memory_plan_names_the_overlapping_live_values():
 
 
 # The real models: ResNet/MobileNetV2/BERT (test_models.py) and zoo families with concats, shuffles and
-# attention, at the small sizes of benchmarks/architectures.py.
+# attention, at the small sizes of ingot/testing/architectures.py.
 ZOO = ["resnet50", "mobilenet_v2", "bert", "densenet121", "googlenet", "shufflenet_v2", "gpt2"]
 
 
@@ -79,15 +79,8 @@ ZOO = ["resnet50", "mobilenet_v2", "bert", "densenet121", "googlenet", "shufflen
 def test_zoo_memory_plans_are_sound(name, tmp_path):
     pytest.importorskip("torch")
     pytest.importorskip("onnx")
-    import importlib.util
-
     import ingot
-
-    # tests/models/zoo_architectures.py (exports the small zoo models to ONNX), loaded by path.
-    spec = importlib.util.spec_from_file_location(
-        "zoo_architectures", os.path.join(os.path.dirname(__file__), "..", "models", "zoo_architectures.py"))
-    Z = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(Z)
+    from ingot.testing import zoo as Z
 
     path = os.path.join(str(tmp_path), f"{name}.onnx")
     Z.export(name, path)

@@ -1,7 +1,7 @@
 """Small real architectures exported from PyTorch (random weights), compiled by Ingot, compared
 with ONNX Runtime at rtol/atol 1e-4.
 
-Note: the building blocks come from the shared zoo (``benchmarks/architectures.py``: MobileNetV2's
+Note: the building blocks come from the shared zoo (``ingot.testing.architectures``: MobileNetV2's
 inverted residual, the BERT encoder, the BatchNorm randomization). The two CNNs here are kept on
 purpose: ``TinyResNet`` is ResNet-18-style (basic blocks: two 3x3 convs), a structure the zoo's
 ResNet-50 (bottlenecks) does not cover, and ``TinyMobileNetV2`` is four inverted residuals (with and
@@ -16,7 +16,7 @@ ort = pytest.importorskip("onnxruntime")
 
 import ingot  # noqa: E402
 from ingot.driver import model as M  # noqa: E402
-from zoo_architectures import architectures as A  # noqa: E402
+from ingot.testing import architectures as A  # noqa: E402
 
 nn = torch.nn
 

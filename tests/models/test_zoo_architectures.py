@@ -10,7 +10,8 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("onnxruntime")
 
-import zoo_architectures as Z  # noqa: E402
+from ingot.testing import architectures  # noqa: E402
+from ingot.testing import zoo as Z  # noqa: E402
 
 # (name, opset): every zoo model at opset 17; opset 11 where the older export differs most (Split as an
 # attribute and Slice/Reshape chains for the channel shuffle; LayerNorm and tanh-GELU decomposed).
@@ -30,6 +31,6 @@ def test_zoo_architecture_matches_onnxruntime(name, opset, tmp_path):
 
 def test_zoo_lists_the_architectures():
     # The benchmark reads the same registry: the real-size names must stay importable without compiling.
-    assert {"densenet121", "googlenet", "vgg19", "squeezenet1_1", "shufflenet_v2", "gpt2", "vit_b16"} <= set(Z.NAMES)
+    assert {"densenet121", "googlenet", "vgg19", "squeezenet1_1", "shufflenet_v2", "gpt2", "vit_b16"} <= set(architectures.NAMES)
     with pytest.raises(KeyError, match="unknown architecture"):
-        Z.architectures.build("alexnet")
+        architectures.build("alexnet")

@@ -7,7 +7,6 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(__file__))
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks"))  # architectures.py
 from tune_workloads import matmul_func  # noqa: E402
 
 import ingot  # noqa: E402
@@ -138,7 +137,7 @@ def test_seeds_mutants_and_samples_replay_and_match_numpy():
 def test_model_conv_tasks_get_the_rule_with_the_default_seeded():
     # the fused conv + bias (+ residual) + relu kernels a small ResNet's build produces
     torch = __import__("pytest").importorskip("torch")
-    from architectures import ResNet
+    from ingot.testing.architectures import ResNet
 
     from ingot.tune import extract_tasks
 
