@@ -251,7 +251,9 @@ def module_to_str(mod: IRModule, constants: "list | None" = None) -> str:
         if isinstance(func, E.Function):
             text = _FunctionPrinter(constants).function(func, name, "    ")
         else:
-            text = node_to_str(func)
+            # The module header already has the imports: drop the function's own.
+            text = "\n".join(line for line in node_to_str(func).splitlines()
+                              if not line.startswith("# from ingot.script import")).strip("\n")
             if "def " not in text:
                 text = f"# {name}\n{text}"
             text = "\n".join("    " + line for line in text.splitlines())
