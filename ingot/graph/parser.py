@@ -145,7 +145,7 @@ class GraphFunctionParser(Evaluator):
             blocks.append(E.BindingBlock(plain))
         ret_sinfo = self._sinfo(fdef.returns) if fdef.returns is not None else None
         attrs = dict(self.attrs)
-        if not private and "global_symbol" not in attrs and not attrs.get("Primitive"):
+        if not private and "global_symbol" not in attrs:  # TVM's rule: a public function's symbol is its name
             attrs["global_symbol"] = fdef.name
         return E.Function(params, E.SeqExpr(blocks, ret), ret_sinfo, attrs)
 

@@ -152,7 +152,11 @@ class _FunctionPrinter:
     def function(self, func: E.Function, name: str, indent: str = "") -> str:
         lines = []
         params = ", ".join(f"{self.name_of(p)}: {self.sinfo(p.struct_info)}" for p in func.params)
-        decorator = "@R.function" + ("(private=True)" if func.attrs.get("Primitive") else "")
+        # TVM's rule: a public function's global_symbol is its name; a private one has none unless
+        # R.func_attr gives it (a BYOC region keeps its symbol), so the text parses back as it was.
+        symbol = func.attrs.get("global_symbol")
+        private = bool(func.attrs.get("Primitive")) or symbol is None
+        decorator = "@R.function" + ("(private=True)" if private else "")
         lines.append(indent + decorator)
         lines.append(f"{indent}def {name}({params}) -> {self.sinfo(func.ret_struct_info)}:")
         inner = indent + "    "
@@ -164,7 +168,7 @@ class _FunctionPrinter:
                     sym.append(v)
         for v in sym:
             lines.append(f"{inner}{self.name_of(v)} = T.{v.dtype}()")
-        attrs = {k: v for k, v in func.attrs.items() if k != "global_symbol"}
+        attrs = {k: v for k, v in func.attrs.items() if k != "global_symbol" or private or v != name}
         if attrs:
             lines.append(f"{inner}R.func_attr({{{', '.join(f'{k!r}: {self.attr(v)}' for k, v in attrs.items())}}})"
                          .replace("'", '"'))

@@ -180,3 +180,18 @@ def test_dynamic_batch_model_round_trips_function_by_function():
         back = _reparse(stage)
         assert back.function_names == stage.function_names
         assert all(ingot.ir.structural_equal(back[n], stage[n]) for n in stage.function_names)
+
+
+def test_global_symbols_survive_the_round_trip():
+    def func(**attrs):
+        x = G.Var("x", G.TensorStructInfo((2,), "float32"))
+        y = G.Var("y", x.struct_info)
+        return G.Function([x], G.SeqExpr([G.BindingBlock([G.VarBinding(y, G.op.exp(x))])], y), attrs=attrs)
+
+    funcs = {"main": func(global_symbol="main"), "anonymous": func(),
+             "region": func(global_symbol="cblas_main_0", Primitive=True), "fused": func(Primitive=True)}
+    mod = ingot.IRModule(funcs)
+    back = from_source(mod.script())
+    assert {n: f.attrs.get("global_symbol") for n, f in back.functions.items()} == \
+        {"main": "main", "anonymous": None, "region": "cblas_main_0", "fused": None}
+    assert ingot.ir.structural_equal(back, mod)
