@@ -39,6 +39,10 @@ from ingot import graph as G
 from ._common import as_array, is_static, scalar_like
 from .importer import register
 
+#: The widest split/concat the unrolled layer emits (`concat_tree`, `_Layer.split_tree`): wider ones
+#: become trees, so that compile time stays linear in the sequence length.
+FAN = 8
+
 # op → (gate count, activations per direction, default activations). Gate order in W/R/B is ONNX's:
 # LSTM [i, o, f, c], GRU [z, r, h], RNN [i].
 _LAYERS = {
@@ -252,8 +256,27 @@ class _Layer:
         width = int(np.prod([int(d) for d in shape[2:]], dtype=np.int64))
         flat = self.b(G.op.reshape(self.b(G.op.permute_dims(value, (1, 0) + tuple(range(2, len(shape))))),
                                    (self.batch, count * width)))
-        parts = self.ctx.bb.emit(G.op.split(flat, count, axis=1))
-        return [self.ctx.bb.emit(G.TupleGetItem(parts, k)) for k in range(count)]
+        return self.split_tree(flat, count, width)
+
+    def split_tree(self, flat: G.Expr, count: int, width: int) -> list:
+        """``(B, count * width)`` → ``count`` tensors ``(B, width)`` through a tree of splits of at most `FAN`
+        parts each: one split of ``D*T`` outputs costs lowering and gcc time quadratic-ish in ``T`` (and
+        ``T`` different kernels' worth of C), while the tree's inner splits are all the same PrimFunc.
+
+        Example: ``count`` 20 splits into 8 + 8 + 4 columns groups, then each group into its steps."""
+        if count <= FAN:
+            parts = self.ctx.bb.emit(G.op.split(flat, count, axis=1))
+            return [self.ctx.bb.emit(G.TupleGetItem(parts, k)) for k in range(count)]
+        group = FAN
+        while count > group * FAN:
+            group *= FAN
+        sizes = [min(group, count - k) for k in range(0, count, group)]
+        cuts = list(np.cumsum(sizes[:-1]) * width)
+        parts = self.ctx.bb.emit(G.op.split(flat, [int(c) for c in cuts], axis=1))
+        out = []
+        for k, n in enumerate(sizes):
+            out += self.split_tree(self.ctx.bb.emit(G.TupleGetItem(parts, k)), n, width)
+        return out
 
     def empty_sequences(self) -> "Optional[G.Expr]":
         """A (B, 1) mask of the sequences of length 0, or None when there are none."""
@@ -436,7 +459,7 @@ class _Layer:
         b = self.b
         steps = [ys[d][t] if ys[d][t] is not None else self.zeros_like_batch()
                  for t in range(self.steps) for d in range(self.num_dirs)]
-        y = b(G.op.concat(steps, axis=0)) if len(steps) > 1 else steps[0]
+        y = concat_tree(b, steps)
         y = b(G.op.reshape(y, (self.steps, self.num_dirs, self.batch, self.hidden)))
         if self.layout == 1:
             y = b(G.op.permute_dims(y, (2, 0, 1, 3)))
@@ -451,6 +474,30 @@ class _Layer:
         if self.layout == 1:
             out = b(G.op.permute_dims(out, (1, 0, 2)))
         return out
+
+
+def concat_tree(b: Callable, parts: list) -> G.Expr:
+    """``concat(parts, axis=0)`` as a tree of concats of at most `FAN` inputs: a ``2T``-input concat is an
+    if-then-else chain whose lowering and C compile grow quadratically with ``T``; the tree's groups of
+    equal shapes are one PrimFunc, and the extra copies are of the small per-step outputs.
+
+    Example:
+        >>> from ingot import graph as G
+        >>> x = G.Var("x", G.TensorStructInfo((2, 3), "float32"))
+        >>> bb = G.BlockBuilder()
+        >>> with bb.function("main", [x]):
+        ...     bb.emit_func_output(bb.emit(concat_tree(bb.emit, [x] * 20)))
+        >>> bb.get()["main"].ret_struct_info.shape
+        (40, 3)
+    """
+    if len(parts) == 1:
+        return parts[0]
+    if len(parts) <= FAN:
+        return b(G.op.concat(parts, axis=0))
+    group = FAN
+    while len(parts) > group * FAN:
+        group *= FAN
+    return b(G.op.concat([concat_tree(b, parts[k:k + group]) for k in range(0, len(parts), group)], axis=0))
 
 
 def _convert(ctx: Any, node: Any) -> list:
