@@ -107,6 +107,19 @@ class TuneConfig:
     max_trials_per_task: "int | None" = None
     strategy: str = "evolutionary"
 
+    def __init__(self, max_trials_global: int, num_trials_per_iter: int = 64, max_trials_per_task: "int | None" = None,
+                 strategy: str = "evolutionary", **others: Any):
+        if others:
+            moved = {"num_tuning_cores": "num_workers=", "task_scheduler": "(tune_tasks(task_scheduler=...))",
+                     "search_strategy_config": "strategy= (a SearchStrategy object)", "seed": "seed="}
+            hints = "; ".join(f"{k} -> tune_tir {moved[k]}" for k in others if k in moved)
+            raise TypeError(f"TuneConfig has no field(s) {sorted(others)}: it keeps max_trials_global, "
+                            f"num_trials_per_iter, max_trials_per_task and strategy; pass the rest to tune_tir"
+                            + (f" ({hints})" if hints else ""))
+        for key, value in (("max_trials_global", max_trials_global), ("num_trials_per_iter", num_trials_per_iter),
+                           ("max_trials_per_task", max_trials_per_task), ("strategy", strategy)):
+            object.__setattr__(self, key, value)
+
     def as_kwargs(self) -> dict:
         """The `tune_tir` arguments this config stands for."""
         strategy = {"replay_trace": "replay", "replay_func": "replay"}.get(self.strategy, self.strategy)

@@ -32,3 +32,8 @@ def test_missing_budget_names_both_spellings():
         ms.tune_tir(None, "llvm", "unused", 8, config=ms.TuneConfig(max_trials_global=8))
     with pytest.raises(TypeError, match="TuneConfig"):
         ms.tune_tir(None, "llvm", "unused", config={"max_trials_global": 8})
+
+
+def test_unknown_tune_config_fields_name_the_tune_tir_argument():
+    with pytest.raises(TypeError, match=r"num_tuning_cores -> tune_tir num_workers="):
+        ms.TuneConfig(max_trials_global=8, num_tuning_cores=2)
