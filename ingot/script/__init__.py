@@ -3,7 +3,8 @@
 Write tensor programs as Python (``@T.prim_func``, ``@I.ir_module``); print any TensorIR node,
 function or module back as the same syntax (``print(func)``, ``mod.script()``). Parsing reads the
 source with ``ast`` and never runs the function. Printing then parsing gives a structurally equal
-program (`ingot.ir.structural_equal`). See docs/tvmscript.md.
+program (`ingot.ir.structural_equal`). Graph functions (``@R.function``, ``R.call_tir``) come with
+``from ingot.script import relax as R``, TVM's spelling of `ingot.graph.script`. See docs/tvmscript.md.
 
 Example:
     >>> import ingot
