@@ -161,21 +161,9 @@ def _pipeline_stages(timer: StageTimer):
 
 def export_onnx(name: str, size: str, work_dir: str) -> str:
     """ONNX file of architecture ``name`` (exported once per work dir)."""
-    path = os.path.join(work_dir, f"{name}_{size}.onnx")
-    if not os.path.exists(path):
-        import torch
+    from ingot.testing.zoo import onnx_file
 
-        from ingot.testing import architectures
-
-        module, x = architectures.build(name, size)
-        module.eval()
-        tmp = path + ".tmp"
-        # nn.TransformerEncoderLayer's fused fast path has no ONNX export (as in benchmarks/models.py).
-        torch.backends.mha.set_fastpath_enabled(False)
-        with torch.no_grad():
-            torch.onnx.export(module, (torch.from_numpy(x),), tmp, dynamo=False, opset_version=17)
-        os.replace(tmp, path)
-    return path
+    return onnx_file(name, work_dir, size, suffix=f"_{size}")
 
 
 def _timed_compile(path: str, clock) -> dict:

@@ -34,6 +34,7 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 from benchmarks.common import load_average  # noqa: E402
+from ingot.testing.zoo import export_module  # noqa: E402
 
 
 def _mlp():
@@ -51,15 +52,6 @@ def build(name: str):
     from ingot.testing import architectures
 
     return architectures.build(name, "full")
-
-
-def export_onnx(module, x: np.ndarray, path: str) -> str:
-    import torch
-
-    torch.backends.mha.set_fastpath_enabled(False)
-    with torch.no_grad():
-        torch.onnx.export(module, (torch.from_numpy(x),), path, input_names=["data"], dynamo=False, opset_version=17)
-    return path
 
 
 def _hog(seconds: float, cpu: int) -> None:
@@ -143,7 +135,7 @@ def bench(name: str, args, workdir: str) -> dict:
 
     threads = default_num_threads()
     module, x = build(name)
-    path = export_onnx(module, x, os.path.join(workdir, f"{name}.onnx"))
+    path = export_module(module, x, os.path.join(workdir, f"{name}.onnx"))
     t0 = time.perf_counter()
     package = M.compile(M.load(path), target="llvm")
     compile_s = time.perf_counter() - t0

@@ -26,25 +26,16 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
 
 
 def export_model(name: str, workdir: str) -> str:
-    """The ONNX file of the full-size ``name`` in ``workdir`` (exported on first use).
+    """The ONNX file of the full-size ``name`` in ``workdir`` (exported on first use;
+    `ingot.testing.zoo.onnx_file`).
 
     Example:
         >>> export_model("resnet50", "/tmp/models")   # doctest: +SKIP
         '/tmp/models/resnet50.onnx'
     """
-    path = os.path.join(workdir, f"{name}.onnx")
-    if os.path.exists(path):
-        return path
-    import torch
+    from ingot.testing.zoo import onnx_file
 
-    from ingot.testing import architectures
-
-    os.makedirs(workdir, exist_ok=True)
-    module, x = architectures.build(name, "full")
-    torch.backends.mha.set_fastpath_enabled(False)
-    with torch.no_grad():
-        torch.onnx.export(module, (torch.from_numpy(x),), path, input_names=["data"], dynamo=False, opset_version=17)
-    return path
+    return onnx_file(name, workdir)
 
 
 def kernel_fingerprints(path: str, target: str, asm: bool = False) -> "list[tuple[str, str, str]]":

@@ -90,12 +90,12 @@ def main(argv: "list | None" = None) -> int:
         paths = list(args.onnx)
         if args.models:
             from ingot.testing import architectures
-            from benchmarks.tune_models import export_onnx
+            from ingot.testing.zoo import export_module
 
             for name in filter(None, args.models.split(",")):
                 module, x = architectures.build(name, "full")
                 paths.append(os.path.join(tmp, f"{name}.onnx"))
-                export_onnx(module, x, paths[-1])
+                export_module(module, x, paths[-1])
         for path in paths:
             print(top_gaps(compare(path, args.repeat, args.target), args.top), flush=True)
     print(f"load average after: {load_average()}")

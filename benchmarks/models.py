@@ -30,8 +30,9 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from ingot.testing import architectures  # noqa: E402
 from benchmarks.common import load_average  # noqa: E402
+from ingot.testing import architectures  # noqa: E402
+from ingot.testing.zoo import export_module  # noqa: E402
 
 THREADS = 2
 
@@ -130,11 +131,8 @@ def bench_model(name: str, module, x: np.ndarray, repeat: int, workdir: str, use
 
     row = {"model": name}
     path = os.path.join(workdir, f"{name}.onnx")
-    # Step 1. export (the fused MHA fast path has no ONNX export: trace the decomposed ops).
-    torch.backends.mha.set_fastpath_enabled(False)
-    with torch.no_grad():
-        torch.onnx.export(module, (torch.from_numpy(x),), path, input_names=["data"], dynamo=False,
-                          opset_version=17)
+    # Step 1. export
+    export_module(module, x, path)
     # Step 2. compile with Ingot and check against ONNX Runtime.
     t0 = time.perf_counter()
     package = M.compile(M.load(path), target=f"{target} -num-cores={THREADS}")

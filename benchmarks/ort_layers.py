@@ -314,7 +314,7 @@ def report(res: dict) -> str:
 def main(argv: "list | None" = None) -> int:
     """Command line (see the module docstring)."""
     from ingot.testing import architectures
-    from benchmarks.tune_models import export_onnx
+    from ingot.testing.zoo import export_module
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--models", default="", help=f"comma-separated, from {', '.join(architectures.NAMES)} "
@@ -333,7 +333,7 @@ def main(argv: "list | None" = None) -> int:
         for name in filter(None, args.models.split(",")):
             module, x = architectures.build(name, "full")
             paths.append(os.path.join(tmp, f"{name}.onnx"))
-            export_onnx(module, x, paths[-1])
+            export_module(module, x, paths[-1])
         for path in paths:
             res = compare(path, args.repeat, args.target)
             results.append(res)

@@ -40,6 +40,7 @@ import numpy as np
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from benchmarks.common import load_average, markdown_table  # noqa: E402
+from ingot.testing.zoo import export_module  # noqa: E402
 
 THREADS = 2
 #: Names on the command line -> names in ingot/testing/architectures.py.
@@ -63,15 +64,6 @@ def min_seconds(fn, min_total_s: float = 2.0, max_calls: int = 2000) -> float:
         best = min(best, time.perf_counter() - t)
         calls += 1
     return best
-
-
-def export_onnx(module, x: np.ndarray, path: str) -> None:
-    import torch
-
-    torch.backends.mha.set_fastpath_enabled(False)  # the fused MHA path has no ONNX export
-    with torch.no_grad():
-        torch.onnx.export(module, (torch.from_numpy(x),), path, input_names=["data"], dynamo=False,
-                          opset_version=17)
 
 
 def ort_session(path: str):
@@ -164,7 +156,7 @@ def bench_model(name: str, args, save) -> dict:
     module, x = architectures.build(MODELS[name], "small" if args.small else "full")
     os.makedirs(args.out, exist_ok=True)
     path = os.path.join(args.out, f"{name}{'_small' if args.small else ''}.onnx")
-    export_onnx(module, x, path)
+    export_module(module, x, path)
     model = M.load(path)
     sess = ort_session(path)
     expected = sess.run(None, {"data": x})[0] if sess is not None else None

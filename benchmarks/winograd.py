@@ -224,9 +224,10 @@ def _policy(min_f4: int, min_f2: int):
 def run_model(rounds: int, only: "str | None" = None) -> str:
     """ResNet-50 end to end per tile policy, interleaved with ONNX Runtime (ms, ratio to ORT)."""
     import ingot
-    from ingot.testing import architectures
-    from benchmarks.tune_models import export_onnx, ort_session
+    from benchmarks.tune_models import ort_session
     from ingot.ops import winograd as W
+    from ingot.testing import architectures
+    from ingot.testing.zoo import export_module
 
     from ingot.ops.schedule import winograd as WS
 
@@ -245,7 +246,7 @@ def run_model(rounds: int, only: "str | None" = None) -> str:
     with tempfile.TemporaryDirectory() as tmp:
         module, x = architectures.build("resnet50", "full")
         path = os.path.join(tmp, "resnet50.onnx")
-        export_onnx(module, x, path)
+        export_module(module, x, path)
         model = ingot.load(path)
         sess = ort_session(path)
         expected = sess.run(None, {"data": x})[0]

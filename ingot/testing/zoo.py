@@ -12,26 +12,55 @@ import os
 
 import numpy as np
 
-__all__ = ["export", "export_and_run"]
+__all__ = ["export_module", "export", "onnx_file", "export_and_run"]
 
 
-def export(name: str, path: str, opset: int = 17):
-    """Export the small ``name`` to ONNX at ``path`` (input "data"); returns the example input.
+def export_module(module, x: np.ndarray, path: str, opset: int = 17) -> str:
+    """Export the torch ``module`` run on the example input ``x`` to ONNX at ``path`` (one input,
+    named "data"); returns ``path``.
 
     Example:
-        >>> x = export("vgg19", "/tmp/vgg.onnx", opset=11)   # doctest: +SKIP
+        >>> export_module(torch.nn.ReLU(), np.zeros((1, 4), "float32"), "/tmp/relu.onnx")  # doctest: +SKIP
+        '/tmp/relu.onnx'
     """
     import torch
 
-    from ingot.testing import architectures
-
-    module, x = architectures.build(name, "small")
     # The fused fast path of nn.TransformerEncoder has no ONNX export: trace the decomposed ops.
     torch.backends.mha.set_fastpath_enabled(False)
     with torch.no_grad():
         torch.onnx.export(module, (torch.from_numpy(x),), path, input_names=["data"], dynamo=False,
                           opset_version=opset)
+    return path
+
+
+def export(name: str, path: str, opset: int = 17, size: str = "small"):
+    """Export zoo model ``name`` at ``size`` to ONNX at ``path`` (input "data"); returns the example input.
+
+    Example:
+        >>> x = export("vgg19", "/tmp/vgg.onnx", opset=11)   # doctest: +SKIP
+    """
+    from ingot.testing import architectures
+
+    module, x = architectures.build(name, size)
+    export_module(module, x, path, opset)
     return x
+
+
+def onnx_file(name: str, workdir: str, size: str = "full", suffix: str = "") -> str:
+    """The ONNX file of zoo model ``name`` at ``size`` in ``workdir`` (``<name><suffix>.onnx``), exported
+    on first use (written under a temporary name, then renamed: a crash leaves no partial file).
+
+    Example:
+        >>> onnx_file("resnet50", "/tmp/ingot-models")   # doctest: +SKIP
+        '/tmp/ingot-models/resnet50.onnx'
+    """
+    path = os.path.join(workdir, f"{name}{suffix}.onnx")
+    if not os.path.exists(path):
+        os.makedirs(workdir, exist_ok=True)
+        tmp = path + ".tmp.onnx"
+        export(name, tmp, size=size)
+        os.replace(tmp, path)
+    return path
 
 
 def export_and_run(name: str, workdir, opset: int = 17):

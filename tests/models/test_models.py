@@ -17,6 +17,7 @@ ort = pytest.importorskip("onnxruntime")
 import ingot  # noqa: E402
 from ingot.driver import model as M  # noqa: E402
 from ingot.testing import architectures as A  # noqa: E402
+from ingot.testing.zoo import export_module  # noqa: E402
 
 nn = torch.nn
 
@@ -71,11 +72,7 @@ def _check(module, x, tmp_path):
     torch.manual_seed(0)
     module.eval()
     path = tmp_path / "m.onnx"
-    # The fused fast path of nn.TransformerEncoder has no ONNX export; trace the decomposed ops.
-    torch.backends.mha.set_fastpath_enabled(False)
-    with torch.no_grad():
-        torch.onnx.export(module, (torch.from_numpy(x),), str(path), input_names=["data"], dynamo=False,
-                          opset_version=17)
+    export_module(module, x, str(path))
     expected = ort.InferenceSession(str(path)).run(None, {"data": x})[0]
     package = M.compile(M.load(str(path)))
     got = ingot.run(package, {"data": x})
