@@ -81,16 +81,12 @@ def banner(title: str) -> None:
 
 def gemm_func(n: int = 1024):
     """The plain fp32 GEMM ``C[i, j] = sum_k A[i, k] * B[k, j]`` (n x n x n) as a PrimFunc, the
-    workload the GEMM and tuning benchmarks share.
+    workload the GEMM and tuning benchmarks share (`ingot.testing.kernels.matmul_func`).
 
     Example:
         >>> len(gemm_func(64).params)
         3
     """
-    from ingot import te
+    from ingot.testing.kernels import matmul_func
 
-    A = te.placeholder((n, n), "float32", name="A")
-    B = te.placeholder((n, n), "float32", name="B")
-    k = te.reduce_axis((0, n), name="k")
-    C = te.compute((n, n), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
-    return te.create_prim_func([A, B, C])
+    return matmul_func(n, n, n)

@@ -1,6 +1,6 @@
 """Shared fixtures for ingot.tune tests: small workloads built with TE."""
 import pytest
-from tune_workloads import add_func, matmul_func  # noqa: F401  (re-exported for fixtures)
+from ingot.testing.kernels import add_func, matmul_func  # noqa: F401  (re-exported for fixtures)
 
 
 @pytest.fixture

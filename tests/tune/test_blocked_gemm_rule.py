@@ -1,12 +1,9 @@
 """`BlockedGemm`: the tunable cache-blocked GEMM branches of the default space, built by
 blocked.py's public builder (no timing asserts)."""
-import os
-import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(__file__))
-from tune_workloads import matmul_func  # noqa: E402
+from ingot.testing.kernels import matmul_func  # noqa: E402
 
 import ingot  # noqa: E402
 from ingot.ops.schedule import schedule_blocks  # noqa: E402

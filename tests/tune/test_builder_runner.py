@@ -1,12 +1,9 @@
 """LocalBuilder (process pool) and LocalRunner (one child, crash/hang/wrong-result handling)."""
-import os
-import sys
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, os.path.dirname(__file__))
-from tune_workloads import add_func, matmul_func  # noqa: E402
+from ingot.testing.kernels import add_func, matmul_func  # noqa: E402
 
 from ingot.codegen.prelude import C_PRELUDE, emit_metadata_c  # noqa: E402
 from ingot.codegen.toolchain import compile_shared_library  # noqa: E402

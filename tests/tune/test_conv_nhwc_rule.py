@@ -1,13 +1,10 @@
 """`NhwcConv`: the tunable register-tiled NHWC conv branches of the default space, built by
 conv_nhwc.py's public builder (the fused conv + bias (+ residual) + relu kernels the graph hands
 over; no timing asserts)."""
-import os
-import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(__file__))
-from tune_workloads import matmul_func  # noqa: E402
+from ingot.testing.kernels import matmul_func  # noqa: E402
 
 import ingot  # noqa: E402
 from ingot import ops, te  # noqa: E402

@@ -1,13 +1,10 @@
 """Tuning database: records, top-k, SQLite persistence and concurrency, JSON lines, merge."""
 import json
 import multiprocessing as mp
-import os
-import sys
 
 import pytest
 
-sys.path.insert(0, os.path.dirname(__file__))
-from tune_workloads import add_func, matmul_func  # noqa: E402
+from ingot.testing.kernels import add_func, matmul_func  # noqa: E402
 
 from ingot.tune.database import (  # noqa: E402
     MemoryDatabase, SQLiteDatabase, TuningRecord, Workload, workload_hash,

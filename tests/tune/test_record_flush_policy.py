@@ -2,14 +2,11 @@
 lines still read (policy "unknown"); merge and query never compare two policies."""
 import json
 import logging
-import os
 import sqlite3
-import sys
 
 import pytest
 
-sys.path.insert(0, os.path.dirname(__file__))
-from tune_workloads import matmul_func  # noqa: E402
+from ingot.testing.kernels import matmul_func  # noqa: E402
 
 from ingot.tune.database import (  # noqa: E402
     SCHEMA_VERSION, UNKNOWN_FLUSH, MemoryDatabase, SQLiteDatabase, TuningRecord, measurement,

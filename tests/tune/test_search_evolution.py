@@ -6,13 +6,10 @@ good traces are good — the structure real GEMM spaces have. The loop is the ta
 (search → measure → database + cost model), with an XGBoost model trained on the synthetic
 latencies, so the test exercises seeds from the database, evolution and selection together.
 """
-import os
-import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(__file__))
-from tune_workloads import matmul_func  # noqa: E402
+from ingot.testing.kernels import matmul_func  # noqa: E402
 
 from ingot.tune.cost_model import XGBModel  # noqa: E402
 from ingot.tune.database import ArgInfo, MemoryDatabase, TuningRecord  # noqa: E402

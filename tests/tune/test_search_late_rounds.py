@@ -5,14 +5,11 @@ A cheap stand-in for a long run: the strategy's ``measured`` set claims three qu
 program hashes (a stable hash-based choice), as it does after hundreds of trials around the
 best traces. No build, no timing, no XGBoost: the cost model is the synthetic objective itself.
 """
-import os
-import sys
 import zlib
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(__file__))
-from tune_workloads import matmul_func  # noqa: E402
+from ingot.testing.kernels import matmul_func  # noqa: E402
 
 from ingot.tune.cost_model import CostModel  # noqa: E402
 from ingot.tune.database import MemoryDatabase  # noqa: E402

@@ -1,12 +1,9 @@
 """`SmallGemm` (tunable register tile + k unrolling of small GEMMs) and the runner's aligned
 inputs / fastest-window records (no timing asserts)."""
-import os
-import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(__file__))
-from tune_workloads import matmul_func  # noqa: E402
+from ingot.testing.kernels import matmul_func  # noqa: E402
 
 import ingot  # noqa: E402
 from ingot.ir import structural_equal  # noqa: E402

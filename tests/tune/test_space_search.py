@@ -1,13 +1,10 @@
 """Design space, postprocs, mutators, features, cost model and schedulers (no timing asserts)."""
 import math
-import os
-import sys
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, os.path.dirname(__file__))
-from tune_workloads import matmul_func  # noqa: E402
+from ingot.testing.kernels import matmul_func  # noqa: E402
 
 import ingot  # noqa: E402
 from ingot.ir import structural_equal  # noqa: E402

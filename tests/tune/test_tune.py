@@ -1,11 +1,8 @@
 """End to end: tune_tir on a 64x64 matmul (16 trials), resume from work_dir, ScheduleFn spaces, apply_best."""
-import os
-import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(__file__))
-from tune_workloads import add_func, matmul_func  # noqa: E402
+from ingot.testing.kernels import add_func, matmul_func  # noqa: E402
 
 import ingot  # noqa: E402
 from ingot import tune as ms  # noqa: E402
