@@ -8,8 +8,10 @@ torch/onnxruntime when called.
 * `ingot.testing.architectures`: real architectures in ``torch.nn`` (ResNet-50, MobileNetV2, a BERT
   encoder, DenseNet, GoogLeNet, VGG, SqueezeNet, ShuffleNetV2, MobileNetV3, EfficientNet, GPT-2,
   ViT) at full and small sizes, ``build(name, size)``;
-* `ingot.testing.zoo`: the small zoo models exported to ONNX and run against ONNX Runtime;
-* `ingot.testing.mlp`: the 784-128-10 MLP graph, its parameters and a numpy reference.
+* `ingot.testing.zoo`: zoo models exported to ONNX (cached full-size files for the benchmarks, the
+  small ones run against ONNX Runtime for the tests);
+* `ingot.testing.mlp`: the 784-128-10 MLP graph, its parameters and a numpy reference;
+* `ingot.testing.kernels`: small PrimFuncs (matmul, add) for the tuning tests and GEMM benchmarks.
 
 Example:
     >>> from ingot.testing.mlp import mlp_module, mlp_params
@@ -17,4 +19,4 @@ Example:
 """
 from __future__ import annotations
 
-__all__ = ["architectures", "mlp", "zoo"]
+__all__ = ["architectures", "kernels", "mlp", "zoo"]
