@@ -248,3 +248,23 @@ def test_torch_crnn_with_a_dynamic_batch_compiles_once():
         x = np.random.default_rng(batch).standard_normal((batch, 1, 8, 5)).astype(np.float32)
         (expected,) = _ort(model, {"x": x})
         np.testing.assert_allclose(run(x).numpy(), expected, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.compiler
+def test_a_long_aot_entry_is_compiled_at_o0_and_still_runs(monkeypatch):
+    """An unrolled layer's AOT entry (thousands of calls) gets gcc's ``optimize("O0")``: gcc -O3's alias
+    walking over its address-taken DLTensors dominated the build. Forced here on a small graph."""
+    import ingot
+    from ingot import graph as G
+    from ingot.graph import aot
+
+    monkeypatch.setattr(aot, "AOT_O0_LINES", 0)
+    assert aot._GCC_O0.strip().startswith("#if")
+    x = G.Var("x", G.TensorStructInfo((4,), "float32"))
+    bb = G.BlockBuilder()
+    with bb.function("main", [x]):
+        bb.emit_func_output(bb.emit(G.op.exp(bb.emit(G.op.add(x, x)))))
+    ex = G.build(bb.get(), "llvm")
+    assert ex.aot, "the graph has an AOT entry"
+    data = np.arange(4, dtype=np.float32)
+    np.testing.assert_allclose(G.Executor(ex, ingot.cpu())["main"](data).numpy(), np.exp(2 * data), rtol=1e-6)

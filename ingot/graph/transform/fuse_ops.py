@@ -81,7 +81,7 @@ def _arg_vars(call: Call) -> list:
 def _fuse_block(block: DataflowBlock, counts: dict, bb: BlockBuilder) -> DataflowBlock:
     # Step 1: assign groups, walking bindings in order.
     group_of: dict[int, _Group] = {}
-    order: list[_Group] = []
+    order: dict[int, _Group] = {}  # by id: membership tests on a list were quadratic in the block
     for b in block.bindings:
         if not is_legalizable(b.value):
             continue
@@ -99,20 +99,22 @@ def _fuse_block(block: DataflowBlock, counts: dict, bb: BlockBuilder) -> Dataflo
             g.pattern = fused
             for mb in mine.bindings:
                 group_of[id(mb.var)] = g
-            if mine in order:
-                order.remove(mine)
+            order.pop(id(mine), None)
             mine = g
         group_of[id(b.var)] = mine
-        if mine not in order:
-            order.append(mine)
+        if id(mine) not in order:
+            order[id(mine)] = mine
     # Step 2: rebuild the block, replacing each multi-call group by one call at its last binding.
-    last_of = {id(g.bindings[-1].var): g for g in order if len(g.bindings) > 1}
+    # (Positions looked up in a dict: ``block.bindings.index`` per sort key was quadratic in the block,
+    # seconds for an unrolled recurrent layer's thousands of bindings.)
+    position = {id(b): k for k, b in enumerate(block.bindings)}
+    last_of = {id(g.bindings[-1].var): g for g in order.values() if len(g.bindings) > 1}
     grouped = {id(b.var) for g in last_of.values() for b in g.bindings}
     bindings = []
     for b in block.bindings:
         if id(b.var) in last_of:
             g = last_of[id(b.var)]
-            g.bindings.sort(key=lambda x: block.bindings.index(x))
+            g.bindings.sort(key=lambda x: position[id(x)])
             bindings.append(VarBinding(b.var, _make_group_call(g, bb)))
         elif id(b.var) not in grouped:
             bindings.append(b)
