@@ -588,6 +588,171 @@ INGOT_WEAK_EXPORT int32_t ingot_set_num_threads(int32_t n) {
 
 INGOT_WEAK_EXPORT int32_t ingot_get_num_threads(void) { return (int32_t)ingot_team_size(); }
 
+/* ------------------------------------------------------------ parallel loops
+ * ingot_parallel_for(begin, end, task, ctx) runs task(ctx, i) for i in [begin, end) on the
+ * library's team: the range is cut into one contiguous chunk per thread (OpenMP's static split,
+ * which the schedules are made for), and each thread -- the caller too -- claims chunks from a
+ * shared counter. The caller then waits only for chunks that a thread has claimed and is running.
+ * Why not `omp parallel for`: its join barrier waits for every thread of the team, also one the OS
+ * has not scheduled yet; beside a busy core that costs a time slice per loop (BERT ran 15x slower
+ * beside one busy core, BENCHMARKS.md "Session 9"). Here a worker that has not woken up claims
+ * nothing, and the caller runs its chunk. Workers spin a few tens of microseconds for the next loop
+ * (a model's kernels follow each other closely), then sleep on a condition variable.
+ * One pool per library (weak + hidden: its translation units share it, other libraries keep theirs);
+ * one loop at a time on it: a second thread calling the library meanwhile runs its loop by itself.
+ * C11 atomics: generated kernels are C; a C++ file including the prelude does without the pool. */
+#ifndef __cplusplus
+#include <pthread.h>
+#include <stdatomic.h>
+#include <unistd.h>
+
+typedef int32_t (*ingot_task_fn)(void* ctx, int64_t i);
+
+#define INGOT_POOL_MAX_WORKERS 255
+#define INGOT_POOL_SPIN 2000 /* pause instructions a worker waits for the next loop before it sleeps */
+
+typedef struct {
+  pthread_mutex_t mu;
+  pthread_cond_t wake;
+  pid_t pid;                   /* the process whose workers these are (a forked child has none) */
+  int n_workers;
+  _Atomic int32_t quit;
+  _Atomic int32_t busy;        /* a caller owns the pool */
+  _Atomic uint32_t gen;        /* generation of the current loop; workers wait for it to change */
+  _Atomic uint64_t claim;      /* gen << 32 | next chunk: a claim is valid only for its generation */
+  _Atomic int64_t done;        /* chunks of the current loop finished */
+  _Atomic int32_t fail;
+  ingot_task_fn fn;            /* the current loop; rewritten only once every chunk of the last is done */
+  void* ctx;
+  int64_t begin, end, chunk, n_chunks;
+  pthread_t threads[INGOT_POOL_MAX_WORKERS];
+} ingot_pool_t;
+
+__attribute__((weak, visibility("hidden"))) ingot_pool_t ingot_pool = {
+    .mu = PTHREAD_MUTEX_INITIALIZER, .wake = PTHREAD_COND_INITIALIZER};
+
+INGOT_INLINE void ingot_cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+/* Claim and run chunks of loop `gen` until none is left (or a newer loop replaced it). */
+INGOT_INLINE void ingot_pool_run(ingot_pool_t* p, uint32_t gen) {
+  for (;;) {
+    uint64_t c = atomic_load_explicit(&p->claim, memory_order_acquire);
+    if ((uint32_t)(c >> 32) != gen || (int64_t)(c & 0xffffffffu) >= p->n_chunks) return;
+    if (!atomic_compare_exchange_weak_explicit(&p->claim, &c, c + 1, memory_order_acq_rel, memory_order_acquire))
+      continue;
+    /* The claim holds loop `gen` in place: its caller waits for this chunk before it rewrites the loop. */
+    int64_t lo = p->begin + (int64_t)(c & 0xffffffffu) * p->chunk;
+    int64_t hi = lo + p->chunk < p->end ? lo + p->chunk : p->end;
+    for (int64_t i = lo; i < hi; ++i) {
+      int32_t r = p->fn(p->ctx, i);
+      if (r != 0) atomic_store_explicit(&p->fail, r, memory_order_relaxed);
+    }
+    atomic_fetch_add_explicit(&p->done, 1, memory_order_acq_rel);
+  }
+}
+
+static void* ingot_pool_worker(void* arg) {
+  ingot_pool_t* p = &ingot_pool;
+  uint32_t seen = (uint32_t)(uintptr_t)arg;
+  for (;;) {
+    uint32_t gen = atomic_load_explicit(&p->gen, memory_order_acquire);
+    for (int s = 0; gen == seen && s < INGOT_POOL_SPIN; ++s) {
+      ingot_cpu_relax();
+      gen = atomic_load_explicit(&p->gen, memory_order_acquire);
+    }
+    if (gen == seen) {
+      pthread_mutex_lock(&p->mu);
+      while ((gen = atomic_load(&p->gen)) == seen && !atomic_load(&p->quit)) pthread_cond_wait(&p->wake, &p->mu);
+      pthread_mutex_unlock(&p->mu);
+    }
+    if (atomic_load(&p->quit)) return NULL;
+    seen = gen;
+    ingot_pool_run(p, gen);
+  }
+}
+
+/* Start workers up to `want` (the caller owns the pool); returns how many there are. */
+INGOT_INLINE int ingot_pool_grow(ingot_pool_t* p, int want) {
+  pid_t pid = getpid();
+  if (p->pid != pid) { /* first use, or a forked child: the parent's workers do not exist here */
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_cond_init(&p->wake, NULL);
+    p->n_workers = 0;
+    p->pid = pid;
+  }
+  if (want > INGOT_POOL_MAX_WORKERS) want = INGOT_POOL_MAX_WORKERS;
+  while (p->n_workers < want) {
+    void* seen = (void*)(uintptr_t)atomic_load(&p->gen);
+    if (pthread_create(&p->threads[p->n_workers], NULL, ingot_pool_worker, seen) != 0) break;
+    p->n_workers++;
+  }
+  return p->n_workers;
+}
+
+/* Stops the workers when the library is unloaded (each translation unit registers one: idempotent). */
+__attribute__((destructor)) static void ingot_pool_stop(void) {
+  ingot_pool_t* p = &ingot_pool;
+  if (p->n_workers == 0 || p->pid != getpid()) return;
+  pthread_mutex_lock(&p->mu);
+  atomic_store(&p->quit, 1);
+  pthread_cond_broadcast(&p->wake);
+  pthread_mutex_unlock(&p->mu);
+  for (int i = 0; i < p->n_workers; ++i) pthread_join(p->threads[i], NULL);
+  p->n_workers = 0;
+  atomic_store(&p->quit, 0);
+}
+
+INGOT_INLINE int32_t ingot_serial_for(int64_t begin, int64_t end, ingot_task_fn fn, void* ctx) {
+  int32_t fail = 0;
+  for (int64_t i = begin; i < end; ++i) {
+    int32_t r = fn(ctx, i);
+    if (r != 0) fail = r;
+  }
+  return fail;
+}
+
+/* Runs fn(ctx, i) for i in [begin, end) on the library's threads; returns the last nonzero status. */
+__attribute__((weak, visibility("hidden"))) int32_t ingot_parallel_for(int64_t begin, int64_t end,
+                                                                      ingot_task_fn fn, void* ctx) {
+  int64_t n = end - begin;
+  int64_t team = ingot_team_size();
+  if (team > n) team = n;
+  ingot_pool_t* p = &ingot_pool;
+  if (team <= 1 || atomic_exchange(&p->busy, 1)) return ingot_serial_for(begin, end, fn, ctx);
+  int workers = ingot_pool_grow(p, (int)team - 1);
+  if (workers == 0) {
+    atomic_store(&p->busy, 0);
+    return ingot_serial_for(begin, end, fn, ctx);
+  }
+  if (team > workers + 1) team = workers + 1;
+  pthread_mutex_lock(&p->mu);
+  p->fn = fn;
+  p->ctx = ctx;
+  p->begin = begin;
+  p->end = end;
+  p->chunk = (n + team - 1) / team;
+  p->n_chunks = (n + p->chunk - 1) / p->chunk;
+  atomic_store(&p->done, 0);
+  atomic_store(&p->fail, 0);
+  uint32_t gen = atomic_load(&p->gen) + 1;
+  atomic_store_explicit(&p->claim, (uint64_t)gen << 32, memory_order_release);
+  atomic_store_explicit(&p->gen, gen, memory_order_release);
+  pthread_cond_broadcast(&p->wake);
+  pthread_mutex_unlock(&p->mu);
+  ingot_pool_run(p, gen);
+  for (long s = 0; atomic_load_explicit(&p->done, memory_order_acquire) < p->n_chunks; ++s) {
+    if (s < 100000) ingot_cpu_relax(); else sched_yield(); /* a claimed chunk whose thread was preempted */
+  }
+  int32_t fail = atomic_load(&p->fail);
+  atomic_store(&p->busy, 0);
+  return fail;
+}
+#endif /* __cplusplus */
+
 #endif /* INGOT_PRELUDE_H_ */
 /* ===== end of Ingot C prelude ===== */
 """

@@ -87,6 +87,11 @@ register_pass_config(
     "PackWeights turns eligible 3x3 stride-1 NHWC convs with constant weights into Winograd F(m, 3) "
     "(default True; False keeps the direct conv, bit-closer to the reference)",
 )
+register_pass_config(
+    "codegen.parallel_runtime", str,
+    "how the C backend runs parallel loops: 'pool' (the prelude's ingot_parallel_for, the default) or "
+    "'openmp' (omp parallel for)",
+)
 
 
 def _check_config(config: Mapping[str, Any]) -> dict[str, Any]:

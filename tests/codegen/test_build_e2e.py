@@ -49,7 +49,7 @@ def test_scheduled_parallel_vectorized_sigmoid():
     lib["main"](a, b)
     np.testing.assert_allclose(b, 2 / (1 + np.exp(-a)), rtol=1e-6)
     src = lib.get_source()
-    assert "#pragma omp parallel for" in src
+    assert "_par0(" in src  # the parallel body outlined (a nest this small runs on the calling thread)
     assert lib.get_num_threads() == 2
 
 

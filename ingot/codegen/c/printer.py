@@ -44,6 +44,7 @@ from ingot.codegen.prelude import c_string_literal
 from ingot.codegen.sanitize import NameTable
 from ingot.ir.buffer import Buffer
 from ingot.ir.dtype import DataType
+from ingot.ir.transform import PassContext
 from ingot.ir.expr import (
     EQ, GE, GT, LE, LT, NE, Add, And, Broadcast, BufferLoad, Call, Cast, CmpOp, Div, FloatImm, FloorDiv,
     FloorMod, IntImm, Let, Max, Min, Mod, Mul, Not, Or, PrimExpr, Ramp, Select, SizeVar, StringImm, Sub,
@@ -72,6 +73,10 @@ PARALLEL_CLAUSES = "num_threads(ingot_team_size())"
 #: 784-128-10 MLP (1e5 stores) is faster and steadier on one thread beside a busy core
 #: (BENCHMARKS.md "Busy machine").
 PARALLEL_MIN_STORES = 1 << 17
+#: Pass config (registered in `ingot.ir.transform`) naming how parallel loops run: "pool" (default;
+#: the prelude's `ingot_parallel_for`, which never waits for a thread that has not started) or
+#: "openmp" (`omp parallel for`).
+PARALLEL_RUNTIME_CONFIG = "codegen.parallel_runtime"
 
 
 class CodegenError(ValueError):
@@ -140,6 +145,12 @@ class CPrinter:
         # a list of C function definitions the caller emits before the kernel (None: disabled).
         self.outlined: "list[str] | None" = None
         self.outline_prefix = "ingot_outlined"
+        # How outlined parallel loops run: "pool", the prelude's ingot_parallel_for (the default),
+        # or "openmp", an `omp parallel for` (pass config `codegen.parallel_runtime`, for A/B runs).
+        self.parallel_runtime = PassContext.current().get_config(PARALLEL_RUNTIME_CONFIG, "pool")
+        if self.parallel_runtime not in ("pool", "openmp"):
+            raise CodegenError(f"pass config {PARALLEL_RUNTIME_CONFIG!r} must be 'pool' or 'openmp', "
+                               f"got {self.parallel_runtime!r}")
         self.noalias = False
         self._allocated: set[int] = set()  # data vars of Allocate (never aliased by anything)
 
@@ -598,7 +609,12 @@ class CPrinter:
         attrs = "noinline" + _tune_attribute(node)
         self.outlined.append(f"static __attribute__(({attrs})) int32_t {fn}({', '.join(params)}) {{\n"
                              f"  int32_t ingot_fail = 0;\n{body.rstrip()}\n  return ingot_fail;\n}}\n")
-        self.writer.line(_parallel_pragma(node))
+        if self.parallel_runtime == "pool":
+            if _stores_in(node) >= PARALLEL_MIN_STORES:
+                self._call_parallel_for(node, fn, free, name, lo, end, fails=len(self.failures) != n_fail)
+                return True
+        else:
+            self.writer.line(_parallel_pragma(node))
         self.writer.line(f"for ({self.value_type(node.loop_var.dtype)} {name} = {lo}; {name} < {end}; ++{name}) {{")
         if len(self.failures) != n_fail:
             t = self.fresh("f")
@@ -611,6 +627,31 @@ class CPrinter:
             self.writer.line(f"  (void){fn}({', '.join(args)});")
         self.writer.line("}")
         return True
+
+    def _call_parallel_for(self, node: For, fn: str, free: list, name: str, lo: str, end: str, fails: bool) -> None:
+        """Run outlined body ``fn`` over ``[lo, end)`` with the prelude's ``ingot_parallel_for``: the
+        body's free variables go into a context struct that a task function unpacks (see
+        `_outline_parallel` for the body, the prelude's parallel-loop note for why not OpenMP)."""
+        fields = [decl.replace(" INGOT_RESTRICT", "") for decl, _ in free] or ["char unused"]
+        ctx_t, task = f"{fn}_ctx", f"{fn}_task"
+        loop_t = self.value_type(node.loop_var.dtype)
+        unpack = ", ".join([f"c->{cname}" for _, cname in free] + [f"({loop_t})i"])
+        self.outlined.append(f"typedef struct {{ {'; '.join(fields)}; }} {ctx_t};\n"
+                             f"static int32_t {task}(void* ctx, int64_t i) {{\n"
+                             f"  const {ctx_t}* c = (const {ctx_t}*)ctx;\n  (void)c;\n"
+                             f"  return {fn}({unpack});\n}}\n")
+        values = ", ".join(cname for _, cname in free) or "0"
+        ctx = self.fresh("ctx")
+        self.writer.line("{")
+        self.writer.line(f"  {ctx_t} {ctx} = {{{values}}};")
+        call = f"ingot_parallel_for((int64_t)({lo}), (int64_t)({end}), {task}, &{ctx})"
+        if fails:
+            t = self.fresh("f")
+            self.writer.line(f"  int32_t {t} = {call};")
+            self.writer.line(f"  if ({t} != 0) ingot_fail = {t};")
+        else:
+            self.writer.line(f"  (void){call};")
+        self.writer.line("}")
 
     def stmt_Allocate(self, node: Allocate) -> None:
         buffer = node.buffer

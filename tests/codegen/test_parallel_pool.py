@@ -1,0 +1,132 @@
+"""Parallel loops on the prelude's thread pool (`ingot_parallel_for`): the same numbers as one
+thread and as OpenMP, any thread count, several callers at once, a forked child, failures inside
+the loop body."""
+from __future__ import annotations
+
+import multiprocessing as mp
+import threading
+
+import numpy as np
+import pytest
+
+import ingot
+from ingot import te
+from ingot.codegen.c.printer import PARALLEL_RUNTIME_CONFIG
+from ingot.ir.transform import PassContext
+from ingot.ops.schedule import default_schedule
+
+TARGET = "llvm -num-cores=2"
+N = 384  # a parallel nest well above PARALLEL_MIN_STORES: it goes to the pool
+
+
+def _matmul_func(n=N):
+    a = te.placeholder((n, n), name="A")
+    b = te.placeholder((n, n), name="B")
+    k = te.reduce_axis((0, n), name="k")
+    c = te.compute((n, n), lambda i, j: te.sum(a[i, k] * b[k, j], axis=k), name="C")
+    return default_schedule(te.create_prim_func([a, b, c]), TARGET)
+
+
+def _build(runtime="pool", n=N):
+    with PassContext(config={PARALLEL_RUNTIME_CONFIG: runtime}):
+        return ingot.build(_matmul_func(n), TARGET)
+
+
+@pytest.fixture(scope="module")
+def pooled():
+    return _build("pool")
+
+
+def _inputs(seed):
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal((N, N)).astype("float32"), rng.standard_normal((N, N)).astype("float32")
+
+
+def _call(lib, a, b):
+    c = np.full((N, N), np.nan, "float32")
+    lib["main"](a, b, c)
+    return c
+
+
+def test_pool_is_the_default_and_openmp_is_an_option(pooled):
+    assert "ingot_parallel_for((int64_t)" in pooled.get_source()
+    assert "#pragma omp parallel for" not in pooled.get_source()
+    assert "#pragma omp parallel for" in _build("openmp").get_source()
+    with pytest.raises(ingot.codegen.c.printer.CodegenError, match="'pool' or 'openmp'"):
+        _build("tbb")
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3, 8])
+def test_any_thread_count_gives_the_same_numbers(pooled, threads):
+    a, b = _inputs(0)
+    pooled.set_num_threads(threads)
+    try:
+        np.testing.assert_allclose(_call(pooled, a, b), a @ b, rtol=1e-4, atol=1e-3)
+    finally:
+        pooled.set_num_threads(2)
+
+
+def test_callers_on_several_threads_get_their_own_results(pooled):
+    # One caller owns the pool at a time; the others run their loop on their own thread.
+    inputs = [_inputs(s) for s in range(4)]
+    expected = [a @ b for a, b in inputs]
+    wrong = []
+
+    def worker(t):
+        for _ in range(5):
+            a, b = inputs[t]
+            if not np.allclose(_call(pooled, a, b), expected[t], rtol=1e-4, atol=1e-3):
+                wrong.append(t)
+
+    threads = [threading.Thread(target=worker, args=(t,)) for t in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert wrong == []
+
+
+def _child(lib, queue):
+    a, b = _inputs(1)
+    queue.put(float(np.max(np.abs(_call(lib, a, b) - a @ b))))
+
+
+def test_a_forked_child_starts_its_own_workers(pooled):
+    a, b = _inputs(1)
+    _call(pooled, a, b)  # the parent's workers exist now; the child must not wait for them
+    ctx = mp.get_context("fork")
+    queue = ctx.Queue()
+    child = ctx.Process(target=_child, args=(pooled, queue))
+    child.start()
+    child.join(timeout=60)
+    assert child.exitcode == 0
+    assert queue.get(timeout=5) < 1e-2
+
+
+def test_a_failure_inside_the_loop_body_reaches_the_caller():
+    # An assertion on the data inside a pooled loop (2^18 stores): whichever thread hits it, the
+    # kernel returns the failure and the runtime raises it; the next call works again.
+    from ingot import tir
+    from ingot.ir import Var, decl_buffer
+    from ingot.runtime.errors import KernelError
+    from ingot.tir import BufferStore, For, ForKind, PrimFunc
+
+    rows, cols = 512, 512
+    A = decl_buffer((rows, cols), "float32", "A")
+    B = decl_buffer((rows, cols), "float32", "B")
+    i, j = Var("i"), Var("j")
+    body = For(j, 0, cols, ForKind.SERIAL,
+               tir.AssertStmt(A[i, j] >= 0.0, "A must be non-negative", BufferStore(B, A[i, j] * 2.0, [i, j])))
+    func = PrimFunc([A, B], For(i, 0, rows, ForKind.PARALLEL, body)).with_attr("global_symbol", "main")
+    lib = ingot.build(func, TARGET)
+    assert "ingot_parallel_for((int64_t)" in lib.get_source()
+    a = np.ones((rows, cols), "float32")
+    b = np.zeros_like(a)
+    lib["main"](a, b)
+    np.testing.assert_array_equal(b, 2 * a)
+    a[rows - 1, 7] = -1.0  # in the last chunk: the worker's, when it runs
+    with pytest.raises(KernelError, match="A must be non-negative"):
+        lib["main"](a, b)
+    a[rows - 1, 7] = 1.0
+    lib["main"](a, b)
+    np.testing.assert_array_equal(b, 2 * a)
