@@ -4,7 +4,7 @@ few output-channel tasks split unevenly over the cores (MobileNetV2's 960->160 a
 `rfactor` instead. Each (part, n) is one parallel task over every oc block and pixel of its
 channels: each core reads only its part of the weights (cold inside a model: the cost there), a
 channel slice serves all 49 pixels from L1. A second pass sums the partials and runs the
-epilogue (its effect in MobileNetV2: BENCHMARKS.md, session 7).
+epilogue (its effect in MobileNetV2: BENCHMARKS.md, "conv_nhwc choices").
 
 Example:
     >>> # if split_k_kc(shape, cpu): split_k_1x1(sch, "conv2d_nhwc", shape, cpu, epilogue=True)
