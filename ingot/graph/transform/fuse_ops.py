@@ -47,6 +47,23 @@ from ._util import graph_functions, make_pass, remap, used_vars
 from .legalize_ops import is_legalizable, te_inputs_for
 
 _MAX_GROUP = 64
+#: The most tensor inputs a fused group takes (TVM's FuseOps has the same cap, ``max_function_args``):
+#: an unrolled recurrent layer's concat tree of ``2T`` step outputs would otherwise fuse into one
+#: kernel of ``2T`` arguments, whose packed entry and lowering grow with ``T`` and are made once per
+#: tree instead of once for all equal subtrees.
+_MAX_INPUTS = 64
+
+
+def _num_inputs(bindings: list) -> int:
+    """How many distinct tensors from outside ``bindings`` their calls read (0-d constants are inlined)."""
+    inside = {id(b.var) for b in bindings}
+    seen: set = set()
+    for b in bindings:
+        for a in b.value.args:
+            for x in (a.fields if isinstance(a, Tuple) else (a,)):
+                if isinstance(x, Var) and id(x) not in inside or isinstance(x, Constant) and x.data.ndim > 0:
+                    seen.add(id(x))
+    return len(seen)
 
 
 def _can_fuse(group_pattern: int, consumer: int) -> "int | None":
@@ -94,6 +111,8 @@ def _fuse_block(block: DataflowBlock, counts: dict, bb: BlockBuilder) -> Dataflo
             fused = _can_fuse(g.pattern, pattern) if len(mine.bindings) == 1 else \
                 _can_fuse(g.pattern, mine.pattern) or _can_fuse(mine.pattern, g.pattern)
             if fused is None or len(g.bindings) + len(mine.bindings) > _MAX_GROUP:
+                continue
+            if _num_inputs(g.bindings + mine.bindings) > _MAX_INPUTS:
                 continue
             g.bindings.extend(mine.bindings)
             g.pattern = fused
