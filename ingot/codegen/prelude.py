@@ -610,12 +610,13 @@ typedef int32_t (*ingot_task_fn)(void* ctx, int64_t i);
 
 #define INGOT_POOL_MAX_WORKERS 255
 #define INGOT_POOL_SPIN 2000 /* pause instructions a worker waits for the next loop before it sleeps */
+#define INGOT_POOL_IDLE_S 2  /* seconds a sleeping worker waits for a loop before it leaves */
 
 typedef struct {
   pthread_mutex_t mu;
   pthread_cond_t wake;
   pid_t pid;                   /* the process whose workers these are (a forked child has none) */
-  int n_workers;
+  _Atomic int32_t n_workers;
   _Atomic int32_t quit;
   _Atomic int32_t busy;        /* a caller owns the pool */
   _Atomic uint32_t gen;        /* generation of the current loop; workers wait for it to change */
@@ -625,7 +626,6 @@ typedef struct {
   ingot_task_fn fn;            /* the current loop; rewritten only once every chunk of the last is done */
   void* ctx;
   int64_t begin, end, chunk, n_chunks;
-  pthread_t threads[INGOT_POOL_MAX_WORKERS];
 } ingot_pool_t;
 
 __attribute__((weak, visibility("hidden"))) ingot_pool_t ingot_pool = {
@@ -666,44 +666,66 @@ static void* ingot_pool_worker(void* arg) {
     }
     if (gen == seen) {
       pthread_mutex_lock(&p->mu);
-      while ((gen = atomic_load(&p->gen)) == seen && !atomic_load(&p->quit)) pthread_cond_wait(&p->wake, &p->mu);
+      while ((gen = atomic_load(&p->gen)) == seen && !atomic_load(&p->quit)) {
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_sec += INGOT_POOL_IDLE_S;
+        if (pthread_cond_timedwait(&p->wake, &p->mu, &until) != 0 && atomic_load(&p->gen) == seen) {
+          /* Idle for a while (a library loaded and no longer called: a tuning run loads hundreds):
+           * leave. The next loop starts a worker again; until then its caller runs the chunks. */
+          atomic_fetch_sub(&p->n_workers, 1);
+          pthread_mutex_unlock(&p->mu);
+          return NULL;
+        }
+      }
       pthread_mutex_unlock(&p->mu);
     }
-    if (atomic_load(&p->quit)) return NULL;
+    if (atomic_load(&p->quit)) {
+      atomic_fetch_sub(&p->n_workers, 1);
+      return NULL;
+    }
     seen = gen;
     ingot_pool_run(p, gen);
   }
 }
 
-/* Start workers up to `want` (the caller owns the pool); returns how many there are. */
+/* Start workers up to `want` (the caller owns the pool); returns how many there are. Workers are
+ * detached: each leaves by itself (idle, or the library going away). */
 INGOT_INLINE int ingot_pool_grow(ingot_pool_t* p, int want) {
   pid_t pid = getpid();
   if (p->pid != pid) { /* first use, or a forked child: the parent's workers do not exist here */
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->wake, NULL);
-    p->n_workers = 0;
+    atomic_store(&p->n_workers, 0);
     p->pid = pid;
   }
   if (want > INGOT_POOL_MAX_WORKERS) want = INGOT_POOL_MAX_WORKERS;
-  while (p->n_workers < want) {
-    void* seen = (void*)(uintptr_t)atomic_load(&p->gen);
-    if (pthread_create(&p->threads[p->n_workers], NULL, ingot_pool_worker, seen) != 0) break;
-    p->n_workers++;
+  while (atomic_load(&p->n_workers) < want) {
+    pthread_t thread;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    atomic_fetch_add(&p->n_workers, 1);
+    int failed = pthread_create(&thread, &attr, ingot_pool_worker, (void*)(uintptr_t)atomic_load(&p->gen));
+    pthread_attr_destroy(&attr);
+    if (failed) {
+      atomic_fetch_sub(&p->n_workers, 1);
+      break;
+    }
   }
-  return p->n_workers;
+  return atomic_load(&p->n_workers);
 }
 
-/* Stops the workers when the library is unloaded (each translation unit registers one: idempotent). */
+/* The library is going away (process exit; Ingot never unloads a library it loaded): wake the
+ * workers so that they leave, and wait a little for them (each translation unit registers one). */
 __attribute__((destructor)) static void ingot_pool_stop(void) {
   ingot_pool_t* p = &ingot_pool;
-  if (p->n_workers == 0 || p->pid != getpid()) return;
+  if (p->pid != getpid() || atomic_load(&p->n_workers) == 0) return;
   pthread_mutex_lock(&p->mu);
   atomic_store(&p->quit, 1);
   pthread_cond_broadcast(&p->wake);
   pthread_mutex_unlock(&p->mu);
-  for (int i = 0; i < p->n_workers; ++i) pthread_join(p->threads[i], NULL);
-  p->n_workers = 0;
-  atomic_store(&p->quit, 0);
+  for (int i = 0; i < 1000 && atomic_load(&p->n_workers) > 0; ++i) sched_yield();
 }
 
 INGOT_INLINE int32_t ingot_serial_for(int64_t begin, int64_t end, ingot_task_fn fn, void* ctx) {

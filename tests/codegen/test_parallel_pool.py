@@ -130,3 +130,22 @@ def test_a_failure_inside_the_loop_body_reaches_the_caller():
     a[rows - 1, 7] = 1.0
     lib["main"](a, b)
     np.testing.assert_array_equal(b, 2 * a)
+
+
+def test_idle_workers_leave_and_come_back(pooled):
+    # A library no longer called gives its threads back (a tuning run loads hundreds of libraries);
+    # the next parallel loop starts a worker again.
+    import os
+    import time
+
+    def threads():
+        return len(os.listdir("/proc/self/task"))
+
+    a, b = _inputs(2)
+    _call(pooled, a, b)
+    busy = threads()
+    deadline = time.monotonic() + 10
+    while threads() >= busy and time.monotonic() < deadline:
+        time.sleep(0.25)
+    assert threads() < busy
+    np.testing.assert_allclose(_call(pooled, a, b), a @ b, rtol=1e-4, atol=1e-3)
