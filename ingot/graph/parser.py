@@ -34,7 +34,7 @@ from typing import Any, Optional
 from ingot.ir.module import GlobalVar
 from ingot.script._evaluator import Evaluator
 from ingot.script.error import ParseError, Source
-from ingot.script.parser import register_function_parser
+from ingot.script.parser import call_name, register_function_parser
 
 from . import expr as E
 from . import script as R
@@ -151,12 +151,12 @@ class GraphFunctionParser(Evaluator):
 
     # -- statements -------------------------------------------------------------------------------
     def _dataflow(self, node: ast.With) -> E.DataflowBlock:
-        if len(node.items) != 1 or _call_name(node.items[0].context_expr) != "dataflow":
+        if len(node.items) != 1 or call_name(node.items[0].context_expr) != "dataflow":
             raise self.error(node, "a graph function holds `with R.dataflow():` blocks only")
         outputs: set[str] = set()
         stmts = node.body
         last = stmts[-1] if stmts else None
-        if last is not None and isinstance(last, ast.Expr) and _call_name(last.value) == "output":
+        if last is not None and isinstance(last, ast.Expr) and call_name(last.value) == "output":
             for arg in last.value.args:
                 if not isinstance(arg, ast.Name):
                     raise self.error(arg, "R.output(...) takes the names of bindings of the dataflow block")
@@ -164,7 +164,7 @@ class GraphFunctionParser(Evaluator):
             stmts = stmts[:-1]
         bindings = []
         for stmt in stmts:
-            if isinstance(stmt, ast.Expr) and _call_name(stmt.value) == "output":
+            if isinstance(stmt, ast.Expr) and call_name(stmt.value) == "output":
                 raise self.error(stmt, "R.output(...) must be the last statement of the dataflow block")
             binding = self._statement(stmt, dataflow=True, outputs=outputs)
             if binding is not None:
@@ -177,7 +177,7 @@ class GraphFunctionParser(Evaluator):
 
     def _statement(self, stmt: ast.stmt, dataflow: bool, outputs: set) -> Optional[E.VarBinding]:
         if isinstance(stmt, ast.Expr):
-            if _call_name(stmt.value) == "func_attr":
+            if call_name(stmt.value) == "func_attr":
                 marker = self.eval(stmt.value)
                 self.attrs.update(marker.value)
                 return None
@@ -276,16 +276,6 @@ class GraphFunctionParser(Evaluator):
         var = R.prim_var(name, "int64")
         self.scopes[0][name] = var
         return var
-
-
-def _call_name(node: ast.AST) -> str:
-    if isinstance(node, ast.Call):
-        node = node.func
-    if isinstance(node, ast.Attribute):
-        return node.attr
-    if isinstance(node, ast.Name):
-        return node.id
-    return ""
 
 
 def _construct(stmt: ast.stmt) -> str:

@@ -65,7 +65,15 @@ class _BlockCtx:
         self.init: Optional[Stmt] = None
 
 
-def _decorator_name(node: ast.expr) -> str:
+def call_name(node: ast.AST) -> str:
+    """The last name of a decorator or call's callee (``T.prim_func`` -> ``"prim_func"``, ``R.output(x)``
+    -> ``"output"``); ``""`` for anything else.
+
+    Example:
+        >>> import ast
+        >>> call_name(ast.parse("T.block('C')").body[0].value)
+        'block'
+    """
     if isinstance(node, ast.Call):
         node = node.func
     if isinstance(node, ast.Attribute):
@@ -77,7 +85,7 @@ def _decorator_name(node: ast.expr) -> str:
 
 def _is_block_with(node: ast.AST) -> bool:
     return isinstance(node, ast.With) and any(
-        isinstance(item.context_expr, ast.Call) and _decorator_name(item.context_expr) == "block"
+        isinstance(item.context_expr, ast.Call) and call_name(item.context_expr) == "block"
         for item in node.items
     )
 
@@ -640,7 +648,7 @@ def _module_from_class(source: Source, cdef: ast.ClassDef, env: dict) -> IRModul
     others: list = []
     for stmt in cdef.body:
         if isinstance(stmt, ast.FunctionDef):
-            names = [_decorator_name(d) for d in stmt.decorator_list]
+            names = [call_name(d) for d in stmt.decorator_list]
             if "prim_func" in names:
                 functions[stmt.name] = FunctionParser(source, env).parse(stmt)
                 continue
@@ -734,7 +742,7 @@ def from_source(text: str, extra_vars: "dict | None" = None, filename: str = "<s
     env.update(extra_vars or {})
     for stmt in tree.body:
         if isinstance(stmt, ast.FunctionDef):
-            names = [_decorator_name(d) for d in stmt.decorator_list]
+            names = [call_name(d) for d in stmt.decorator_list]
             kind = next((n for n in names if n in _FUNCTION_PARSERS), None)
             if kind is not None and "prim_func" not in names:
                 return _FUNCTION_PARSERS[kind][0](source, stmt, env)
