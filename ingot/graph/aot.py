@@ -64,12 +64,12 @@ def _dltensor(w: _Writer, var: str, data: str, desc: dict) -> None:
            f"{shape}, NULL, 0}};")
 
 
-#: An AOT entry longer than this many lines (an unrolled recurrent layer: thousands of kernel calls,
-#: each with its address-taken DLTensors) is compiled by gcc at -O0: gcc -O3's alias walking and
+#: An AOT entry of more C than this many characters (an unrolled recurrent layer: thousands of kernel
+#: calls, each with its address-taken DLTensors) is compiled by gcc at -O0: gcc -O3's alias walking and
 #: dead-store elimination grow superlinearly with the address-taken locals of one frame (a 2-layer
-#: bidirectional LSTM at T=32: 14k lines, 10.7 s of gcc at -O3, 1.0 s at -O0), while the entry only
-#: stores pointers and calls kernels. ResNet-50's entry is ~700 lines: normal entries are unaffected.
-AOT_O0_LINES = 6000
+#: bidirectional LSTM at T=32: 13k lines, 10.7 s of gcc at -O3, 1.0 s at -O0), while the entry only
+#: stores pointers and calls kernels. ResNet-50's entry is 42 KB: ordinary models are unaffected.
+AOT_O0_CHARS = 256_000
 
 _GCC_O0 = ('#if defined(__GNUC__) && !defined(__clang__)\n__attribute__((optimize("O0")))\n#endif\n')
 
@@ -169,7 +169,7 @@ def emit_aot_function(plan: dict, symbol: str, kernel_symbols: dict, constants: 
               for dims, name in w.shapes.items()]
     head = (f"INGOT_EXPORT int32_t {symbol}(IngotValue* args, int32_t* type_codes, int32_t num_args, char* err, "
             f"int32_t err_len) {{")
-    if len(w.lines) > AOT_O0_LINES:
+    if sum(len(line) for line in w.lines) > AOT_O0_CHARS:
         head = _GCC_O0 + head
     return "\n".join(shapes + [head] + w.lines + ["}"]) + "\n"
 

@@ -258,8 +258,11 @@ def test_a_long_aot_entry_is_compiled_at_o0_and_still_runs(monkeypatch):
     from ingot import graph as G
     from ingot.graph import aot
 
-    monkeypatch.setattr(aot, "AOT_O0_LINES", 0)
-    assert aot._GCC_O0.strip().startswith("#if")
+    plan = {"name": "main", "inputs": [{"name": "x", "shape": [4], "dtype": "float32"}], "steps": [],
+            "values": [], "output": ["input", 0], "memory": {"offsets": {}, "workspace_bytes": 0}}
+    assert 'optimize("O0")' not in aot.emit_aot_function(plan, "f", {}, [])   # short: gcc's -O3
+    monkeypatch.setattr(aot, "AOT_O0_CHARS", 0)
+    assert 'optimize("O0")' in aot.emit_aot_function(plan, "f", {}, [])
     x = G.Var("x", G.TensorStructInfo((4,), "float32"))
     bb = G.BlockBuilder()
     with bb.function("main", [x]):
