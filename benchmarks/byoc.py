@@ -2,16 +2,17 @@
 cost policy's choice) vs ONNX Runtime, and a model with one op taken from Ingot's converter table run
 with ``fallback="onnxruntime"``.
 
-Each model (ONNX, from ``--workdir``; exported from benchmarks/architectures.py when missing) is
+Each model (ONNX, from ``--workdir``; exported from ingot.testing's model zoo when missing) is
 compiled three ways for one core — native, ``byoc=["cblas"]``, ``byoc=["cblas"], byoc_policy="cost"`` —
 and timed beside an ONNX Runtime session with one intra-op thread. Figures are one-thread CPU time
 (``time.thread_time``, the minimum over ``--rounds`` interleaved rounds; see benchmarks/cpu_time.py
 for why: they hold on a busy 2-core machine). Every variant's output is checked against ONNX Runtime
 first; the partition report says how many candidate ops each variant sent to the backend.
 
-``--fallback-op OP`` (default ``GlobalAveragePool``: an op without an ONNX function body, which the importer would expand instead) imports the first model that has ``OP`` with its converter removed, so
-every ``OP`` node stays an opaque ONNX node run by ONNX Runtime, compiles it with
-``fallback="onnxruntime"`` and checks it against ONNX Runtime on the whole model.
+``--fallback-op OP`` imports the first model that has ``OP`` with its converter removed, so every
+``OP`` node stays an opaque ONNX node run by ONNX Runtime, compiles it with ``fallback="onnxruntime"``
+and checks it against ONNX Runtime on the whole model. The default, ``GlobalAveragePool``, has no ONNX
+function body (an op with one, such as ``Relu`` or ``Clip``, would be expanded into its body instead).
 
     python benchmarks/byoc.py --models resnet50,mobilenet_v2,bert --rounds 8
 """
