@@ -61,3 +61,13 @@ def kernel_loop(sch: Schedule, target: str = TARGET) -> dict:
     from ingot.codegen.build import hot_loop_report, module_assembly
 
     return hot_loop_report(module_assembly(ingot.lower(sch.mod), target), Target(target).cpu.vector_bits)
+
+
+def parallel_tasks(src: str) -> list:
+    """Task counts of the parallel loops in generated C: ``ingot_parallel_for(lo, hi, ...)`` calls
+    (the thread pool) and ``omp parallel for`` loops (``codegen.parallel_runtime="openmp"``)."""
+    import re
+
+    pool = re.findall(r"ingot_parallel_for\(\(int64_t\)\((\d+)\), \(int64_t\)\((\d+)\)", src)
+    omp = re.findall(r"#pragma omp parallel for[^\n]*\n\s*for \([^;]*= (\d+); [^;]*< (\d+);", src)
+    return [int(hi) - int(lo) for lo, hi in pool + omp]
