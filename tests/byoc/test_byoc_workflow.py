@@ -72,3 +72,29 @@ def test_cli_compile_byoc(model_path, tmp_path):
     assert M.load_package(str(pkg)).executable.external
     r = runner.invoke(main, ["run", str(pkg)])
     assert r.exit_code == 0, r.output
+
+
+def test_exported_weights_are_stored_once_whichever_backend_runs_them(tmp_path):
+    # Issue 19: an artifact with BYOC regions is at most 1.05x the native one (a backend reads the
+    # package's one weights blob; nothing is copied into its region). 2 x 512 x 512 weights = 2 MiB.
+    import os
+
+    import onnx
+
+    rng = np.random.default_rng(0)
+    w1, w2 = (rng.standard_normal((512, 512)).astype("float32") for _ in range(2))
+    nodes = [helper.make_node("MatMul", ["x", "w1"], ["h"]), helper.make_node("Relu", ["h"], ["r"]),
+             helper.make_node("MatMul", ["r", "w2"], ["y"])]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [4, 512])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [4, 512])],
+                          [numpy_helper.from_array(w1, "w1"), numpy_helper.from_array(w2, "w2")])
+    path = tmp_path / "big.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), str(path))
+    sizes = {}
+    for name, byoc in (("native", None), ("cblas", ["cblas"]), ("onnxruntime", ["onnxruntime"])):
+        package = M.compile(M.load(str(path)), byoc=byoc)
+        assert bool(package.executable.external) == (byoc is not None), name
+        exported = package.export(str(tmp_path / f"{name}.ingot"))
+        sizes[name] = sum(os.path.getsize(os.path.join(d, f)) for d, _, files in os.walk(exported) for f in files)
+    assert sizes["native"] > 2 * 512 * 512 * 4
+    assert max(sizes["cblas"], sizes["onnxruntime"]) <= 1.05 * sizes["native"], sizes
