@@ -611,6 +611,9 @@ typedef int32_t (*ingot_task_fn)(void* ctx, int64_t i);
 #define INGOT_POOL_MAX_WORKERS 255
 #define INGOT_POOL_SPIN 2000 /* pause instructions a worker waits for the next loop before it sleeps */
 #define INGOT_POOL_IDLE_S 2  /* seconds a sleeping worker waits for a loop before it leaves */
+/* Chunks per thread: more let the threads on free cores take over a busy core's share, but break the
+ * one-range-per-thread split the conv schedules keep their data local with (BENCHMARKS.md "Session 9"). */
+#define INGOT_POOL_CHUNKS_PER_THREAD 1
 
 typedef struct {
   pthread_mutex_t mu;
@@ -756,7 +759,10 @@ __attribute__((weak, visibility("hidden"))) int32_t ingot_parallel_for(int64_t b
   p->ctx = ctx;
   p->begin = begin;
   p->end = end;
-  p->chunk = (n + team - 1) / team;
+  /* INGOT_POOL_CHUNKS_PER_THREAD chunks per thread when the loop has that many tasks: a thread that
+   * runs slower (a busy core) leaves its later chunks to the others. */
+  int64_t parts = n >= team * INGOT_POOL_CHUNKS_PER_THREAD ? team * INGOT_POOL_CHUNKS_PER_THREAD : team;
+  p->chunk = (n + parts - 1) / parts;
   p->n_chunks = (n + p->chunk - 1) / p->chunk;
   atomic_store(&p->done, 0);
   atomic_store(&p->fail, 0);
