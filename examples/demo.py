@@ -100,7 +100,11 @@ def main() -> None:
     max_diff = float(np.max(np.abs(ours - theirs)))
     print(f"   max |Ingot - ONNX Runtime| = {max_diff:.2e}  (top class {int(ours.argmax())} vs {int(theirs.argmax())})")
 
+    # One runtime at a time, each after a pause: ONNX Runtime's worker threads keep spinning for a while
+    # after its last call and would take the second core from Ingot's (and Ingot's from ORT's).
+    time.sleep(0.5)
     t_ingot = median_ms(lambda: ingot.run(package, inputs={"data": x}), args.runs)
+    time.sleep(0.5)
     t_ort = median_ms(lambda: session.run(None, {"data": x}), args.runs)
     print("4. latency, batch 1, 2 threads (median of %d runs)" % args.runs)
     print(f"   Ingot         {t_ingot:8.3f} ms")
