@@ -4,7 +4,6 @@ export → load in a fresh process, and the errors (no fallback, unknown shapes,
 Numbers are compared with ONNX Runtime running the whole model."""
 from __future__ import annotations
 
-import subprocess
 import sys
 
 import numpy as np
@@ -18,6 +17,8 @@ from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 from ingot.frontend.errors import ConversionError, UnsupportedOpsError  # noqa: E402
 from ingot.frontend.onnx import from_onnx, supported_ops  # noqa: E402
 from ingot.workflow import model as M  # noqa: E402
+
+from _fresh_process import run_exported  # noqa: E402
 
 RNG = np.random.default_rng(0)
 W = (RNG.standard_normal((3, 3)) * 0.5).astype("float32")
@@ -66,16 +67,9 @@ def test_fallback_matches_onnxruntime_and_loads_in_a_fresh_process(det_package, 
     name = next(iter(out))
     np.testing.assert_allclose(out[name], _onnxruntime(path, data)[0], rtol=1e-5, atol=1e-6)
 
-    pkg = package.export(str(tmp_path / "m.ingot"))
-    np.savez(tmp_path / "in.npz", **data)
-    code = ("import sys, numpy as np; from ingot.workflow import model as M; "
-            "p = M.load_package(sys.argv[1]); np.savez(sys.argv[3], **M.run(p, dict(np.load(sys.argv[2])))); "
-            "print(sorted(p.executable.external))")
-    res = subprocess.run([sys.executable, "-c", code, pkg, str(tmp_path / "in.npz"), str(tmp_path / "out.npz")],
-                         capture_output=True, text=True, timeout=300)
-    assert res.returncode == 0, res.stderr
-    assert "onnxruntime_main_0" in res.stdout
-    np.testing.assert_array_equal(np.load(tmp_path / "out.npz")[name], out[name])
+    fresh, printed = run_exported(package, data, tmp_path)
+    assert "onnxruntime_main_0" in printed
+    np.testing.assert_array_equal(fresh[name], out[name])
 
 
 def test_without_fallback_the_error_names_the_op_and_the_fix(det_package):

@@ -2,8 +2,6 @@
 ``ingot compile --byoc cblas``; the package loads in a fresh process and matches the native build."""
 from __future__ import annotations
 
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -12,6 +10,8 @@ pytest.importorskip("onnx")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 
 from ingot.workflow import model as M  # noqa: E402
+
+from _fresh_process import run_exported  # noqa: E402
 
 
 @pytest.fixture()
@@ -43,16 +43,9 @@ def test_compile_with_byoc_matches_native_and_reloads(model_path, tmp_path):
     out = M.run(package, data)
     name = next(iter(out))
     np.testing.assert_allclose(out[name], native[name], rtol=1e-4, atol=1e-5)
-    pkg = package.export(str(tmp_path / "m.ingot"))
-    np.savez(tmp_path / "in.npz", **data)
-    code = ("import sys, numpy as np; from ingot.workflow import model as M; "
-            "p = M.load_package(sys.argv[1]); out = M.run(p, dict(np.load(sys.argv[2]))); "
-            "np.savez(sys.argv[3], **out); print(sorted(p.executable.external))")
-    res = subprocess.run([sys.executable, "-c", code, pkg, str(tmp_path / "in.npz"), str(tmp_path / "out.npz")],
-                         capture_output=True, text=True, timeout=300)
-    assert res.returncode == 0, res.stderr
-    assert "cblas_main_0" in res.stdout
-    np.testing.assert_array_equal(np.load(tmp_path / "out.npz")[name], out[name])
+    fresh, printed = run_exported(package, data, tmp_path)
+    assert "cblas_main_0" in printed
+    np.testing.assert_array_equal(fresh[name], out[name])
 
 
 def test_unknown_backend_is_named(model_path):
