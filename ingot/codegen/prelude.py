@@ -590,14 +590,17 @@ INGOT_WEAK_EXPORT int32_t ingot_get_num_threads(void) { return (int32_t)ingot_te
 
 /* ------------------------------------------------------------ parallel loops
  * ingot_parallel_for(begin, end, task, ctx) runs task(ctx, i) for i in [begin, end) on the
- * library's team: the range is cut into one contiguous chunk per thread (OpenMP's static split,
- * which the schedules are made for), and each thread -- the caller too -- claims chunks from a
- * shared counter. The caller then waits only for chunks that a thread has claimed and is running.
+ * library's team. The range is cut into one contiguous slot per thread (OpenMP's static split,
+ * which the schedules are made for: each thread's data stays its own); a thread -- the caller too --
+ * claims a slot and takes its tasks from the front. A thread whose slot is empty steals single tasks
+ * from the back of another slot, so the tail of a thread the OS has descheduled (a busy core) moves to
+ * a free one task by task, and the caller waits only for tasks some thread is running.
  * Why not `omp parallel for`: its join barrier waits for every thread of the team, also one the OS
  * has not scheduled yet; beside a busy core that costs a time slice per loop (BERT ran 15x slower
- * beside one busy core, BENCHMARKS.md "Session 9"). Here a worker that has not woken up claims
- * nothing, and the caller runs its chunk. Workers spin a few tens of microseconds for the next loop
- * (a model's kernels follow each other closely), then sleep on a condition variable.
+ * beside one busy core, BENCHMARKS.md "Session 9"). Why not finer chunks from one counter: they break
+ * the one-range-per-thread split (ResNet-50 ran 5% slower on a quiet machine with four per thread).
+ * Workers spin a few tens of microseconds for the next loop (a model's kernels follow each other
+ * closely), then sleep on a condition variable.
  * One pool per library (weak + hidden: its translation units share it, other libraries keep theirs);
  * one loop at a time on it: a second thread calling the library meanwhile runs its loop by itself.
  * C11 atomics: generated kernels are C; a C++ file including the prelude does without the pool. */
@@ -611,9 +614,15 @@ typedef int32_t (*ingot_task_fn)(void* ctx, int64_t i);
 #define INGOT_POOL_MAX_WORKERS 255
 #define INGOT_POOL_SPIN 2000 /* pause instructions a worker waits for the next loop before it sleeps */
 #define INGOT_POOL_IDLE_S 2  /* seconds a sleeping worker waits for a loop before it leaves */
-/* Chunks per thread: more let the threads on free cores take over a busy core's share, but break the
- * one-range-per-thread split the conv schedules keep their data local with (BENCHMARKS.md "Session 9"). */
-#define INGOT_POOL_CHUNKS_PER_THREAD 1
+
+/* One thread's share of the current loop: tasks [lo, hi) relative to `begin`, packed as lo << 32 | hi
+ * so that the owner (front) and thieves (back) take tasks with one compare-and-swap, and how many of
+ * the slot's tasks have finished (counted where the task was taken: the owner's own cache line while
+ * nobody steals). A cache line each: one owner's updates must not slow another's. */
+typedef struct {
+  _Atomic uint64_t range;
+  _Atomic int64_t done;
+} __attribute__((aligned(64))) ingot_pool_slot_t;
 
 typedef struct {
   pthread_mutex_t mu;
@@ -623,12 +632,15 @@ typedef struct {
   _Atomic int32_t quit;
   _Atomic int32_t busy;        /* a caller owns the pool */
   _Atomic uint32_t gen;        /* generation of the current loop; workers wait for it to change */
-  _Atomic uint64_t claim;      /* gen << 32 | next chunk: a claim is valid only for its generation */
-  _Atomic int64_t done;        /* chunks of the current loop finished */
+  _Atomic uint64_t claim;      /* gen << 32 | next slot: a claim is valid only for its generation */
   _Atomic int32_t fail;
-  ingot_task_fn fn;            /* the current loop; rewritten only once every chunk of the last is done */
+  /* The current loop; rewritten only once every task of the last is done, and before the slots that
+   * publish it: a thread that takes a task from a slot reads the loop the task belongs to. */
+  ingot_task_fn fn;
   void* ctx;
-  int64_t begin, end, chunk, n_chunks;
+  int64_t begin;
+  _Atomic int32_t n_slots;    /* read by a late thread while the next loop is set up: either value is safe */
+  ingot_pool_slot_t slots[INGOT_POOL_MAX_WORKERS + 1];
 } ingot_pool_t;
 
 __attribute__((weak, visibility("hidden"))) ingot_pool_t ingot_pool = {
@@ -640,21 +652,54 @@ INGOT_INLINE void ingot_cpu_relax(void) {
 #endif
 }
 
-/* Claim and run chunks of loop `gen` until none is left (or a newer loop replaced it). */
-INGOT_INLINE void ingot_pool_run(ingot_pool_t* p, uint32_t gen) {
+/* Take one task from a slot, from its front (the owner) or its back (a thief); 0 when it is empty.
+ * Every take is a claim on the slot's current contents, so a thread still taking after its loop
+ * ended takes (and runs) a task of the next loop, which is as good. */
+INGOT_INLINE int ingot_pool_take(ingot_pool_slot_t* slot, int from_back, int64_t* task) {
+  uint64_t r = atomic_load_explicit(&slot->range, memory_order_relaxed);
   for (;;) {
-    uint64_t c = atomic_load_explicit(&p->claim, memory_order_acquire);
-    if ((uint32_t)(c >> 32) != gen || (int64_t)(c & 0xffffffffu) >= p->n_chunks) return;
-    if (!atomic_compare_exchange_weak_explicit(&p->claim, &c, c + 1, memory_order_acq_rel, memory_order_acquire))
-      continue;
-    /* The claim holds loop `gen` in place: its caller waits for this chunk before it rewrites the loop. */
-    int64_t lo = p->begin + (int64_t)(c & 0xffffffffu) * p->chunk;
-    int64_t hi = lo + p->chunk < p->end ? lo + p->chunk : p->end;
-    for (int64_t i = lo; i < hi; ++i) {
-      int32_t r = p->fn(p->ctx, i);
-      if (r != 0) atomic_store_explicit(&p->fail, r, memory_order_relaxed);
+    uint32_t lo = (uint32_t)(r >> 32), hi = (uint32_t)r;
+    if (lo >= hi) return 0;
+    uint64_t rest = from_back ? ((uint64_t)lo << 32 | (hi - 1)) : ((uint64_t)(lo + 1) << 32 | hi);
+    if (atomic_compare_exchange_weak_explicit(&slot->range, &r, rest, memory_order_acq_rel, memory_order_relaxed)) {
+      *task = from_back ? hi - 1 : lo;
+      return 1;
     }
-    atomic_fetch_add_explicit(&p->done, 1, memory_order_acq_rel);
+  }
+}
+
+INGOT_INLINE void ingot_pool_run_task(ingot_pool_t* p, ingot_pool_slot_t* slot, int64_t task) {
+  int32_t r = p->fn(p->ctx, p->begin + task);
+  if (r != 0) atomic_store_explicit(&p->fail, r, memory_order_relaxed);
+  atomic_fetch_add_explicit(&slot->done, 1, memory_order_release);
+}
+
+/* Claim a slot of loop `gen` and run its tasks; then steal from the other slots until all are empty. */
+INGOT_INLINE void ingot_pool_run(ingot_pool_t* p, uint32_t gen) {
+  uint64_t c = atomic_load_explicit(&p->claim, memory_order_acquire);
+  for (;;) {
+    if ((uint32_t)(c >> 32) != gen) return; /* a newer loop: its own wake-up brings this thread back */
+    if ((int64_t)(c & 0xffffffffu) >= atomic_load_explicit(&p->n_slots, memory_order_relaxed))
+      break; /* every slot has its owner: only steal */
+    if (atomic_compare_exchange_weak_explicit(&p->claim, &c, c + 1, memory_order_acq_rel, memory_order_acquire))
+      break;
+  }
+  int32_t n_slots = atomic_load_explicit(&p->n_slots, memory_order_relaxed);
+  int32_t own = (int32_t)(c & 0xffffffffu);
+  int64_t task;
+  if (own < n_slots)
+    while (ingot_pool_take(&p->slots[own], 0, &task)) ingot_pool_run_task(p, &p->slots[own], task);
+  else
+    own = 0;
+  for (int stole = 1; stole;) {
+    stole = 0;
+    for (int32_t k = 1; k <= n_slots; ++k) {
+      ingot_pool_slot_t* victim = &p->slots[(own + k) % n_slots];
+      while (ingot_pool_take(victim, 1, &task)) {
+        ingot_pool_run_task(p, victim, task);
+        stole = 1;
+      }
+    }
   }
 }
 
@@ -675,7 +720,7 @@ static void* ingot_pool_worker(void* arg) {
         until.tv_sec += INGOT_POOL_IDLE_S;
         if (pthread_cond_timedwait(&p->wake, &p->mu, &until) != 0 && atomic_load(&p->gen) == seen) {
           /* Idle for a while (a library loaded and no longer called: a tuning run loads hundreds):
-           * leave. The next loop starts a worker again; until then its caller runs the chunks. */
+           * leave. The next loop starts a worker again; until then its caller runs the tasks. */
           atomic_fetch_sub(&p->n_workers, 1);
           pthread_mutex_unlock(&p->mu);
           return NULL;
@@ -744,6 +789,11 @@ INGOT_INLINE int32_t ingot_serial_for(int64_t begin, int64_t end, ingot_task_fn 
 __attribute__((weak, visibility("hidden"))) int32_t ingot_parallel_for(int64_t begin, int64_t end,
                                                                       ingot_task_fn fn, void* ctx) {
   int64_t n = end - begin;
+  if (n > (int64_t)UINT32_MAX) { /* a slot counts tasks in 32 bits: run a huge range in two halves */
+    int32_t first = ingot_parallel_for(begin, begin + n / 2, fn, ctx);
+    int32_t second = ingot_parallel_for(begin + n / 2, end, fn, ctx);
+    return second != 0 ? second : first;
+  }
   int64_t team = ingot_team_size();
   if (team > n) team = n;
   ingot_pool_t* p = &ingot_pool;
@@ -758,22 +808,26 @@ __attribute__((weak, visibility("hidden"))) int32_t ingot_parallel_for(int64_t b
   p->fn = fn;
   p->ctx = ctx;
   p->begin = begin;
-  p->end = end;
-  /* INGOT_POOL_CHUNKS_PER_THREAD chunks per thread when the loop has that many tasks: a thread that
-   * runs slower (a busy core) leaves its later chunks to the others. */
-  int64_t parts = n >= team * INGOT_POOL_CHUNKS_PER_THREAD ? team * INGOT_POOL_CHUNKS_PER_THREAD : team;
-  p->chunk = (n + parts - 1) / parts;
-  p->n_chunks = (n + p->chunk - 1) / p->chunk;
-  atomic_store(&p->done, 0);
+  atomic_store_explicit(&p->n_slots, (int32_t)team, memory_order_relaxed);
   atomic_store(&p->fail, 0);
+  /* Slot t gets tasks [t*n/team, (t+1)*n/team): the static split. Published after the loop above. */
+  for (int64_t t = 0; t < team; ++t) {
+    atomic_store_explicit(&p->slots[t].done, 0, memory_order_relaxed);
+    atomic_store_explicit(&p->slots[t].range, (uint64_t)(t * n / team) << 32 | (uint64_t)((t + 1) * n / team),
+                          memory_order_release);
+  }
   uint32_t gen = atomic_load(&p->gen) + 1;
   atomic_store_explicit(&p->claim, (uint64_t)gen << 32, memory_order_release);
   atomic_store_explicit(&p->gen, gen, memory_order_release);
   pthread_cond_broadcast(&p->wake);
   pthread_mutex_unlock(&p->mu);
   ingot_pool_run(p, gen);
-  for (long s = 0; atomic_load_explicit(&p->done, memory_order_acquire) < p->n_chunks; ++s) {
-    if (s < 100000) ingot_cpu_relax(); else sched_yield(); /* a claimed chunk whose thread was preempted */
+  /* Nothing is left to take: wait for the tasks other threads are running. */
+  for (int64_t t = 0; t < team; ++t) {
+    int64_t size = (t + 1) * n / team - t * n / team;
+    for (long s = 0; atomic_load_explicit(&p->slots[t].done, memory_order_acquire) < size; ++s) {
+      if (s < 100000) ingot_cpu_relax(); else sched_yield(); /* a task whose thread was preempted */
+    }
   }
   int32_t fail = atomic_load(&p->fail);
   atomic_store(&p->busy, 0);

@@ -149,3 +149,63 @@ def test_idle_workers_leave_and_come_back(pooled):
         time.sleep(0.25)
     assert threads() < busy
     np.testing.assert_allclose(_call(pooled, a, b), a @ b, rtol=1e-4, atol=1e-3)
+
+
+_STRESS_C = r"""
+#include <time.h>
+typedef struct { _Atomic int32_t* hits; int64_t slow_every; } stress_ctx_t;
+
+static int32_t stress_task(void* arg, int64_t i) {
+  stress_ctx_t* ctx = (stress_ctx_t*)arg;
+  if (ctx->slow_every > 0 && i % ctx->slow_every == 0) {
+    struct timespec pause = {0, 200000};  /* 0.2 ms: a thread the OS took the core from */
+    nanosleep(&pause, NULL);
+  }
+  atomic_fetch_add(&ctx->hits[i], 1);
+  return 0;
+}
+
+/* Runs `rounds` loops of n tasks each on `threads` threads; every task adds 1 to its hits[i]. */
+INGOT_EXPORT int32_t stress(int64_t n, int32_t threads, int32_t rounds, int32_t* hits, int64_t slow_every) {
+  ingot_set_num_threads(threads);
+  stress_ctx_t ctx = {(_Atomic int32_t*)hits, slow_every};
+  int32_t fail = 0;
+  for (int32_t r = 0; r < rounds; ++r) fail |= ingot_parallel_for(0, n, stress_task, &ctx);
+  return fail;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def stress_lib():
+    import ctypes
+
+    from ingot.codegen.prelude import C_PRELUDE
+    from ingot.codegen.toolchain import compile_shared_library
+
+    lib = ctypes.CDLL(compile_shared_library(C_PRELUDE + _STRESS_C))
+    lib.stress.argtypes = [ctypes.c_int64, ctypes.c_int32, ctypes.c_int32, ctypes.c_void_p, ctypes.c_int64]
+    lib.stress.restype = ctypes.c_int32
+    return lib
+
+
+@pytest.mark.parametrize("threads", [2, 3, 8])
+@pytest.mark.parametrize("slow_every", [0, 5])
+def test_every_task_runs_once_while_threads_steal(stress_lib, threads, slow_every):
+    # Slow tasks (every 5th sleeps, as if its thread lost the core) make the other threads steal from
+    # the back of the slow thread's slot; whatever the interleaving, each index runs exactly once per loop.
+    for n in (1, 2, 7, 64, 1000):
+        rounds = 20 if slow_every else 200
+        hits = np.zeros(n, "int32")
+        assert stress_lib.stress(n, threads, rounds, hits.ctypes.data, slow_every) == 0
+        np.testing.assert_array_equal(hits, np.full(n, rounds, "int32"), err_msg=f"n={n}")
+
+
+def test_loops_of_different_team_sizes_follow_each_other(stress_lib):
+    # A loop on 8 threads leaves workers whose last slot index is past the next loop's slots: they
+    # must only steal from the 2-thread loop that follows, never count into a slot it does not have.
+    for round_ in range(30):
+        for threads, n in ((8, 500), (2, 33), (5, 7), (1, 10)):
+            hits = np.zeros(n, "int32")
+            assert stress_lib.stress(n, threads, 3, hits.ctypes.data, 0) == 0
+            np.testing.assert_array_equal(hits, np.full(n, 3, "int32"), err_msg=f"{threads} threads, n={n}")
