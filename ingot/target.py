@@ -34,7 +34,7 @@ class TargetError(ValueError):
 
 # kind -> {option: type}; "bool" options are flags (``-fast-math``) or ``-opt=true``.
 _OPTION_TYPES: dict[str, dict[str, str]] = {
-    "llvm": {"mcpu": "str", "mtriple": "str", "mattr": "list", "num-cores": "int",
+    "llvm": {"mcpu": "str", "mtune": "str", "mtriple": "str", "mattr": "list", "num-cores": "int",
              "vector-width": "int", "opt-level": "int", "fast-math": "bool", "keys": "list",
              "link-params": "bool", "cc": "str", "host": "str"},
     "cuda": {"arch": "str", "max_threads_per_block": "int", "max_shared_memory_per_block": "int",
@@ -234,18 +234,25 @@ class Target:
     @property
     def cpu(self) -> CpuModel:
         """The CPU model schedules derive their tiles from (`ingot.cpu_model`): ``-mcpu``'s (the host's
-        without one), with ``-num-cores`` as its cores, ``-vector-width`` as its vector width and
-        ``-mattr`` adding or removing features.
+        without one), with ``-num-cores`` as its cores, ``-vector-width`` as its vector width,
+        ``-mattr`` adding or removing features and ``-mtune`` as gcc's instruction tuning (the schedules
+        do not change with it; what gcc does with their code does: compare ``-mtune=haswell`` with
+        ``-mtune=znver3`` on a Zen core, `ingot.cpu_model.ZEN_AVX2_MTUNE`).
 
         Example:
             >>> c = Target("llvm -mcpu=haswell -num-cores=2").cpu
             >>> (c.name, c.isa, c.vector_registers, c.cores)
             ('haswell', 'avx2', 16, 2)
+            >>> Target("llvm -mcpu=znver3 -mtune=znver3").cpu.mtune
+            'znver3'
         """
         if not self.is_cpu:
             raise TargetError(f"target {self._canonical!r} is not a CPU target: it has no CPU model")
-        return _cpu_model(self.mcpu or "native", self.attrs.get("vector-width"), self.attrs.get("mattr") or (),
-                          self.num_cores)
+        cpu = _cpu_model(self.mcpu or "native", self.attrs.get("vector-width"), self.attrs.get("mattr") or (),
+                         self.num_cores)
+        if self.attrs.get("mtune"):
+            cpu = replace(cpu, mtune=str(self.attrs["mtune"]))
+        return cpu
 
     @property
     def vector_width_bits(self) -> int:

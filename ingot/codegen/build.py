@@ -26,8 +26,9 @@ import heapq
 from typing import Any, Sequence
 
 from ingot.codegen.c import CSource, generate_c
-from ingot.codegen.toolchain import (CompileOptions, compile_jobs, compile_shared_library, march_flags,
-                                     compile_shared_library_units, compile_to_assembly)
+from ingot.codegen.toolchain import (CompileOptions, ToolchainError, compile_jobs, compile_shared_library,
+                                     compile_shared_library_units, compile_to_assembly, compiler_accepts_march,
+                                     march_flags)
 from ingot.ir.module import IRModule
 from ingot.target import Target, as_target
 from ingot.tir.function import PrimFunc
@@ -64,6 +65,10 @@ def compile_options_for(target: "Target | str") -> CompileOptions:
         )
     # A named CPU compiles for that CPU, not the host: -mcpu=haswell on an AVX-512 host is AVX2 code.
     march, feature_flags = march_flags(target.cpu)
+    mtune = target.attrs.get("mtune")
+    if mtune and not compiler_accepts_march(mtune, "mtune"):
+        raise ToolchainError(f"target {str(target)!r}: the C compiler does not know -mtune={mtune}; name a gcc "
+                             "CPU such as haswell, skylake-avx512, znver3 or generic")
     options = CompileOptions(march=march, mtune=target.cpu.mtune)
     if "opt-level" in target.attrs:
         options = options.replace(opt_level=min(3, int(target.attrs["opt-level"])))

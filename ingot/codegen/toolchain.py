@@ -244,16 +244,19 @@ def compiler_version() -> str:
 
 
 @lru_cache(maxsize=64)
-def compiler_accepts_march(march: str) -> bool:
-    """Whether the C compiler knows ``-march=<march>`` (gcc 12 predates ``znver4``/``znver5``).
+def compiler_accepts_march(march: str, option: str = "march") -> bool:
+    """Whether the C compiler knows ``-march=<march>`` (gcc 12 predates ``znver4``/``znver5``);
+    ``option="mtune"`` asks the same of ``-mtune=``.
 
     Example::
 
         >>> compiler_accepts_march("x86-64-v2")     # doctest: +SKIP
         True
+        >>> compiler_accepts_march("no-such-cpu", "mtune")   # doctest: +SKIP
+        False
     """
     try:
-        proc = subprocess.run([*find_compiler(), f"-march={march}", "-x", "c", "-E", "-", "-o", os.devnull],
+        proc = subprocess.run([*find_compiler(), f"-{option}={march}", "-x", "c", "-E", "-", "-o", os.devnull],
                               input="", capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.SubprocessError, ToolchainError):
         return False

@@ -8,7 +8,7 @@ import pytest
 import ingot
 from ingot import te
 from ingot.codegen.build import compile_options_for, module_assembly
-from ingot.codegen.toolchain import march_flags
+from ingot.codegen.toolchain import ToolchainError, march_flags
 from ingot.cpu_model import NAMED_CPUS, cpu_from_flags, host_can_run, host_cpu, named_cpu
 from ingot.target import Target, TargetError
 
@@ -68,6 +68,11 @@ def test_a_named_cpu_compiles_for_that_cpu():
     assert compile_options_for("llvm").march == "native"
     assert compile_options_for("llvm -mcpu=znver3").mtune == "haswell"
     assert compile_options_for("llvm -mcpu=sapphirerapids").mtune is None
+    # -mtune replaces the CPU's tuning (the Zen fold A/B), and an unknown name is refused up front
+    assert compile_options_for("llvm -mcpu=znver3 -mtune=znver3").mtune == "znver3"
+    assert compile_options_for("llvm -mcpu=haswell -mtune=generic").march == "haswell"
+    with pytest.raises(ToolchainError, match="does not know -mtune=pentium9"):
+        compile_options_for("llvm -mtune=pentium9")
     march, extra = march_flags(named_cpu("znver5"))
     # the installed gcc may predate znver5: then a known AVX-512 CPU plus the vector features it lacks
     znver5 = named_cpu("znver5")
