@@ -612,6 +612,14 @@ class Executor:
 
         on_step = self.on_step
         for step in plan["steps"]:
+            if step["op"] == "builtin":  # run-time shapes: binds fresh dims in env (ingot.graph.runtime_shape)
+                from .runtime_shape import run_builtin_step
+
+                t0 = time.perf_counter()
+                run_builtin_step(step, plan, resolve, values, env)
+                if on_step is not None:
+                    on_step(name, step, time.perf_counter() - t0)
+                continue
             if on_step is None:
                 self._run_step(name, step, resolve, alloc, values)
             else:

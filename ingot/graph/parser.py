@@ -31,6 +31,7 @@ import ast
 import types
 from typing import Any, Optional
 
+from ingot.ir import collect_vars
 from ingot.ir.module import GlobalVar
 from ingot.script._evaluator import Evaluator
 from ingot.script.error import ParseError, Source
@@ -214,7 +215,17 @@ class GraphFunctionParser(Evaluator):
         cls = E.DataflowVar if dataflow and target.id not in outputs else E.Var
         var = cls(target.id, sinfo)
         self.define(target.id, var)
+        self._define_fresh_dims(sinfo)
         return E.VarBinding(var, value)
+
+    def _define_fresh_dims(self, sinfo: S.StructInfo) -> None:
+        """Run-time shapes: the fresh symbolic dims a binding introduces (``R.tensor_to_shape``,
+        ``R.builtin``) are in scope for the statements after it (`ingot.graph.runtime_shape`)."""
+        from .runtime_shape import is_shape_var
+
+        for v in collect_vars(sinfo):
+            if is_shape_var(v) and all(v.name not in scope for scope in self.scopes):
+                self.scopes[0][v.name] = v
 
     # -- expressions ------------------------------------------------------------------------------
     def _sinfo(self, node: ast.AST) -> S.StructInfo:

@@ -257,6 +257,10 @@ class _Compiler:
 
     def call(self, e: Call) -> Any:
         op = e.op
+        if isinstance(op, Op) and op.name in ("tensor_to_shape", "builtin"):
+            from .runtime_shape import compile_runtime_shape_call  # run-time shapes: a builtin step
+
+            return compile_runtime_shape_call(self, e)
         if isinstance(op, Op) and op.name in ("call_tir", "call_dps_packed"):
             callee = e.args[0]
             fname = callee.name_hint if op.name == "call_tir" else callee.global_symbol

@@ -39,3 +39,5 @@ from .packed import (  # noqa: E402
 )
 from . import opaque  # noqa: E402 - registers onnx_node (ONNX nodes kept for ONNX Runtime: fallback)
 from .opaque import onnx_node  # noqa: E402
+from . import dynamic  # noqa: E402 - registers tensor_to_shape and builtin (run-time shapes)
+from .dynamic import builtin, tensor_to_shape  # noqa: E402

@@ -30,6 +30,9 @@ from ._util import graph_functions, make_pass, used_vars
 
 
 def _removable(block: Any, value: Any) -> bool:
+    if isinstance(value, Call) and isinstance(value.op, Op) and value.op.name == "tensor_to_shape":
+        # It binds symbolic dims that later shapes use without naming its variable.
+        return False
     if isinstance(block, DataflowBlock):
         return True
     if isinstance(value, Call):

@@ -28,13 +28,15 @@ from ingot.ir.error import IRError
 from ..block_builder import BlockBuilder
 from ..expr import Call, Constant, Expr, Function, Op, Tuple, VarBinding
 from ..op.base import call_tir
+from ..op.dynamic import RUNTIME_SHAPE_OPS
 from ..op_registry import get_op_def
 from ..struct_info import TensorStructInfo
 from ..te_bridge import call_tir_scalars, create_prim_func, placeholder_for
 from ._util import graph_functions, make_pass, map_bindings
 
-# Ops that already call a kernel or a registered function.
-_NOT_LEGALIZED = {"call_tir", "call_dps_packed"}
+# Ops that already call a kernel or a registered function, and the run-time shape builtins the
+# executor runs itself (`ingot.graph.runtime_shape`).
+_NOT_LEGALIZED = {"call_tir", "call_dps_packed"} | RUNTIME_SHAPE_OPS
 
 
 def is_legalizable(call: Any) -> bool:

@@ -1,0 +1,317 @@
+"""Run-time shapes: symbolic dimensions whose values are bound while a plan runs.
+
+Note (the idea, after TVM Relax's ``R.tensor_to_shape`` + ``match_cast`` and its VM builtins):
+a size that only the data knows (a Reshape target computed from a tensor, the number of nonzeros)
+is a *fresh symbolic variable* in the graph IR. Two graph operators introduce them:
+
+* ``tensor_to_shape(t, dims=("rt0", "rt1"))``: the values of a 1-D integer tensor become the
+  symbolic dims ``rt0, rt1`` (its struct info is ``R.Shape([rt0, rt1])``); every later op may use
+  them in its shape attributes (``reshape(x, shape=(rt0, rt1))``), and its kernel is compiled once,
+  with ``rt0, rt1`` as scalar parameters (``tir_vars``);
+* ``builtin(*args, kind=..., outputs=...)``: a data-dependent op (``nonzero``, ``unique``,
+  ``compress``, ``non_max_suppression``, ``topk`` with a run-time k, ``slice`` with run-time
+  bounds, ...) whose output dims may be fresh symbolic variables.
+
+Both run as *builtins of the executor* (numpy functions in `BUILTINS`), not as generated kernels:
+their cost is dominated by reading the data once to find the output size (a NonZero kernel would
+need a counting pass, a worst-case buffer and a compaction anyway), and a builtin returns an array
+of exactly the right size, so nothing downstream pays for a worst-case allocation. The plan step
+(``{"op": "builtin", ...}``) binds every fresh dim of its outputs from their actual shapes (or, for
+``tensor_to_shape``, from the tensor's values) into the run's shape environment; kernels that
+follow read them as scalars and their outputs are allocated at run time.
+
+Fresh dims are named (``rt<k>``; the importer keeps them unique within a function) and one
+`ingot.ir.Var` object stands for each name (`shape_var`), so the struct info an operator infers is
+the same whenever the call is rebuilt by a pass or parsed back from text.
+
+Example:
+    >>> run_builtin("nonzero", [np.array([0, 3, 0, 5])], {}).tolist()
+    [[1, 3]]
+    >>> shape_var("rt0") is shape_var("rt0")
+    True
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from ingot.ir import Var as PrimVar
+from ingot.ir.error import IRError
+
+_VARS: dict = {}
+
+
+def shape_var(name: str) -> PrimVar:
+    """The symbolic dimension named ``name`` (one int64 `ingot.ir.Var` object per name).
+
+    Example:
+        >>> str(shape_var("rt3"))
+        'rt3'
+    """
+    var = _VARS.get(name)
+    if var is None:
+        var = _VARS[name] = PrimVar(name, "int64")
+    return var
+
+
+def is_shape_var(dim: Any) -> bool:
+    """Whether ``dim`` is a symbolic dimension made by `shape_var`.
+
+    Example:
+        >>> is_shape_var(shape_var("rt1")), is_shape_var(4)
+        (True, False)
+    """
+    return isinstance(dim, PrimVar) and _VARS.get(dim.name) is dim
+
+
+# -- the builtins ----------------------------------------------------------------------------------
+
+
+def _nonzero(args: list, p: dict) -> Any:
+    return np.array(np.nonzero(args[0]), dtype="int64").reshape(args[0].ndim, -1)
+
+
+def _unique(args: list, p: dict) -> Any:
+    x, axis, is_sorted = args[0], p.get("axis"), p.get("sorted", 1)
+    flat = x.reshape(-1) if axis is None else x
+    values, first, inverse, counts = np.unique(flat, return_index=True, return_inverse=True, return_counts=True,
+                                               axis=axis)
+    if not is_sorted:  # ONNX: in order of first occurrence
+        order = np.argsort(first, kind="stable")
+        rank = np.empty_like(order)
+        rank[order] = np.arange(len(order))
+        values = np.take(values, order, axis=0 if axis is None else axis)
+        first, counts, inverse = first[order], counts[order], rank[inverse.reshape(-1)]
+    return (values, first.astype("int64"), inverse.reshape(-1).astype("int64"), counts.astype("int64"))
+
+
+def _compress(args: list, p: dict) -> Any:
+    x, cond = args
+    return np.compress(cond.reshape(-1).astype(bool), x, axis=p.get("axis"))
+
+
+def _topk(args: list, p: dict) -> Any:
+    x, k = args[0], int(np.asarray(args[1]).reshape(-1)[0])
+    axis, largest, is_sorted = p["axis"], p.get("largest", 1), p.get("sorted", 1)
+    if k < 0 or k > x.shape[axis]:
+        raise IRError(f"TopK: k = {k} is outside [0, {x.shape[axis]}] (axis {axis} of shape {x.shape})")
+    # Stable order: equal values keep the lower index first (ONNX's rule).
+    keys = -x if largest else x
+    if x.dtype.kind == "u" and largest:
+        keys = x.max() - x if x.size else x
+    order = np.argsort(keys, axis=axis, kind="stable")
+    idx = np.take(order, np.arange(k), axis=axis)
+    del is_sorted  # a sorted result is also a valid unsorted one
+    return np.take_along_axis(x, idx, axis=axis), idx.astype("int64")
+
+
+def _slice(args: list, p: dict) -> Any:
+    x = args[0]
+    starts, ends = (np.asarray(a).reshape(-1).tolist() for a in args[1:3])
+    axes = np.asarray(args[3]).reshape(-1).tolist() if len(args) > 3 and args[3] is not None else list(
+        range(len(starts)))
+    steps = np.asarray(args[4]).reshape(-1).tolist() if len(args) > 4 else [1] * len(starts)
+    index = [slice(None)] * x.ndim
+    for s, e, a, st in zip(starts, ends, axes, steps):
+        a = a + x.ndim if a < 0 else a
+        dim = x.shape[a]
+        if st == 0:
+            raise IRError(f"Slice: step 0 on axis {a}")
+        # ONNX clamps like Python slicing, except that ends past INT64 bounds mean "to the end".
+        s = max(-dim - 1, min(dim, s))
+        e = max(-dim - 1, min(dim, e))
+        if st < 0 and e < -dim:
+            e = None
+        if st > 0 and s < -dim:
+            s = 0
+        index[a] = slice(s, e, st)
+    return np.array(x[tuple(index)])
+
+
+def _tile(args: list, p: dict) -> Any:
+    return np.tile(args[0], np.asarray(args[1]).reshape(-1).astype("int64").tolist())
+
+
+def _range(args: list, p: dict) -> Any:
+    start, limit, delta = (np.asarray(a).reshape(()) for a in args)
+    n = max(int(np.ceil((limit - start) / delta)), 0)
+    return (start + np.arange(n, dtype=start.dtype) * delta).astype(start.dtype)
+
+
+def _expand_shape(args: list, p: dict) -> Any:
+    """ONNX Expand's output shape: ``shape`` broadcast bidirectionally with ``x``'s shape."""
+    return np.array(np.broadcast_shapes(args[1].shape, tuple(np.asarray(args[0]).reshape(-1).tolist())), "int64")
+
+
+def _reshape_shape(args: list, p: dict) -> Any:
+    """ONNX Reshape's target with 0 (copy the input's dim, unless ``allowzero``) and -1 (infer) resolved."""
+    target = [int(d) for d in np.asarray(args[0]).reshape(-1)]
+    src = args[1].shape
+    if not p.get("allowzero", 0):
+        target = [src[i] if d == 0 else d for i, d in enumerate(target)]
+    if target.count(-1) > 1:
+        raise IRError(f"Reshape: more than one -1 in the run-time target shape {target}")
+    if -1 in target:
+        known = int(np.prod([d for d in target if d != -1], dtype="int64"))
+        total = int(np.prod(src, dtype="int64"))
+        if known == 0 or total % known:
+            raise IRError(f"Reshape: cannot reshape {src} into the run-time target {target}")
+        target[target.index(-1)] = total // known
+    if int(np.prod(target, dtype="int64")) != int(np.prod(src, dtype="int64")):
+        raise IRError(f"Reshape: cannot reshape {src} ({int(np.prod(src))} elements) into the run-time target "
+                      f"{target}")
+    return np.array(target, "int64")
+
+
+def _non_max_suppression(args: list, p: dict) -> Any:
+    boxes, scores = args[0], args[1]
+    max_out = int(np.asarray(args[2]).reshape(-1)[0]) if len(args) > 2 and np.asarray(args[2]).size else 0
+    iou_th = float(np.asarray(args[3]).reshape(-1)[0]) if len(args) > 3 and np.asarray(args[3]).size else 0.0
+    score_th = float(np.asarray(args[4]).reshape(-1)[0]) if len(args) > 4 and np.asarray(args[4]).size else None
+    center = p.get("center_point_box", 0)
+    selected = []
+    for b in range(scores.shape[0]):
+        bx = boxes[b].astype("float64")
+        if center:
+            xc, yc, w, h = bx[:, 0], bx[:, 1], bx[:, 2], bx[:, 3]
+            y1, x1, y2, x2 = yc - h / 2, xc - w / 2, yc + h / 2, xc + w / 2
+        else:
+            y1, x1 = np.minimum(bx[:, 0], bx[:, 2]), np.minimum(bx[:, 1], bx[:, 3])
+            y2, x2 = np.maximum(bx[:, 0], bx[:, 2]), np.maximum(bx[:, 1], bx[:, 3])
+        area = (y2 - y1) * (x2 - x1)
+        for c in range(scores.shape[1]):
+            s = scores[b, c]
+            order = np.argsort(-s, kind="stable")
+            if score_th is not None:
+                order = order[s[order] > score_th]
+            keep: list = []
+            for i in order:
+                if len(keep) >= max_out:
+                    break
+                ok = True
+                for j in keep:
+                    iw = max(0.0, min(x2[i], x2[j]) - max(x1[i], x1[j]))
+                    ih = max(0.0, min(y2[i], y2[j]) - max(y1[i], y1[j]))
+                    inter = iw * ih
+                    union = area[i] + area[j] - inter
+                    if union > 0 and inter / union > iou_th:
+                        ok = False
+                        break
+                if ok:
+                    keep.append(i)
+            selected += [[b, c, i] for i in keep]
+    return np.array(selected, "int64").reshape(-1, 3)
+
+
+def _pad(args: list, p: dict) -> Any:
+    x, pads = args[0], np.asarray(args[1]).reshape(-1).astype("int64")
+    value = np.asarray(args[2]).reshape(-1)[0] if len(args) > 2 and np.asarray(args[2]).size else 0
+    axes = np.asarray(args[3]).reshape(-1).astype("int64").tolist() if len(args) > 3 else list(range(x.ndim))
+    axes = [a + x.ndim if a < 0 else a for a in axes]
+    width = [(0, 0)] * x.ndim
+    for k, a in enumerate(axes):
+        width[a] = (int(pads[k]), int(pads[k + len(axes)]))
+    # Negative pads crop: pad the positive part, then slice.
+    grown = [(max(lo, 0), max(hi, 0)) for lo, hi in width]
+    mode = p.get("mode", "constant")
+    kw = {"constant_values": value} if mode == "constant" else {}
+    out = np.pad(x, grown, mode={"constant": "constant", "reflect": "reflect", "edge": "edge",
+                                 "wrap": "wrap"}[mode], **kw)
+    crop = tuple(slice(-min(lo, 0), out.shape[i] + min(hi, 0)) for i, (lo, hi) in enumerate(width))
+    return np.array(out[crop], dtype=x.dtype)
+
+
+def _tensor_to_shape(args: list, p: dict) -> Any:
+    return tuple(int(d) for d in np.asarray(args[0]).reshape(-1))
+
+
+#: kind → ``fn(numpy args, params dict) -> array | tuple of arrays`` (``tensor_to_shape``: a tuple of ints).
+BUILTINS: "dict[str, Callable[[list, dict], Any]]" = {
+    "nonzero": _nonzero, "unique": _unique, "compress": _compress, "topk": _topk, "slice": _slice,
+    "tile": _tile, "range": _range, "expand_shape": _expand_shape, "reshape_shape": _reshape_shape,
+    "non_max_suppression": _non_max_suppression, "pad": _pad, "tensor_to_shape": _tensor_to_shape,
+}
+
+
+def run_builtin(kind: str, args: Sequence[Any], params: Any) -> Any:
+    """Run builtin ``kind`` on numpy ``args`` with ``params`` (a dict or ``((key, value), ...)``).
+
+    Example:
+        >>> run_builtin("reshape_shape", [np.array([0, -1]), np.zeros((2, 3, 4))], {}).tolist()
+        [2, 12]
+    """
+    fn = BUILTINS.get(kind)
+    if fn is None:
+        raise IRError(f"unknown run-time builtin {kind!r}; the builtins are {sorted(BUILTINS)}")
+    return fn([np.asarray(a) if a is not None else None for a in args], dict(params))
+
+
+def bind_dims(dims: Sequence[Any], actual: Sequence[int], env: dict, what: str) -> None:
+    """Bind the fresh symbolic dims among ``dims`` (plan JSON: ints, ``{"var": name}``, expressions)
+    to the ``actual`` sizes in the run's shape environment ``env``; a dim already bound (or an int)
+    must agree.
+
+    Example:
+        >>> env = {}
+        >>> bind_dims([{"var": "rt0"}, 3], (5, 3), env, "nonzero")
+        >>> env
+        {'rt0': 5}
+    """
+    from .plan import eval_dim_json
+
+    if len(dims) != len(actual):
+        raise IRError(f"{what}: produced rank {len(actual)} (shape {tuple(actual)}), the graph expects rank "
+                      f"{len(dims)}")
+    for axis, (dim, size) in enumerate(zip(dims, actual)):
+        if isinstance(dim, dict) and "var" in dim and dim["var"] not in env:
+            env[dim["var"]] = int(size)
+            continue
+        expected = eval_dim_json(dim, env)
+        if expected != size:
+            raise IRError(f"{what}: axis {axis} has size {size} at run time, but the graph says {expected}")
+
+
+def run_builtin_step(step: dict, plan: dict, resolve: Callable, values: list, env: dict) -> None:
+    """Execute one ``{"op": "builtin"}`` plan step: run the numpy builtin, bind fresh dims, store outputs.
+
+    Example:
+        >>> step = {"op": "builtin", "func": "nonzero", "params": [], "args": [["input", 0]], "outs": [0]}
+        >>> plan = {"values": [{"shape": [1, {"var": "rt0"}], "dtype": "int64"}]}
+        >>> env, values = {}, [None]
+        >>> run_builtin_step(step, plan, lambda r: np.array([0, 2, 2]), values, env)
+        >>> env, values[0].tolist()
+        ({'rt0': 2}, [[1, 2]])
+    """
+    args = [None if a[0] == "none" else resolve(a) for a in step["args"]]
+    result = run_builtin(step["func"], args, step.get("params", ()))
+    what = f"builtin {step['func']}"
+    if "binds" in step:  # tensor_to_shape: the values are the dims
+        bind_dims([{"var": n} for n in step["binds"]], result, env, what)
+        return
+    outs = result if isinstance(result, tuple) else (result,)
+    for v, out in zip(step["outs"], outs):
+        desc = plan["values"][v]
+        out = np.ascontiguousarray(out, dtype=desc["dtype"])
+        bind_dims(desc["shape"], out.shape, env, what)
+        values[v] = out
+
+
+def compile_runtime_shape_call(compiler: Any, call: Any) -> Any:
+    """The plan step of a ``tensor_to_shape`` or ``builtin`` call (used by `ingot.graph.plan`); returns
+    the call's ref. ``tensor_to_shape`` produces no tensor: its step names the dims it binds
+    (``"binds"``) and its ref is the shape of those dims.
+
+    Example: see ``tests/graph/test_runtime_shape.py``.
+    """
+    args = [compiler.ref(a) for a in call.args]
+    if call.op.name == "tensor_to_shape":
+        names = list(call.attrs["dims"])
+        compiler.steps.append({"op": "builtin", "func": "tensor_to_shape", "params": [], "args": args, "outs": [],
+                               "binds": names})
+        return ["shape", [{"var": n} for n in names]]
+    kind = call.attrs["kind"]
+    ids, result = compiler.new_values(call.struct_info, f"{compiler.name}: builtin {kind}")
+    params = [[k, list(v) if isinstance(v, tuple) else v] for k, v in call.attrs["params"]]
+    compiler.steps.append({"op": "builtin", "func": kind, "params": params, "args": args, "outs": ids})
+    return result
