@@ -11,7 +11,8 @@ torch/onnxruntime when called.
 * `ingot.testing.zoo`: zoo models exported to ONNX (cached full-size files for the benchmarks, the
   small ones run against ONNX Runtime for the tests);
 * `ingot.testing.mlp`: the 784-128-10 MLP graph, its parameters and a numpy reference;
-* `ingot.testing.kernels`: small PrimFuncs (matmul, add) for the tuning tests and GEMM benchmarks.
+* `ingot.testing.kernels`: small PrimFuncs (matmul, add) for the tuning tests and GEMM benchmarks;
+* `ingot.testing.tune_mlp`: the model-tuning tests' 32-wide MLP (graph module, Model, ONNX file).
 
 Example:
     >>> from ingot.testing.mlp import mlp_module, mlp_params
@@ -19,4 +20,4 @@ Example:
 """
 from __future__ import annotations
 
-__all__ = ["architectures", "kernels", "mlp", "zoo"]
+__all__ = ["architectures", "kernels", "mlp", "tune_mlp", "zoo"]

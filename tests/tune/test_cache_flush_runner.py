@@ -1,19 +1,16 @@
 """Cold-cache measurement in the tuner: RunnerConfig.cache_flush reaches the measuring child, model
 tuning turns it on, and a work dir is never resumed with the other kind of measurement."""
 import json
-import os
 import sys
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, os.path.dirname(__file__))
-
-from ingot.codegen.prelude import C_PRELUDE, emit_metadata_c  # noqa: E402
-from ingot.codegen.toolchain import compile_shared_library  # noqa: E402
-from ingot.tune.database import ArgInfo  # noqa: E402
-from ingot.tune.model import MODEL_FLUSH_POLICY, MODEL_RUNNER_CONFIG, _runner_config, measured_cold, measured_flush  # noqa: E402
-from ingot.tune.runner import FLUSH_MIN_REPEAT, LocalRunner, RunnerConfig, RunnerInput, flush_args  # noqa: E402
+from ingot.codegen.prelude import C_PRELUDE, emit_metadata_c
+from ingot.codegen.toolchain import compile_shared_library
+from ingot.tune.database import ArgInfo
+from ingot.tune.model import MODEL_FLUSH_POLICY, MODEL_RUNNER_CONFIG, _runner_config, measured_cold, measured_flush
+from ingot.tune.runner import FLUSH_MIN_REPEAT, LocalRunner, RunnerConfig, RunnerInput, flush_args
 
 # main(A: float32[1024], B: float32[1024]): B = A + 1
 _SRC = C_PRELUDE + r"""
@@ -132,10 +129,8 @@ def test_runner_config_of_new_and_resumed_work_dirs():
 
 
 def test_tune_records_the_runner_config(tmp_path):
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "tune_model"))
-    from model_workloads import TARGET, mlp_model
-
     import ingot
+    from ingot.testing.tune_mlp import TARGET, mlp_model
 
     work = tmp_path / "w"
     cfg = RunnerConfig(number=1, repeat=1, min_repeat_ms=0, timeout_s=30)

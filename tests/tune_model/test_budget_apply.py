@@ -1,18 +1,16 @@
 """Budget allocation and apply-best against the default: every task's default is measured first,
 tiny tasks are skipped, a record is applied only when it beat the default; the benchmark script's
 table and crash resilience."""
+import importlib.util
 import json
 import os
-import sys
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, os.path.dirname(__file__))
-from model_workloads import N, TARGET, fast_runner, mlp_model, mlp_params, mlp_reference  # noqa: E402
-
-import ingot  # noqa: E402
-from ingot.tune.database import SQLiteDatabase, TuningRecord  # noqa: E402
+import ingot
+from ingot.testing.tune_mlp import TARGET, N, fast_runner, mlp_model, mlp_params, mlp_reference
+from ingot.tune.database import SQLiteDatabase, TuningRecord
 
 FAST = dict(num_trials_per_iter=3, seed=0, num_workers=2, verbose=0)
 
@@ -76,8 +74,17 @@ def test_record_applied_only_when_it_beats_the_default(tmp_path, tuned_us, expec
     assert hook.status[task.name] == expect and (out is None) == (expect == "kept-default")
 
 
+def _load_script(relpath):
+    """A script of the repository (not a package module) loaded from its file, as `python <path>` would."""
+    path = os.path.join(os.path.dirname(__file__), "..", "..", relpath)
+    spec = importlib.util.spec_from_file_location(os.path.basename(relpath)[:-3], path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def test_benchmark_table_and_crash_resilience(tmp_path, monkeypatch):
-    from benchmarks import tune_models as tm  # the benchmark script itself is under test (repo root: conftest.py)
+    tm = _load_script("benchmarks/tune_models.py")  # the benchmark script itself is under test
 
     def fake(name, args, save):
         if name == "bert":

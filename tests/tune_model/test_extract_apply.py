@@ -1,17 +1,13 @@
 """Task extraction and apply-best without tuning (records made by hand): fast."""
-import os
-import sys
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, os.path.dirname(__file__))
-from model_workloads import N, TARGET, mlp_model, mlp_module, mlp_params, mlp_reference  # noqa: E402
-
-import ingot  # noqa: E402
-from ingot import graph as G  # noqa: E402
-from ingot.tune.database import MemoryDatabase, TuningRecord  # noqa: E402
-from ingot.tune.tasks import extract_tasks, fused_kernels, workload_key, workload_module  # noqa: E402
+import ingot
+from ingot import graph as G
+from ingot.testing.tune_mlp import TARGET, N, mlp_model, mlp_module, mlp_params, mlp_reference
+from ingot.tune.database import MemoryDatabase, TuningRecord
+from ingot.tune.tasks import extract_tasks, fused_kernels, workload_key, workload_module
 
 
 def test_extract_tasks_dedup_weight_flops():
@@ -95,8 +91,9 @@ def test_tuned_kernel_keeps_its_name_and_trace_applies():
 
 
 def test_compile_with_tuning_records_reports(tmp_path, capsys):
-    from ingot.workflow.model import compile as compile_model, run
     from ingot.tune.database import SQLiteDatabase
+    from ingot.workflow.model import compile as compile_model
+    from ingot.workflow.model import run
 
     tasks = extract_tasks(mlp_model(), TARGET)
     work = tmp_path / "w"

@@ -7,16 +7,12 @@ import sys
 import textwrap
 import time
 
-sys.path.insert(0, os.path.dirname(__file__))
-from model_workloads import TARGET, write_mlp_onnx  # noqa: E402
-
-from ingot.tune.database import SQLiteDatabase  # noqa: E402
-
+from ingot.testing.tune_mlp import TARGET, write_mlp_onnx
+from ingot.tune.database import SQLiteDatabase
 
 _SCRIPT = textwrap.dedent("""
     import sys
-    sys.path.insert(0, {here!r})
-    from model_workloads import TARGET, fast_runner, mlp_model
+    from ingot.testing.tune_mlp import TARGET, fast_runner, mlp_model
     import ingot
     ingot.workflow.tune(mlp_model(), target=TARGET, trials={trials}, work_dir={work!r}, runner_config=fast_runner(),
                num_trials_per_iter=2, seed={seed}, num_workers=2, verbose=0, patience=0)
@@ -25,8 +21,7 @@ _SCRIPT = textwrap.dedent("""
 
 def test_resume_after_kill_loses_nothing(tmp_path):
     work = str(tmp_path / "w")
-    here = os.path.dirname(__file__)
-    proc = subprocess.Popen([sys.executable, "-c", _SCRIPT.format(here=here, trials=1000, work=work, seed=0)],
+    proc = subprocess.Popen([sys.executable, "-c", _SCRIPT.format(trials=1000, work=work, seed=0)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     db_path = os.path.join(work, "database.db")
     deadline = time.time() + 90
@@ -46,7 +41,7 @@ def test_resume_after_kill_loses_nothing(tmp_path):
     assert len(before) >= seen
     # Resume: a budget of len(before) + 3 trials measures exactly 3 more, none twice, keeps the old ones.
     target_trials = len(before) + 3
-    subprocess.run([sys.executable, "-c", _SCRIPT.format(here=here, trials=target_trials, work=work, seed=1)],
+    subprocess.run([sys.executable, "-c", _SCRIPT.format(trials=target_trials, work=work, seed=1)],
                    check=True, timeout=120, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     # The run ends with in-model validation: its "in-model" records are verdicts, not trials.
     after = [r for r in SQLiteDatabase(db_path).get_all_tuning_records() if r.cache_flush != "in-model"]

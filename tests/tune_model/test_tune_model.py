@@ -2,16 +2,13 @@
 budget, merge, record format version."""
 import json
 import os
-import sys
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, os.path.dirname(__file__))
-from model_workloads import N, TARGET, fast_runner, mlp_model, mlp_params, mlp_reference  # noqa: E402
-
-import ingot  # noqa: E402
-from ingot.tune.database import SQLiteDatabase  # noqa: E402
+import ingot
+from ingot.testing.tune_mlp import TARGET, N, fast_runner, mlp_model, mlp_params, mlp_reference
+from ingot.tune.database import SQLiteDatabase
 
 FAST = dict(num_trials_per_iter=3, seed=0, num_workers=2, verbose=0)
 

@@ -3,18 +3,15 @@ model is reverted to the default, durably (records of policy "in-model" read by 
 later validation redoes only the tasks whose best record changed."""
 import json
 import os
-import sys
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tune_model"))
-from model_workloads import N, TARGET, fast_runner, mlp_model, mlp_params, mlp_reference, write_mlp_onnx  # noqa: E402
-
-import ingot  # noqa: E402
-from ingot.tune.database import IN_MODEL, SQLiteDatabase, TuningRecord  # noqa: E402
-from ingot.workflow import validate as V  # noqa: E402
-from ingot.tune.tasks.records import applied_us  # noqa: E402
+import ingot
+from ingot.testing.tune_mlp import TARGET, N, fast_runner, mlp_model, mlp_params, mlp_reference, write_mlp_onnx
+from ingot.tune.database import IN_MODEL, SQLiteDatabase, TuningRecord
+from ingot.tune.tasks.records import applied_us
+from ingot.workflow import validate as V
 
 FAST = dict(num_trials_per_iter=3, seed=0, num_workers=2, verbose=0)
 REAL_KERNEL_TIMES = V._kernel_times
