@@ -4,6 +4,11 @@ Note: a `DataType` is a plain value (code, bits, lanes), compared and hashed by 
 ``"float32"``, ``"int8"``, ``"float32x16"`` (16 lanes), ``"bool"`` and ``"handle"`` convert to it, and
 every IR constructor accepts either form.
 
+Low-precision floats that no C type stores (``float8_e4m3fn``, ``float8_e4m3fnuz``, ``float8_e5m2``,
+``float8_e5m2fnuz``, ``float4_e2m1fn``; ml_dtypes' names) are *emulated*: their code is the full name,
+one element is held in a byte (the bit pattern), and only the conversions of `ingot.ops.lowp` compute
+with them. `EMULATED_FLOATS` lists them.
+
 Example:
     >>> DataType("float32x4").lanes
     4
@@ -16,6 +21,16 @@ import re
 from functools import lru_cache
 
 _CODES = ("int", "uint", "float", "bfloat", "bool", "handle")
+
+#: Emulated low-precision float formats: name -> (exponent bits, mantissa bits, exponent bias).
+EMULATED_FLOATS = {
+    "float8_e4m3fn": (4, 3, 7),
+    "float8_e4m3fnuz": (4, 3, 8),
+    "float8_e5m2": (5, 2, 15),
+    "float8_e5m2fnuz": (5, 2, 16),
+    "float4_e2m1fn": (2, 1, 1),
+}
+_EMULATED_PATTERN = re.compile(r"^(" + "|".join(EMULATED_FLOATS) + r")(?:x(\d+))?$")
 _PATTERN = re.compile(r"^(int|uint|float|bfloat|bool|handle)(\d*)(?:x(\d+))?$")
 
 
@@ -67,8 +82,8 @@ class DataType:
         return hash((self.code, self.bits, self.lanes))
 
     def __str__(self):
-        if self.code == "bool":
-            base = "bool"
+        if self.code == "bool" or self.code in EMULATED_FLOATS:
+            base = self.code
         elif self.code == "handle":
             base = "handle"
         else:
@@ -96,6 +111,16 @@ class DataType:
     def is_float(self) -> bool:
         """IEEE float or bfloat."""
         return self.code in ("float", "bfloat")
+
+    @property
+    def is_emulated(self) -> bool:
+        """A low-precision float held as its bit pattern in a byte (see `EMULATED_FLOATS`).
+
+        Example:
+            >>> (DataType("float8_e5m2").is_emulated, DataType("float8_e5m2").is_float)
+            (True, False)
+        """
+        return self.code in EMULATED_FLOATS
 
     @property
     def is_bool(self) -> bool:
@@ -143,11 +168,21 @@ class DataType:
             return np.dtype(ml_dtypes.bfloat16)
         if self.code == "handle":
             raise TypeError("a handle has no numpy dtype")
+        if self.code in EMULATED_FLOATS:
+            try:
+                import ml_dtypes
+            except ImportError:  # the bit patterns, uninterpreted
+                return np.dtype("uint8")
+            return np.dtype(getattr(ml_dtypes, self.code))
         return np.dtype(str(self.element_of()))
 
 
 @lru_cache(maxsize=None)
 def _parse(spec: str) -> DataType:
+    emulated = _EMULATED_PATTERN.match(spec.strip())
+    if emulated is not None:
+        name, lanes = emulated.groups()
+        return DataType._make(name, 4 if name.startswith("float4") else 8, int(lanes) if lanes else 1)
     match = _PATTERN.match(spec.strip())
     if match is None:
         raise ValueError(

@@ -3,7 +3,10 @@
 Note: a dtype is named by a string, as in TVM: ``"float32"``, ``"int8"``, ``"bool"``,
 ``"bfloat16"``, with an optional vector suffix ``"float32x4"`` (lanes). DLPack type codes are
 int 0, uint 1, float 2, bfloat 4, bool 6 (bool is stored in 8 bits). ``bfloat16`` arrays
-need the ``ml_dtypes`` package on the numpy side.
+need the ``ml_dtypes`` package on the numpy side. The emulated low-precision floats
+(``float8_e4m3fn``, ``float8_e4m3fnuz``, ``float8_e5m2``, ``float8_e5m2fnuz``, ``float4_e2m1fn``) are
+one byte per element and use DLPack 1.1's codes; numpy arrays of them are ml_dtypes' when it is
+installed, else their uint8 bit patterns.
 
 Example::
 
@@ -38,6 +41,13 @@ _CODE_OF_BASE = {
 }
 _BASE_OF_CODE = {code: base for base, code in _CODE_OF_BASE.items()}
 
+#: DLPack 1.1 type codes of the emulated low-precision floats (``(code, bits)``; one byte each in memory).
+EMULATED_DLPACK = {
+    "float8_e4m3fn": (10, 8), "float8_e4m3fnuz": (11, 8), "float8_e5m2": (12, 8),
+    "float8_e5m2fnuz": (13, 8), "float4_e2m1fn": (17, 4),
+}
+_EMULATED_OF_CODE = {code: name for name, (code, _) in EMULATED_DLPACK.items()}
+
 #: The scalar dtypes that can back an NDArray.
 SUPPORTED_DTYPES = (
     "bool",
@@ -45,6 +55,7 @@ SUPPORTED_DTYPES = (
     "uint8", "uint16", "uint32", "uint64",
     "float16", "float32", "float64",
     "bfloat16",
+    *EMULATED_DLPACK,
 )
 
 _DTYPE_RE = re.compile(r"^(int|uint|float|bfloat|complex|handle)(\d+)(?:x(\d+))?$")
@@ -78,6 +89,8 @@ def dtype_to_dlpack(dtype: str) -> tuple[int, int, int]:
         dtype = dtype_str(dtype)
     if dtype == "bool":
         return (DL_BOOL, 8, 1)
+    if dtype in EMULATED_DLPACK:
+        return (*EMULATED_DLPACK[dtype], 1)
     m = _DTYPE_RE.match(dtype)
     if m is None or dtype == "bfloat" or (m.group(1) == "bfloat" and m.group(2) != "16"):
         raise DTypeError(
@@ -103,6 +116,8 @@ def dlpack_to_dtype(code: int, bits: int, lanes: int = 1) -> str:
     """
     if code == DL_BOOL:
         base = "bool"
+    elif code in _EMULATED_OF_CODE:
+        base = _EMULATED_OF_CODE[code]
     elif code in _BASE_OF_CODE:
         base = f"{_BASE_OF_CODE[code]}{bits}"
     else:
@@ -140,6 +155,12 @@ def numpy_dtype(dtype: str) -> np.dtype:
         )
     if dtype == "bfloat16":
         return _bfloat16_numpy()
+    if dtype in EMULATED_DLPACK:
+        try:
+            import ml_dtypes  # noqa: PLC0415 - optional dependency
+        except ImportError:
+            return np.dtype("uint8")
+        return np.dtype(getattr(ml_dtypes, dtype))
     if dtype not in SUPPORTED_DTYPES:
         raise DTypeError(
             f"dtype {dtype!r} is not supported for arrays; supported: {', '.join(SUPPORTED_DTYPES)}"
@@ -178,8 +199,8 @@ def _numpy_dtype_name(npd: np.dtype) -> str:
         return "bool"
     if npd.kind in "iuf" and npd.name in SUPPORTED_DTYPES:
         return npd.name
-    if npd.name == "bfloat16":  # ml_dtypes.bfloat16
-        return "bfloat16"
+    if npd.name == "bfloat16" or npd.name in EMULATED_DLPACK:  # ml_dtypes' types
+        return npd.name
     raise DTypeError(
         f"numpy dtype {npd} has no Ingot equivalent; supported: {', '.join(SUPPORTED_DTYPES)}"
     )

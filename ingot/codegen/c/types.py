@@ -8,6 +8,10 @@ Note: each IR dtype has a *value* type (how an expression of that dtype is held 
 * ``bool`` is stored as ``int8_t`` (DLPack bool, 8 bits) and held as ``int32_t`` (C comparisons
   give ``int``).
 
+The emulated low-precision floats (``float8_e4m3fn``, ..., ``float4_e2m1fn``) are ``uint8_t`` in both
+roles: a value is its bit pattern, which only ``reinterpret`` to/from ``uint8`` looks into
+(`ingot.ops.lowp` converts them with integer arithmetic).
+
 ``float16`` is ``_Float16`` in both roles (GCC >= 12 / clang on x86-64 and AArch64). Vector
 dtypes (lanes > 1) are GCC vector extensions: ``typedef float ingot_float32x16
 __attribute__((vector_size(64)))``, plus a ``_u`` variant aligned to the element for unaligned
@@ -23,7 +27,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from ingot.ir.dtype import DataType
+from ingot.ir.dtype import EMULATED_FLOATS, DataType
 
 __all__ = ["CHelpers", "storage_type", "value_type", "elem_value_type", "dtype_tag"]
 
@@ -33,6 +37,7 @@ _SCALAR_VALUE = {
     ("float", 16): "_Float16", ("float", 32): "float", ("float", 64): "double",
     ("bfloat", 16): "float", ("bool", 1): "int32_t", ("handle", 64): "void*",
 }
+_SCALAR_VALUE.update({(name, 4 if name.startswith("float4") else 8): "uint8_t" for name in EMULATED_FLOATS})
 _SCALAR_STORAGE = dict(_SCALAR_VALUE)
 _SCALAR_STORAGE[("bfloat", 16)] = "uint16_t"
 _SCALAR_STORAGE[("bool", 1)] = "int8_t"

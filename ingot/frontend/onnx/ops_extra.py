@@ -257,7 +257,19 @@ def _conv_transpose(ctx: Any, node: Any) -> Any:
 
 # -- QuantizeLinear / DequantizeLinear (integer types; per-tensor, per-axis and blocked scales) ----
 
-_QTYPES = ("int8", "uint8", "int16", "uint16", "int32")
+_QTYPES = ("int8", "uint8", "int16", "uint16", "int32", "int4", "uint4", "int2", "uint2")
+# ranges by name: np.iinfo does not know the sub-byte types (int4/uint4 are ml_dtypes' when present)
+_QRANGE = {"int2": (-2, 1), "uint2": (0, 3), "int4": (-8, 7), "uint4": (0, 15)}
+
+
+def _qrange(qdt: str) -> tuple:
+    return _QRANGE.get(qdt) or (np.iinfo(qdt).min, np.iinfo(qdt).max)
+
+
+def _emulated(dtype: str) -> bool:
+    from ingot.ir.dtype import EMULATED_FLOATS
+
+    return dtype in EMULATED_FLOATS
 
 
 def _per_axis(ctx: Any, node: Any, param: Any, x_shape: list, axis: int) -> Any:
@@ -281,11 +293,11 @@ def _per_axis(ctx: Any, node: Any, param: Any, x_shape: list, axis: int) -> Any:
 def _dequantize(ctx: Any, node: Any) -> Any:
     x, scale, zp = node.input(0), node.input(1), node.input(2)
     xs, xdt = ctx.sinfo(x)
-    if xdt not in _QTYPES:
-        raise node.error(f"quantized type {xdt} is not supported (supported: {_QTYPES})")
+    if xdt not in _QTYPES and not _emulated(xdt):
+        raise node.error(f"quantized type {xdt} is not supported (supported: {_QTYPES} and float8/float4)")
     fdt = ctx.dtype(scale)
     axis = norm_axes([node.attr("axis", 1)], max(len(xs), 1))[0] if xs else 0
-    y = ctx.expr(ctx.emit(G.op.astype(ctx.expr(x), fdt)))
+    y = ctx.expr(ctx.emit(G.op.astype(ctx.expr(x), fdt)))   # exact decode for float8/float4
     if zp is not None:
         z = ctx.expr(ctx.emit(G.op.astype(_per_axis(ctx, node, zp, list(xs), axis), fdt)))
         y = ctx.expr(ctx.emit(G.op.subtract(y, z)))
@@ -304,18 +316,25 @@ def _quantize(ctx: Any, node: Any) -> Any:
         qdt = np_dtype(int(node.attr("output_dtype")))
     else:
         qdt = "uint8"
-    if qdt not in _QTYPES:
-        raise node.error(f"quantized type {qdt} is not supported (supported: {_QTYPES})")
+    if qdt not in _QTYPES and not _emulated(qdt):
+        raise node.error(f"quantized type {qdt} is not supported (supported: {_QTYPES} and float8/float4)")
     axis = norm_axes([node.attr("axis", 1)], max(len(xs), 1))[0] if xs else 0
     fdt = ctx.dtype(x)
+    if _emulated(qdt):
+        # float targets: x / scale (+ zero point, 0 in practice) rounded to nearest even by the cast itself.
+        q = ctx.expr(ctx.emit(G.op.divide(ctx.expr(x), _per_axis(ctx, node, scale, xs, axis))))
+        if zp is not None:
+            z = ctx.expr(ctx.emit(G.op.astype(_per_axis(ctx, node, zp, xs, axis), fdt)))
+            q = ctx.expr(ctx.emit(G.op.add(q, z)))
+        return ctx.emit(G.op.unary.cast_emulated(q, qdt, bool(node.attr("saturate", 1))))
     # round half to even (C nearbyint / numpy round), add the zero point, saturate, convert.
     q = ctx.expr(ctx.emit(G.op.divide(ctx.expr(x), _per_axis(ctx, node, scale, xs, axis))))
     q = ctx.expr(ctx.emit(G.op.round(q)))
     if zp is not None:
         z = ctx.expr(ctx.emit(G.op.astype(_per_axis(ctx, node, zp, xs, axis), fdt)))
         q = ctx.expr(ctx.emit(G.op.add(q, z)))
-    info = np.iinfo(qdt)
-    q = ctx.expr(ctx.emit(G.op.clip(q, float(info.min), float(info.max))))
+    lo, hi = _qrange(qdt)
+    q = ctx.expr(ctx.emit(G.op.clip(q, float(lo), float(hi))))
     return ctx.emit(G.op.astype(q, qdt))
 
 

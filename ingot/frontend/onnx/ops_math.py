@@ -194,16 +194,23 @@ def _cast(ctx: Any, node: Any) -> Any:
             raise node.error(f"Cast of the symbolic shape value {x.tolist()} to {dtype} is not supported; "
                              f"fix the dims with shape_dict")
         return x  # a symbolic shape stays a shape (int64) whatever integer type it is cast to
-    if ctx.dtype(x) == dtype:
-        return x
-    return ctx.emit(G.op.cast(ctx.expr(x), dtype))
+    return _cast_to(ctx, node, x, dtype)
 
 
 @register("CastLike", since=15)
 def _cast_like(ctx: Any, node: Any) -> Any:
-    dtype = ctx.dtype(node.input(1))
-    x = node.input(0)
-    return x if ctx.dtype(x) == dtype else ctx.emit(G.op.cast(ctx.expr(x), dtype))
+    return _cast_to(ctx, node, node.input(0), ctx.dtype(node.input(1)))
+
+
+def _cast_to(ctx: Any, node: Any, x: Any, dtype: str) -> Any:
+    from ingot.ir.dtype import EMULATED_FLOATS
+
+    if ctx.dtype(x) == dtype:
+        return x
+    if dtype in EMULATED_FLOATS or ctx.dtype(x) in EMULATED_FLOATS:
+        # float8/float4 are emulated (bit patterns in bytes); saturate=0 turns overflow into Inf/NaN.
+        return ctx.emit(G.op.unary.cast_emulated(ctx.expr(x), dtype, bool(node.attr("saturate", 1))))
+    return ctx.emit(G.op.cast(ctx.expr(x), dtype))
 
 
 # -- binary -------------------------------------------------------------------------------------

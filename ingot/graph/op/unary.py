@@ -164,11 +164,40 @@ def _infer_cast(args: Any, attrs: Any) -> Any:
     return tensor_sinfo("cast", args[0]).with_dtype(attrs["dtype"])
 
 
+def _emulated(x: Any, dtype: str) -> bool:
+    # float8/float4 on either side: their values are bit patterns, a plain C or numpy cast is wrong.
+    from ingot.ir.dtype import EMULATED_FLOATS
+
+    src = str(x.dtype) if hasattr(x, "dtype") else ""
+    return dtype in EMULATED_FLOATS or src in EMULATED_FLOATS
+
+
+def _legalize_cast(inputs: Any, attrs: Any, out: Any) -> Any:
+    x, dtype = inputs[0], attrs["dtype"]
+    if _emulated(x, dtype):
+        return topi("lowp").cast(x, dtype, bool(attrs.get("saturate", True)))
+    return topi("elemwise").cast(x, dtype)
+
+
+def _np_cast(args: Any, attrs: Any) -> np.ndarray:
+    x, dtype = np.asarray(args[0]), attrs["dtype"]
+    if _emulated(x, dtype):
+        return topi("lowp").cast_numpy(x, dtype, bool(attrs.get("saturate", True)))
+    return x.astype(dtype)
+
+
 register_op(
     "cast", num_inputs=1, pattern=OpPattern.ELEMWISE, attrs={"dtype": None}, infer=_infer_cast,
     normalize_attrs=lambda attrs, args: {"dtype": str(attrs["dtype"])},
-    legalize=lambda inputs, attrs, out: topi("elemwise").cast(inputs[0], attrs["dtype"]),
-    numpy=lambda args, attrs: args[0].astype(attrs["dtype"]),
+    legalize=_legalize_cast, numpy=_np_cast,
+)
+
+# ONNX Cast/QuantizeLinear with saturate=0: an overflow becomes Inf/NaN instead of the largest value.
+register_op(
+    "cast_emulated", num_inputs=1, pattern=OpPattern.ELEMWISE, attrs={"dtype": None, "saturate": True},
+    infer=lambda args, attrs: tensor_sinfo("cast_emulated", args[0]).with_dtype(attrs["dtype"]),
+    normalize_attrs=lambda attrs, args: {"dtype": str(attrs["dtype"]), "saturate": bool(attrs["saturate"])},
+    legalize=_legalize_cast, numpy=_np_cast,
 )
 
 
@@ -185,3 +214,17 @@ def cast(x: Expr, dtype: str) -> Call:
 
 
 astype = cast
+
+
+def cast_emulated(x: Expr, dtype: str, saturate: bool = True) -> Call:
+    """``x`` converted to or from an emulated float (float8_*, float4_e2m1fn), rounding to nearest
+    even; an overflow gives the largest finite value (``saturate``) or Inf/NaN. ``cast`` does the
+    same with ``saturate=True``.
+
+    Example:
+        >>> from ingot import graph as G
+        >>> x = G.Var("x", G.TensorStructInfo((4,), "float32"))
+        >>> str(G.op.unary.cast_emulated(x, "float8_e5m2", saturate=False).struct_info)
+        'R.Tensor((4,), dtype="float8_e5m2")'
+    """
+    return make_call("cast_emulated", [x], dtype=str(dtype), saturate=bool(saturate))
