@@ -50,7 +50,7 @@ DEFAULT_TIME_BUDGET = "10m"
 #: while its activations were just written by the previous kernel (hot). TVM's
 #: ``enable_cpu_cache_flush`` flushes every argument but the first instead, which over-flushes a
 #: residual add's second input (ResNet-50: in-model / flushed 0.70 there) and the output. Per
-#: kernel (benchmarks/in_model_kernels.py, docs/tuning.md), weights-only matched the in-model times
+#: kernel (benchmarks/experiments/in_model_kernels.py, docs/tuning.md), weights-only matched the in-model times
 #: most uniformly (ResNet-50 convs: std of ln(in/flushed) 0.110, vs 0.144 TVM's, 0.133 weights +
 #: outputs; no conv measured slower than in the model). Warm
 #: repeated calls ran ResNet-50's kernels 1.1-1.7x faster than the model does (the fc layer 3.9x),

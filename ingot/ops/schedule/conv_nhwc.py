@@ -568,7 +568,7 @@ class ConvNhwcPolicy:
     * ``split_k``: sliced 1x1 convs at OW = 7 with an odd handful of oc blocks split K in this many
       parts by rfactor (`conv_nhwc_splitk`; 0 or 1: off).
 
-    A build takes another policy through its pass context (how benchmarks/small_map_tasks.py
+    A build takes another policy through its pass context (how benchmarks/experiments/small_map_tasks.py
     compares them)::
 
         with PassContext(config={POLICY_CONFIG: ConvNhwcPolicy(split_k=0)}):

@@ -20,7 +20,7 @@ back to it on an exception; `_lookup_only` is the cheap path for the lookups (ge
 get_loops, get_child_blocks, get_producers, get_consumers), which by construction change neither
 the IR, the srefs, the random state nor the working function: they only add handles and append
 one instruction, so undoing a failed lookup is dropping what it added (no savepoint: a get_loops
-costs ~0.3 µs over the bare primitive instead of ~0.8 µs; benchmarks/schedule_atomic.py). The
+costs ~0.3 µs over the bare primitive instead of ~0.8 µs; benchmarks/experiments/schedule_atomic.py). The
 samplers are not lookups: they draw from the random state, which must be restored when anything
 after the draw fails, so they keep the savepoint.
 

@@ -4,7 +4,7 @@ interleaved in one process, and print the spread (max/min - 1) of the per-packag
 once with ordinary 4 KiB-page numpy memory and once with 2 MiB-aligned MADV_HUGEPAGE memory
 (`ingot.runtime.memory.huge_empty`) for the weights blob and the workspace arena.
 
-    python benchmarks/placement_noise.py --models resnet50,mobilenetv2 --copies 4 --rounds 20
+    python benchmarks/experiments/placement_noise.py --models resnet50,mobilenetv2 --copies 4 --rounds 20
 
 ``--threads 1`` (the default) times one thread: far steadier on a shared 2-core host. Prints a Markdown table and the load average before/after. Min is the robust statistic under
 contention; the median is shown to see whether the whole distribution moves.

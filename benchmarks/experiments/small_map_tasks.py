@@ -9,10 +9,10 @@ per kernel the minimum over rounds of each call site (`ingot.workflow.model.kern
 floor of the comparison.
 Only conv kernels at maps <= 14x14 are listed, plus the sum of all kernels.
 
-    python benchmarks/small_map_tasks.py /tmp/tm6/mobilenetv2.onnx --rounds 60
-    python benchmarks/small_map_tasks.py /tmp/tm6/mobilenetv2.onnx --variants old,new --threads 1
-    python benchmarks/small_map_tasks.py /tmp/tm6/mobilenetv2.onnx --rounds 120 --variants new,tp,sk,new2,sk2
-    python benchmarks/small_map_tasks.py /tmp/tm6/resnet50.onnx --rounds 60 --variants sk,nopf,sk2
+    python benchmarks/experiments/small_map_tasks.py /tmp/tm6/mobilenetv2.onnx --rounds 60
+    python benchmarks/experiments/small_map_tasks.py /tmp/tm6/mobilenetv2.onnx --variants old,new --threads 1
+    python benchmarks/experiments/small_map_tasks.py /tmp/tm6/mobilenetv2.onnx --rounds 120 --variants new,tp,sk,new2,sk2
+    python benchmarks/experiments/small_map_tasks.py /tmp/tm6/resnet50.onnx --rounds 60 --variants sk,nopf,sk2
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))  # the repository root
 
 from benchmarks.common import load_average, markdown_table  # noqa: E402
 

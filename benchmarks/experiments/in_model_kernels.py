@@ -12,7 +12,7 @@ fastest of the runs per call), and times each task's default-schedule kernel alo
 the fastest of all rounds kept. With a work dir, the tuner's own ``default_us`` (from
 ``tasks.json``, measured the way that work dir was) is shown too.
 
-    python benchmarks/in_model_kernels.py /tmp/tm/resnet50_full.onnx [--work-dir /tmp/tm/tune_resnet50]
+    python benchmarks/experiments/in_model_kernels.py /tmp/tm/resnet50_full.onnx [--work-dir /tmp/tm/tune_resnet50]
 """
 from __future__ import annotations
 
@@ -23,10 +23,9 @@ import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))  # the repository root
 
-from common import load_average, markdown_table  # noqa: E402
+from benchmarks.common import load_average, markdown_table  # noqa: E402
 
 
 def in_model_us(package, inputs: dict, repeat: int) -> "dict[str, tuple[int, float]]":

@@ -3,7 +3,7 @@
  * Each of 2 OpenMP threads (pinned) sums its own 1 MiB half of a buffer and times itself.
  * Thread 1's read time is measured: warm (no flush), after thread 0 (master) flushed the whole
  * buffer (clflush, and clflushopt), and after thread 1 itself flushed its half.
- *   gcc -O2 -march=native -fopenmp benchmarks/clflush_cores.c -o /tmp/clflush_cores
+ *   gcc -O2 -march=native -fopenmp benchmarks/experiments/clflush_cores.c -o /tmp/clflush_cores
  *   OMP_PROC_BIND=true OMP_PLACES=cores /tmp/clflush_cores */
 #include <omp.h>
 #include <stdio.h>

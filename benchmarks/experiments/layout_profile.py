@@ -6,8 +6,8 @@ build should have one, at the input; the global-pool boundary is a reshape) and 
 total kernel time (median of ``--repeat`` runs, ``--threads`` threads (2), ``ingot.profile``), the output checked
 against ONNX Runtime, then the ``--top`` heaviest kernels. Prints Markdown and the load average.
 
-    python benchmarks/layout_profile.py [--models resnet50,mobilenet_v2] [--repeat 10] [--top 8]
-    python benchmarks/layout_profile.py --smoke    # tiny versions: checks the script, measures nothing
+    python benchmarks/experiments/layout_profile.py [--models resnet50,mobilenet_v2] [--repeat 10] [--top 8]
+    python benchmarks/experiments/layout_profile.py --smoke    # tiny versions: checks the script, measures nothing
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))  # the repository root
 
 from benchmarks.common import load_average  # noqa: E402
 from benchmarks.models import build_models  # noqa: E402

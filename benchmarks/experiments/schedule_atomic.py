@@ -4,7 +4,7 @@
 wrapped in the full savepoint path as it was before, and the bare primitive. Interleaved in one
 process, min of many.
 
-    python benchmarks/schedule_atomic.py [--repeat 200]
+    python benchmarks/experiments/schedule_atomic.py [--repeat 200]
 
 Prints a Markdown table and the load average before/after.
 """
@@ -15,7 +15,7 @@ import os
 import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))  # the repository root
 
 from benchmarks.common import load_average  # noqa: E402
 

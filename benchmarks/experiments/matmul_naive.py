@@ -4,18 +4,21 @@ This is the baseline that schedules improve on (see benchmarks/gemm.py for the s
 the naive loop order strides through B column-wise, so it is far below numpy/OpenBLAS.
 
 Usage:
-    python benchmarks/matmul_naive.py [--sizes 128 256 512]
+    python benchmarks/experiments/matmul_naive.py [--sizes 128 256 512]
 """
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 
 import numpy as np
 
-import ingot
-from ingot import te
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))  # the repository root
 
-from common import banner, ingot_median_seconds, load_average, markdown_table, median_seconds
+import ingot  # noqa: E402
+from benchmarks.common import banner, ingot_median_seconds, load_average, markdown_table, median_seconds  # noqa: E402
+from ingot import te  # noqa: E402
 
 
 def naive_matmul(n: int):

@@ -8,8 +8,8 @@ times. Ingot's Winograd 3x3 convs appear in ort_layers as an Ingot-only "16x8"/"
 and an ORT-only "3x3 s1" row; here they are merged back into one "3x3 s1 ... (winograd)" row
 (the Winograd GEMM only: its input/output transforms count under other op types).
 
-    python benchmarks/layer_gaps.py --onnx /tmp/tm6/resnet50.onnx --onnx /tmp/tm6/mobilenetv2.onnx
-    python benchmarks/layer_gaps.py --models resnet50,mobilenet_v2 --repeat 20 --top 10
+    python benchmarks/experiments/layer_gaps.py --onnx /tmp/tm6/resnet50.onnx --onnx /tmp/tm6/mobilenetv2.onnx
+    python benchmarks/experiments/layer_gaps.py --models resnet50,mobilenet_v2 --repeat 20 --top 10
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ import re
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))  # the repository root
 
 from benchmarks.common import load_average, markdown_table  # noqa: E402
 from benchmarks.ort_layers import THREADS, compare  # noqa: E402
