@@ -439,8 +439,12 @@ def check_inputs(inputs: Mapping[str, Any], expected: Sequence[TensorInfo]) -> l
         >>> check_inputs({"y": 1}, [TensorInfo("x", (2,), "float32")])  # doctest: +IGNORE_EXCEPTION_DETAIL
         Traceback (most recent call last):
         ModelInputError: unknown input(s) ['y']; the model's inputs are ['x']
+        >>> check_inputs(np.zeros((2,), "float32"), [TensorInfo("x", (2,), "float32")])[0].shape  # one input
+        (2,)
     """
     names = [e.name for e in expected]
+    if not isinstance(inputs, Mapping):
+        inputs = _named_inputs(inputs, names)
     unknown = [k for k in inputs if k not in names]
     if unknown:
         raise ModelInputError(f"unknown input(s) {unknown}; the model's inputs are {names}")
@@ -467,10 +471,27 @@ def check_inputs(inputs: Mapping[str, Any], expected: Sequence[TensorInfo]) -> l
     return arrays
 
 
+def _named_inputs(inputs: Any, names: "list[str]") -> dict:
+    """``inputs`` given without names: one array for a one-input model, or a list/tuple in the
+    model's input order."""
+    if hasattr(inputs, "shape") and hasattr(inputs, "dtype"):
+        if len(names) != 1:
+            raise ModelInputError(f"one array given, but the model has {len(names)} inputs {names}; pass a dict "
+                                  "{name: array}")
+        return {names[0]: inputs}
+    if isinstance(inputs, (list, tuple)):
+        if len(inputs) != len(names):
+            raise ModelInputError(f"{len(inputs)} inputs given, the model has {len(names)} {names}; pass a dict "
+                                  "{name: array}")
+        return dict(zip(names, inputs))
+    raise ModelInputError(f"inputs must be a dict {{name: array}} (or one array, or a list in input order), got "
+                          f"{type(inputs).__name__}; the model's inputs are {names}")
+
+
 def run(package_or_path: Any, inputs: Mapping[str, Any], device: str = "cpu",
         num_threads: "int | None" = None) -> dict:
-    """Run a compiled package (or the path of an exported one) on named inputs; returns
-    ``{output name: numpy array}``.
+    """Run a compiled package (or the path of an exported one) on named inputs (a dict; one array
+    for a one-input model, or a list in input order, also do); returns ``{output name: numpy array}``.
 
     ``num_threads`` sets the package's thread count first (as `Package.set_num_threads`; it
     stays for later calls); None keeps the package's count (by default what the system allows:
