@@ -66,10 +66,16 @@ def export_executable(ex: Any, path: str) -> str:
     """
     from ingot.ir.error import IRError
 
-    path = os.path.abspath(os.fspath(path))
-    if not path.endswith(".so"):
-        raise IRError(f"export_library: {path!r} should end with .so (the manifest and weights are written "
-                      f"next to it as <stem>.json and <stem>.weights.bin)")
+    given = os.fspath(path)
+    path = os.path.abspath(given)
+    stem, suffix = os.path.splitext(given)
+    if suffix != ".so":
+        # One suffix, because `ingot.runtime.load_module` loads exactly this layout back; TVM's .tar
+        # (object files to link elsewhere) has no loader here, so it is refused, not mislabelled.
+        raise IRError(f"export_library({given!r}): the supported suffix is .so (the library, with the manifest "
+                      f"and weights written next to it as <stem>.json and <stem>.weights.bin, loaded back with "
+                      f"ingot.runtime.load_module); {suffix or 'no suffix'} is not. Ingot does not write TVM's "
+                      f".tar/.o archives: export to {stem}.so")
     if ex.lib is None and not ex.external:
         raise IRError("export_library: the executable has no compiled library (a module without kernels or "
                       "static functions); nothing to export")
