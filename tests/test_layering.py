@@ -5,7 +5,8 @@ Note: the check reads the source, not the running interpreter, so function-level
 ones written inside a function to keep ``import ingot`` fast) count as much as top-level ones,
 and so do the module names given to ``importlib.import_module`` and the ``("ingot.x.y", "name")``
 entries of lazy-import tables. The layer list is parsed from docs/architecture.md, so the doc
-and the code cannot drift apart.
+and the code cannot drift apart. Inside a package, modules must not import each other round a loop
+at import time (`test_no_module_import_cycle`; the note above it says what counts).
 """
 from __future__ import annotations
 
@@ -205,3 +206,166 @@ def test_the_disk_cache_owner_imports_none_of_its_users():
     users = ("ingot.codegen.toolchain", "ingot.codegen.cuda", "ingot.codegen.build", "ingot.driver")
     bad = [f"line {line}: {m}" for m, line in imported_names(path) if m.startswith(users)]
     assert not bad, "ingot.codegen.disk_cache imports its users: " + ", ".join(bad)
+
+
+# ----------------------------------------------------------------------------- module cycles
+# Note: inside one package, modules may import each other in any direction, but not round a loop at
+# import time: a loop works only while every module in it happens to be imported in one order, and
+# breaks (ImportError on a partly initialized module) when a user imports another module first.
+# The check reads what runs at import time: statements outside function bodies (class bodies, `if`,
+# `try` and `with` blocks included; `if TYPE_CHECKING:` blocks excluded, they never run). Python
+# semantics decide what a statement depends on: ``from pkg import sub`` where ``sub`` is a module
+# needs ``pkg.sub`` only (the package is already initializing), while ``from pkg import name`` of a
+# name defined or re-exported by ``pkg/__init__.py`` needs that ``__init__`` to have run that far.
+# Function-level imports run later and may point back; across packages they are held to the layer
+# order by the tests above.
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or \
+        (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def _module_exists(root: str, module: str) -> bool:
+    path = os.path.join(root, *module.split("."))
+    return os.path.isfile(path + ".py") or os.path.isfile(os.path.join(path, "__init__.py"))
+
+
+def import_time_imports(path: str, root: str = ROOT) -> list[tuple[str, int]]:
+    """(module, line) of every import that runs when the module at ``path`` is imported: the modules
+    it needs initialized (see the note above), whatever package they are in."""
+    name = module_name_under(path, root)
+    package = name if path.endswith("__init__.py") else name.rsplit(".", 1)[0]
+    found: list = []
+
+    def visit(statements: list) -> None:
+        for node in statements:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            if isinstance(node, ast.If) and _is_type_checking(node.test):
+                visit(node.orelse)
+                continue
+            if isinstance(node, ast.Import):
+                found.extend((a.name, node.lineno) for a in node.names)
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    parts = package.split(".")
+                    base = ".".join(parts[:len(parts) - (node.level - 1)] + ([node.module] if node.module else []))
+                else:
+                    base = node.module or ""
+                submodules = [f"{base}.{a.name}" for a in node.names
+                              if a.name != "*" and _module_exists(root, f"{base}.{a.name}")]
+                found.extend((m, node.lineno) for m in submodules)
+                if len(submodules) < len(node.names):  # a name of base itself (its __init__ for a package)
+                    found.append((base, node.lineno))
+            for field in ("body", "orelse", "finalbody", "handlers"):  # class/if/try/with/for bodies
+                inner = getattr(node, field, None)
+                if isinstance(inner, list) and inner and isinstance(inner[0], (ast.stmt, ast.excepthandler)):
+                    visit(inner)
+
+    visit(ast.parse(open(path).read(), filename=path).body)
+    return found
+
+
+def module_name_under(path: str, root: str) -> str:
+    rel = os.path.relpath(path, root)[:-len(".py")].replace(os.sep, ".")
+    return rel[:-len(".__init__")] if rel.endswith(".__init__") else rel
+
+
+def module_import_cycles(package_dir: str, root: str) -> list[list[tuple[str, int, str]]]:
+    """The import-time cycles among the modules under ``package_dir``: one list per strongly connected
+    component of more than one module, as (module, line, imported module) edges inside it."""
+    edges: dict = {}
+    for dirpath, dirnames, filenames in os.walk(package_dir):
+        dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
+        for f in sorted(f for f in filenames if f.endswith(".py")):
+            path = os.path.join(dirpath, f)
+            name = module_name_under(path, root)
+            for imported, line in import_time_imports(path, root):
+                if imported != name and _module_exists(root, imported):
+                    edges.setdefault(name, {}).setdefault(imported, line)
+    return [[(a, edges[a][b], b) for a in component for b in sorted(edges.get(a, {})) if b in component]
+            for component in _strongly_connected(edges)]
+
+
+def _strongly_connected(edges: dict) -> list[set]:
+    """Tarjan's components of more than one node, iteratively (package graphs are deep)."""
+    index: dict = {}
+    low: dict = {}
+    stack: list = []
+    on_stack: set = set()
+    components: list = []
+    for start in sorted(edges):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(edges.get(start, {}))))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, successors = work[-1]
+            for nxt in successors:
+                if nxt not in index:
+                    index[nxt] = low[nxt] = len(index)
+                    stack.append(nxt)
+                    on_stack.add(nxt)
+                    work.append((nxt, iter(sorted(edges.get(nxt, {})))))
+                    break
+                if nxt in on_stack:
+                    low[node] = min(low[node], index[nxt])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    component = set()
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        component.add(member)
+                        if member == node:
+                            break
+                    if len(component) > 1:
+                        components.append(component)
+    return components
+
+
+def test_no_module_import_cycle():
+    cycles = module_import_cycles(PACKAGE, ROOT)
+    assert not cycles, "modules that import each other at import time (move the shared piece down into a " \
+        "module both import, or make one import go the other way / into the function that needs it):\n" + \
+        "\n".join("  " + "; ".join(f"{a}:{line} -> {b}" for a, line, b in c) for c in cycles)
+
+
+def _write_tree(root, files: dict) -> None:
+    for rel, text in files.items():
+        path = os.path.join(str(root), rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as f:
+            f.write(text)
+
+
+def test_module_cycle_check_finds_the_loops_python_would_trip_on(tmp_path):
+    _write_tree(tmp_path, {
+        "pkg/__init__.py": "from .a import A\n",
+        # a -> b -> a (b's import sits in a class body: it still runs at import time)
+        "pkg/a.py": "from .b import B\nA = 1\n",
+        "pkg/b.py": "class B:\n    from pkg.a import A\n",
+        # c needs a name of the package's __init__, which needs d, which needs c
+        "pkg/sub/__init__.py": "from .d import D\nX = 1\n",
+        "pkg/sub/c.py": "from pkg.sub import X\n",
+        "pkg/sub/d.py": "import pkg.sub.c\nD = 2\n",
+    })
+    found = sorted(sorted(a for a, _, _ in c) for c in module_import_cycles(str(tmp_path / "pkg"), str(tmp_path)))
+    assert found == [["pkg.a", "pkg.b"], ["pkg.sub", "pkg.sub.c", "pkg.sub.d"]]
+
+
+def test_module_cycle_check_lets_through_what_python_imports_fine(tmp_path):
+    _write_tree(tmp_path, {
+        # the package re-exports its modules, which take their siblings as submodules: no loop
+        "pkg/__init__.py": "from .a import A\nfrom .b import B\n",
+        "pkg/a.py": "from . import b\nA = 1\n",
+        "pkg/b.py": "import typing\nif typing.TYPE_CHECKING:\n    from .a import A\nB = 2\n"
+                    "def f():\n    from .a import A\n    return A\n",
+    })
+    assert module_import_cycles(str(tmp_path / "pkg"), str(tmp_path)) == []
