@@ -186,6 +186,10 @@ def build(mod: IRModule, target: Any = "llvm", pipeline: Any = "default", *,
     externals: dict = {}
     if has_external_functions(mod):  # BYOC regions (PartitionGraph): each backend's codegen builds its module
         mod, externals = lower_external_functions(mod, target)
+    from .control_flow import has_control_flow, lift_control_flow
+
+    if has_control_flow(mod):  # If branches become module functions (compiled once each)
+        mod = lift_control_flow(mod)
     if pipeline == "default" and _needs_pipeline(mod):
         mod = default_build_pipeline(target, layout)(mod)
     elif pipeline not in (None, "default"):
@@ -198,7 +202,11 @@ def build(mod: IRModule, target: Any = "llvm", pipeline: Any = "default", *,
              if isinstance(f, Function) and not f.attrs.get("Primitive")}
     layout, _ = consts.layout()
     extern_keys = _mark_extern_steps(plans, externals)
-    aot_plans = {n: p for n, p in plans.items() if aot and is_aot_compatible(p)}
+    from .control_flow import control_callees
+
+    # Branches and loop bodies run through the interpreter of their caller's control-flow step.
+    callees = control_callees(plans)
+    aot_plans = {n: p for n, p in plans.items() if aot and is_aot_compatible(p) and n not in callees}
     lib, kernels, aot_names = _compile(scheduled, target, aot_plans, layout, checked,
                                        extern_keys if any(_extern_steps(p) for p in aot_plans.values()) else None)
     weights = _weights_array(consts)
@@ -673,6 +681,10 @@ class Executor:
             values[step["out"]] = _unwrap(result)
         elif op == "call_graph":
             values[step["out"]] = self.invoke(step["func"], [resolve(a) for a in step["args"]])
+        elif op in ("if_then_else", "loop", "scan"):  # control flow: calls the branches' / bodies' plans
+            from .control_flow import run_control_step
+
+            values[step["out"]] = run_control_step(step, [resolve(a) for a in step["args"]], self.invoke)
         else:
             raise IRError(f"{fname}: unknown plan step {op!r} (a newer Ingot wrote this plan?)")
 

@@ -5,8 +5,9 @@ bindings (``y: R.Tensor(...) = R.relu(x)`` or ``y = ...``), ``with R.dataflow():
 by ``R.output(...)``, ``R.func_attr({...})``, symbolic dimensions declared as ``n = T.int64()``,
 and one ``return``. Expressions are evaluated by the TensorIR evaluator (`ingot.script._evaluator`)
 with the ``R`` helpers of `ingot.graph.script`; ``cls.f`` and a bare module function name ``f``
-are the `GlobalVar` of ``f``. Anything else (``if``, loops, nested functions, tuple unpacking)
-is a `ParseError` naming the construct. A dataflow block's bindings are `DataflowVar`s except
+are the `GlobalVar` of ``f``. ``if c: ... else: ...`` whose branches end
+by binding one name is an `ingot.graph.control_flow.If` (Relax's form). Anything else (loops,
+nested functions, tuple unpacking) is a `ParseError` naming the construct. A dataflow block's bindings are `DataflowVar`s except
 those named by ``R.output``. The module-level parser (``@I.ir_module`` in `ingot.script`) calls
 `parse_graph_function` for ``@R.function`` methods: this module registers it when
 ``ingot.graph`` is imported (`ingot.script` sits below the graph and cannot import it).
@@ -188,6 +189,8 @@ class GraphFunctionParser(Evaluator):
                                    "use R.func_attr({...}) / R.output(...)")
         if isinstance(stmt, ast.Pass):
             return None
+        if isinstance(stmt, ast.If):
+            return self._if(stmt, dataflow, outputs)
         if isinstance(stmt, ast.AnnAssign):
             target, annotation, value_node = stmt.target, stmt.annotation, stmt.value
         elif isinstance(stmt, ast.Assign):
@@ -226,6 +229,44 @@ class GraphFunctionParser(Evaluator):
         for v in collect_vars(sinfo):
             if is_shape_var(v) and all(v.name not in scope for scope in self.scopes):
                 self.scopes[0][v.name] = v
+
+    def _if(self, stmt: ast.If, dataflow: bool, outputs: set) -> E.VarBinding:
+        """``if c: ... v = a  else: ... v = b`` (Relax's form): ``v = If(c, SeqExpr(..., a), SeqExpr(..., b))``."""
+        from .control_flow import If
+
+        if not stmt.orelse:
+            raise self.error(stmt, "an `if` in a graph function needs an `else` branch; both branches end by "
+                                   "binding the same name (`v = ...`), the value of the If")
+        cond = R.as_expr(self.eval(stmt.test))
+        branches, names, annotation = [], [], None
+        for body in (stmt.body, stmt.orelse):
+            last = body[-1]
+            if not isinstance(last, (ast.Assign, ast.AnnAssign)):
+                raise self.error(last, "each branch of an `if` ends by binding its result (`v = ...`)")
+            target = last.targets[0] if isinstance(last, ast.Assign) else last.target
+            if not isinstance(target, ast.Name):
+                raise self.error(last, "the last statement of a branch binds one name (`v = ...`)")
+            annotation = annotation or getattr(last, "annotation", None)
+            self.scopes.append({})
+            try:
+                bindings = [b for b in (self._statement(s, False, set()) for s in body[:-1]) if b is not None]
+                result = R.as_expr(self.eval(last.value))
+            finally:
+                self.scopes.pop()
+            branches.append(E.SeqExpr([E.BindingBlock(bindings)] if bindings else [], result))
+            names.append(target.id)
+        if names[0] != names[1]:
+            raise self.error(stmt, f"both branches of an `if` must bind the same name, got {names[0]!r} and "
+                                   f"{names[1]!r}")
+        value = If(cond, branches[0], branches[1])
+        sinfo = value.struct_info
+        if annotation is not None and not isinstance(sinfo, S.TensorStructInfo) or (
+                isinstance(sinfo, S.TensorStructInfo) and sinfo.shape is None and annotation is not None):
+            sinfo = self._sinfo(annotation)
+        cls = E.DataflowVar if dataflow and names[0] not in outputs else E.Var
+        var = cls(names[0], sinfo)
+        self.define(names[0], var)
+        return E.VarBinding(var, value)
 
     # -- expressions ------------------------------------------------------------------------------
     def _sinfo(self, node: ast.AST) -> S.StructInfo:

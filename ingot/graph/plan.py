@@ -261,6 +261,10 @@ class _Compiler:
             from .runtime_shape import compile_runtime_shape_call  # run-time shapes: a builtin step
 
             return compile_runtime_shape_call(self, e)
+        if isinstance(op, Op) and op.name in ("if_then_else", "loop", "scan"):
+            from .control_flow import compile_control_call  # control flow: a step the executor runs
+
+            return compile_control_call(self, e)
         if isinstance(op, Op) and op.name in ("call_tir", "call_dps_packed"):
             callee = e.args[0]
             fname = callee.name_hint if op.name == "call_tir" else callee.global_symbol

@@ -126,6 +126,8 @@ class _FunctionPrinter:
             return self.call(e)
         if isinstance(e, E.Function):
             return "<function>"
+        if type(e).__name__ == "If":  # bound Ifs print as if/else blocks (if_binding)
+            return f"R.If({self.expr(e.cond)}, {self.expr(e.true_branch.body)}, {self.expr(e.false_branch.body)})"
         return str(e)
 
     def call(self, call: E.Call) -> str:
@@ -189,11 +191,28 @@ class _FunctionPrinter:
         return "\n".join(lines)
 
     def binding(self, b: E.VarBinding, indent: str) -> str:
+        from .control_flow import If
+
+        if isinstance(b.value, If):
+            return self.if_binding(b, indent)
         if isinstance(b.value, E.Function):
             name = self.name_of(b.var)
             return _FunctionPrinter(self.constants).function(b.value, name, indent)
         value = self.expr(b.value)
         return f"{indent}{self.name_of(b.var)}: {self.sinfo(b.var.struct_info)} = {value}"
+
+
+    def if_binding(self, b: E.VarBinding, indent: str) -> str:
+        """``v = If(c, t, f)`` as Relax prints it: each branch's bindings, then ``v = <result>``."""
+        node = b.value
+        lines = [f"{indent}if {self.expr(node.cond)}:"]
+        for head, branch in ((None, node.true_branch), (f"{indent}else:", node.false_branch)):
+            if head is not None:
+                lines.append(head)
+            for block in branch.blocks:
+                lines += [self.binding(inner, indent + "    ") for inner in block.bindings]
+            lines.append(f"{indent}    {self.name_of(b.var)}: {self.sinfo(b.var.struct_info)} = {self.expr(branch.body)}")
+        return "\n".join(lines)
 
 
 def function_to_str(func: E.Function, name: "str | None" = None) -> str:

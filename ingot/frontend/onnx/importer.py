@@ -89,7 +89,7 @@ def supported_ops() -> list[str]:
 
 
 def _load_converters() -> None:
-    from . import ops_einsum, ops_extra, ops_math, ops_nn, ops_rnn, ops_tensor  # noqa: F401 - register on import
+    from . import ops_control, ops_einsum, ops_extra, ops_math, ops_nn, ops_rnn, ops_tensor  # noqa: F401 - register on import
 
 
 # -- loading and checking ------------------------------------------------------------------------
@@ -304,6 +304,12 @@ class Context(FoldingContext):
     #: ``{domain: opset}`` of the model when unsupported nodes are kept as ``onnx_node`` calls
     #: (``from_onnx(keep_unsupported=True)``), else None.
     opaque_opsets: "dict | None" = None
+    #: The value table of the graph being converted (name → value) and the model's name: the
+    #: converters of If/Loop/Scan read outer values from it (`ingot.frontend.onnx.ops_control`).
+    scope: "dict | None" = None
+    source: str = "<model>"
+    #: The builder that receives loop bodies (the outermost one; nested bodies build their own).
+    root_bb: Any = None
 
     # Values (``static`` and ``emit`` come from FoldingContext) -------------------------------------
     @staticmethod
@@ -419,7 +425,7 @@ def from_onnx(model_or_path: Any, shape_dict: "Mapping[str, Sequence[Any]] | Non
             values[info.name] = np.asarray(const_inputs[info.name])
             continue
         shape = _input_shape(info, shape_dict.get(info.name), dims, source)
-        tt = info.type.tensor_type
+        tt = _tensor_type(info)
         dtype = dtype_dict.get(info.name) or np_dtype(tt.elem_type)
         var = G.Var(info.name, G.TensorStructInfo(shape, dtype))
         params_vars.append(var)
@@ -454,16 +460,31 @@ def from_onnx(model_or_path: Any, shape_dict: "Mapping[str, Sequence[Any]] | Non
             for out in model.graph.output:
                 if out.name not in values:
                     raise ConversionError("<graph output>", out.name, "no node produces this graph output")
-                outs.append(Context.expr(values[out.name]))
+                outs.append(Context.expr(_graph_output(values[out.name], out.name)))
             result = outs[0] if len(outs) == 1 else G.Tuple(outs)
             gv = bb.emit_output(result)
         bb.emit_func_output(gv)
     return bb.get(), params
 
 
+def _graph_output(value: Any, name: str) -> Any:
+    """A graph output: a sequence known at import time is returned as a tuple of its tensors."""
+    from .sequence import ImportTimeValue
+
+    return value.as_output(name) if isinstance(value, ImportTimeValue) else value
+
+
+def _tensor_type(info: Any) -> Any:
+    """The tensor type of a graph input; an ``optional(tensor)`` input is given as its tensor (a caller
+    that passes a value makes it present: OptionalHasElement is then true)."""
+    if info.type.HasField("optional_type") and info.type.optional_type.elem_type.HasField("tensor_type"):
+        return info.type.optional_type.elem_type.tensor_type
+    return info.type.tensor_type if info.type.HasField("tensor_type") else None
+
+
 def _input_shape(info: Any, given: Any, dims: dict, source: str) -> tuple:
-    tt = info.type.tensor_type
-    if not info.type.HasField("tensor_type"):
+    tt = _tensor_type(info)
+    if tt is None:
         raise ShapeDictError(f"{source}: input {info.name!r} is not a tensor (sequence/map inputs are not supported)")
     model_dims = [d for d in tt.shape.dim] if tt.HasField("shape") else None
     if given is not None:
@@ -521,6 +542,7 @@ def _convert_node(ctx: Context, proto: Any, values: dict, opset: int, source: st
                                   f"input {name!r} is produced by no earlier node, initializer or graph input "
                                   f"({source} is not topologically sorted or is incomplete)")
     node = Node(proto, ins, opset)
+    ctx.scope, ctx.source = values, source  # If/Loop/Scan bodies read outer values by name (ops_control)
     fn = get_converter(proto.op_type, opset)
     if ctx.opaque_opsets is not None and fn is None and not _convertible(proto.op_type, proto.domain, opset):
         result = _opaque(ctx, node, "no converter")
@@ -559,7 +581,9 @@ def _opaque(ctx: Context, node: Node, why: str) -> list:
 def _as_value(value: Any) -> Any:
     # numpy on object arrays can return a bare element (a symbolic dim) or a numpy scalar: keep every
     # static value a numpy array.
-    if isinstance(value, (G.Expr, np.ndarray)):
+    from .sequence import ImportTimeValue
+
+    if isinstance(value, (G.Expr, np.ndarray, ImportTimeValue)):  # sequences/optionals: see sequence.py
         return value
     if isinstance(value, np.generic):
         return np.asarray(value)

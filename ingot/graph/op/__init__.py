@@ -41,3 +41,4 @@ from . import opaque  # noqa: E402 - registers onnx_node (ONNX nodes kept for ON
 from .opaque import onnx_node  # noqa: E402
 from . import dynamic  # noqa: E402 - registers tensor_to_shape and builtin (run-time shapes)
 from .dynamic import builtin, tensor_to_shape  # noqa: E402
+from . import control  # noqa: E402 - registers if_then_else / loop / scan (control flow, run by the executor)

@@ -36,7 +36,8 @@ from ._util import graph_functions, make_pass, map_bindings
 
 # Ops that already call a kernel or a registered function, and the run-time shape builtins the
 # executor runs itself (`ingot.graph.runtime_shape`).
-_NOT_LEGALIZED = {"call_tir", "call_dps_packed"} | RUNTIME_SHAPE_OPS
+# Control flow (if_then_else, loop, scan) is run by the executor.
+_NOT_LEGALIZED = {"call_tir", "call_dps_packed", "if_then_else", "loop", "scan"} | RUNTIME_SHAPE_OPS
 
 
 def is_legalizable(call: Any) -> bool:
