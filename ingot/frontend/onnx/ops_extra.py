@@ -50,6 +50,10 @@ register("ArgMin", since=1)(_arg("min"))
 @register("TopK", since=1)
 def _topk(ctx: Any, node: Any) -> Any:
     x = node.input(0)
+    if node.opset >= 10 and not is_static(node.input(1)):  # K computed at run time
+        from .ops_dynamic import dynamic_topk
+
+        return dynamic_topk(ctx, node, _axis(ctx, node, x, node.attr("axis", -1)))
     if node.opset >= 10:
         k = static_ints(node.input(1), node, "K")[0]
     else:

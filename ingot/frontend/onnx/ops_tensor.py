@@ -20,6 +20,7 @@ import numpy as np
 
 from ingot import graph as G
 
+from . import ops_dynamic
 from ._common import as_array, is_static, norm_axes, static_ints
 from .importer import np_dtype, register
 
@@ -74,9 +75,11 @@ def _size(ctx: Any, node: Any) -> Any:
 
 @register("ConstantOfShape", since=9)
 def _constant_of_shape(ctx: Any, node: Any) -> Any:
-    shape = static_ints(node.input(0), node, "the shape input")
     value = node.attr("value")
     value = np.zeros(1, "float32") if value is None else np.asarray(value).reshape(-1)
+    if not is_static(node.input(0)):  # a shape computed at run time
+        return ops_dynamic.dynamic_constant_of_shape(ctx, node, value)
+    shape = static_ints(node.input(0), node, "the shape input")
     if not all(isinstance(d, int) for d in shape):
         # A shape holding symbolic dims (torch's LSTM export builds its zero initial_h as
         # ConstantOfShape([layers * dirs, batch, H]) from Shape(x)): the one value broadcast to the
@@ -88,8 +91,7 @@ def _constant_of_shape(ctx: Any, node: Any) -> Any:
 @register("Range", since=11)
 def _range(ctx: Any, node: Any) -> Any:
     if not _all_static(*node.inputs):
-        raise node.error("Range with run-time bounds is not supported; its start/limit/delta must fold to "
-                         "constants (fix input shapes with shape_dict)")
+        return ops_dynamic.dynamic_range(ctx, node)
     start, limit, delta = (as_array(v) for v in node.inputs[:3])
     if start.dtype == object or limit.dtype == object or delta.dtype == object:
         return _symbolic_range(ctx, node, start, limit, delta)
@@ -123,6 +125,8 @@ def _symbolic_range(ctx: Any, node: Any, start: np.ndarray, limit: np.ndarray, d
 @register("Reshape", since=5)
 def _reshape(ctx: Any, node: Any) -> Any:
     x = node.input(0)
+    if not is_static(node.input(1)):  # a target shape computed at run time
+        return ops_dynamic.dynamic_reshape(ctx, node)
     target = static_ints(node.input(1), node, "the shape input")
     src = ctx.shape(x)
     allow_zero = node.opset >= 14 and node.attr("allowzero", 0)
@@ -241,6 +245,8 @@ def _onnx_slice_bounds(dim: int, start: int, end: int, step: int) -> tuple[int, 
 @register("Slice")
 def _slice(ctx: Any, node: Any) -> Any:
     x = node.input(0)
+    if node.opset >= 10 and not _all_static(*node.inputs[1:5]):  # bounds computed at run time
+        return ops_dynamic.dynamic_slice(ctx, node)
     if node.opset >= 10:
         starts = static_ints(node.input(1), node, "starts")
         ends = static_ints(node.input(2), node, "ends")
@@ -381,6 +387,8 @@ def _broadcast_shape(node: Any, a: list, b: list) -> list:
 @register("Expand", since=8)
 def _expand(ctx: Any, node: Any) -> Any:
     x = node.input(0)
+    if not is_static(node.input(1)):  # a target shape computed at run time
+        return ops_dynamic.dynamic_expand(ctx, node)
     target = static_ints(node.input(1), node, "the shape input")
     out_shape = _broadcast_shape(node, list(ctx.shape(x)), target)
     if not all(isinstance(d, int) for d in out_shape):
@@ -396,6 +404,8 @@ def _expand(ctx: Any, node: Any) -> Any:
 @register("Tile", since=6)
 def _tile(ctx: Any, node: Any) -> Any:
     x = node.input(0)
+    if not is_static(node.input(1)):  # repeats computed at run time
+        return ops_dynamic.dynamic_tile(ctx, node)
     reps = static_ints(node.input(1), node, "repeats")
     if is_static(x):
         return np.tile(as_array(x), reps)
@@ -424,6 +434,8 @@ def _pad(ctx: Any, node: Any) -> Any:
     shape = ctx.shape(x)
     ndim = len(shape)
     mode = node.attr("mode", "constant")
+    if node.opset >= 11 and not _all_static(*node.inputs[1:4]):  # pads, value or axes computed at run time
+        return ops_dynamic.dynamic_pad(ctx, node, mode)
     if node.opset >= 11:
         pads = static_ints(node.input(1), node, "pads")
         value = node.input(2)

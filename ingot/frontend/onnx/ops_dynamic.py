@@ -1,0 +1,219 @@
+"""ONNX converters for values known only at run time (issue 17).
+
+Note: a converter normally reads shape-like inputs (Reshape's ``shape``, Slice's ``starts``, TopK's
+``K``) at import time. When the model computes them from data, the converters below take over
+(`ingot.graph.runtime_shape` has the design):
+
+* Reshape / Expand / ConstantOfShape: the target is resolved by a small builtin (0 and -1 of
+  Reshape, Expand's bidirectional broadcast), turned into fresh symbolic dims by
+  ``tensor_to_shape``, and the op itself stays a kernel compiled once for those symbolic sizes;
+* Slice / Tile / Pad / Range / TopK with run-time bounds, repeats, pads, limits or k, and the ops
+  whose output size is the data's (NonZero, Unique, Compress, NonMaxSuppression): one ``builtin``
+  call each, its output dims fresh where the data decides them.
+
+Fresh dims are named ``rt0, rt1, ...`` in the order the import meets them.
+
+Example:
+    >>> from ingot.frontend.onnx.importer import get_converter
+    >>> get_converter("NonZero", 13) is not None
+    True
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ingot import graph as G
+
+from ._common import is_static, norm_axes
+from .importer import register
+
+
+def fresh_dims(ctx: Any, count: int) -> tuple:
+    """``count`` new names of run-time dims, unique within this import.
+
+    Example:
+        >>> class Ctx: pass
+        >>> fresh_dims(Ctx(), 2)
+        ('rt0', 'rt1')
+    """
+    start = getattr(ctx, "_runtime_dims", 0)
+    ctx._runtime_dims = start + count
+    return tuple(f"rt{k}" for k in range(start, start + count))
+
+
+def _length(ctx: Any, node: Any, value: Any, what: str) -> int:
+    shape = ctx.shape(value)
+    if shape is None or len(shape) != 1 or not isinstance(shape[0], int):
+        raise node.error(f"{what} computed at run time must be a 1-D tensor of static length (its length is the "
+                         f"rank of the result), got shape {shape}")
+    return shape[0]
+
+
+def _as_shape(ctx: Any, node: Any, tensor: Any, what: str) -> tuple:
+    """The run-time values of a 1-D int tensor as fresh symbolic dims (``tensor_to_shape``)."""
+    n = _length(ctx, node, tensor, what)
+    t = ctx.expr(tensor)
+    # One tensor feeding several ops gives them the same dims, so their results broadcast together.
+    seen = ctx.__dict__.setdefault("_runtime_shapes", {})
+    if id(t) in seen:
+        return seen[id(t)][1]
+    source = t
+    if str(t.struct_info.dtype) != "int64":
+        t = ctx.expr(ctx.emit(G.op.astype(t, "int64")))
+    shape = ctx.emit(G.op.tensor_to_shape(t, fresh_dims(ctx, n)))
+    seen[id(source)] = (source, tuple(shape.struct_info.values))  # the source is kept so its id stays unique
+    return seen[id(source)][1]
+
+
+def _builtin(ctx: Any, kind: str, args: list, params: dict, outputs: tuple) -> Any:
+    return ctx.emit(G.op.builtin(kind, *[ctx.expr(a) for a in args], params=params, outputs=outputs))
+
+
+def _outputs(ctx: Any, call: Any, count: int) -> list:
+    return [ctx.emit(G.TupleGetItem(call, i)) for i in range(count)]
+
+
+# -- shape attributes known at run time, ops compiled for symbolic sizes -------------------------------
+
+
+def dynamic_reshape(ctx: Any, node: Any) -> Any:
+    """Reshape whose ``shape`` input is computed at run time."""
+    x, shape = node.input(0), node.input(1)
+    n = _length(ctx, node, shape, "Reshape's shape")
+    allow_zero = int(node.opset >= 14 and node.attr("allowzero", 0))
+    target = _builtin(ctx, "reshape_shape", [ctx.expr(shape), x], {"allowzero": allow_zero}, (((n,), "int64"),))
+    dims = _as_shape(ctx, node, target, "Reshape's shape")
+    return ctx.emit(G.op.reshape(ctx.expr(x), dims))
+
+
+def dynamic_expand(ctx: Any, node: Any) -> Any:
+    """Expand whose ``shape`` input is computed at run time (broadcast both ways with the input's shape)."""
+    x, shape = node.input(0), node.input(1)
+    n = max(_length(ctx, node, shape, "Expand's shape"), len(ctx.shape(x)))
+    target = _builtin(ctx, "expand_shape", [ctx.expr(shape), x], {}, (((n,), "int64"),))
+    dims = list(_as_shape(ctx, node, target, "Expand's shape"))
+    # Where the input's dim is not 1 the result's is the input's (the builtin checked the broadcast):
+    # say so, so the kernel's shapes relate. (A symbolic input dim is assumed not to be 1 at run time.)
+    src = list(ctx.shape(x))
+    for k, d in enumerate(src):
+        if not (isinstance(d, int) and d == 1):
+            dims[n - len(src) + k] = d
+    return ctx.emit(G.op.broadcast_to(ctx.expr(x), tuple(dims)))
+
+
+def dynamic_constant_of_shape(ctx: Any, node: Any, value: np.ndarray) -> Any:
+    """ConstantOfShape whose shape is computed at run time: the value broadcast to fresh dims."""
+    dims = _as_shape(ctx, node, node.input(0), "ConstantOfShape's shape")
+    return ctx.emit(G.op.broadcast_to(G.const(value[:1].reshape(())), dims))
+
+
+# -- builtins: the data decides the output size ------------------------------------------------------
+
+
+def dynamic_range(ctx: Any, node: Any) -> Any:
+    """Range with run-time start/limit/delta."""
+    dt = ctx.dtype(node.input(0))
+    return _builtin(ctx, "range", list(node.inputs[:3]), {}, (((fresh_dims(ctx, 1)[0],), dt),))
+
+
+def dynamic_slice(ctx: Any, node: Any) -> Any:
+    """Slice (opset >= 10) with run-time starts/ends/axes/steps."""
+    x = node.input(0)
+    shape = list(ctx.shape(x))
+    n = _length(ctx, node, node.input(1), "Slice's starts")
+    axes, steps = node.input(3), node.input(4)
+    if axes is None:
+        axes = np.arange(n, dtype="int64")
+    if is_static(axes):
+        sliced = set(norm_axes([int(a) for a in np.asarray(axes.data if isinstance(axes, G.Constant) else axes)
+                                .reshape(-1)], len(shape)))
+    else:
+        sliced = set(range(len(shape)))
+    args = [x, node.input(1), node.input(2), axes] + ([steps] if steps is not None else [])
+    names = iter(fresh_dims(ctx, len(sliced)))
+    dims = tuple(next(names) if a in sliced else d for a, d in enumerate(shape))
+    return _builtin(ctx, "slice", args, {}, ((dims, ctx.dtype(x)),))
+
+
+def dynamic_tile(ctx: Any, node: Any) -> Any:
+    """Tile with run-time repeats."""
+    x = node.input(0)
+    return _builtin(ctx, "tile", [x, node.input(1)], {}, ((fresh_dims(ctx, len(ctx.shape(x))), ctx.dtype(x)),))
+
+
+def dynamic_pad(ctx: Any, node: Any, mode: str) -> Any:
+    """Pad (opset >= 11) with run-time pads, constant value or axes."""
+    x = node.input(0)
+    args = [x, node.input(1)]
+    value, axes = node.input(2), node.input(3)
+    if value is not None or axes is not None:
+        args.append(value if value is not None else np.zeros(0, ctx.dtype(x)))
+    if axes is not None:
+        args.append(axes)
+    return _builtin(ctx, "pad", args, {"mode": mode}, ((fresh_dims(ctx, len(ctx.shape(x))), ctx.dtype(x)),))
+
+
+def dynamic_topk(ctx: Any, node: Any, axis: int) -> Any:
+    """TopK with a run-time K: values and indices whose ``axis`` has the fresh size K."""
+    x = node.input(0)
+    shape = list(ctx.shape(x))
+    shape[axis] = fresh_dims(ctx, 1)[0]
+    params = {"axis": axis, "largest": int(node.attr("largest", 1)), "sorted": int(node.attr("sorted", 1))}
+    call = _builtin(ctx, "topk", [x, node.input(1)], params, ((tuple(shape), ctx.dtype(x)), (tuple(shape), "int64")))
+    return _outputs(ctx, call, 2)
+
+
+@register("NonZero", since=9)
+def _nonzero(ctx: Any, node: Any) -> Any:
+    x = node.input(0)
+    if is_static(x):
+        arr = x.data if isinstance(x, G.Constant) else x
+        return np.array(np.nonzero(arr), "int64").reshape(arr.ndim, -1)
+    return _builtin(ctx, "nonzero", [x], {}, (((len(ctx.shape(x)), fresh_dims(ctx, 1)[0]), "int64"),))
+
+
+@register("Compress", since=9)
+def _compress(ctx: Any, node: Any) -> Any:
+    x, cond = node.input(0), node.input(1)
+    axis = node.attr("axis")
+    shape = list(ctx.shape(x))
+    if axis is None:
+        dims: tuple = (fresh_dims(ctx, 1)[0],)
+    else:
+        axis = norm_axes([axis], len(shape))[0]
+        shape[axis] = fresh_dims(ctx, 1)[0]
+        dims = tuple(shape)
+    return _builtin(ctx, "compress", [x, cond], {"axis": axis}, ((dims, ctx.dtype(x)),))
+
+
+@register("Unique", since=11)
+def _unique(ctx: Any, node: Any) -> Any:
+    x = node.input(0)
+    shape = list(ctx.shape(x))
+    axis = node.attr("axis")
+    u = fresh_dims(ctx, 1)[0]
+    if axis is None:
+        n: Any = 1
+        for d in shape:
+            n = n * d
+        y_dims, inverse = (u,), (n,)
+    else:
+        axis = norm_axes([axis], len(shape))[0]
+        inverse = (shape[axis],)
+        shape[axis] = u
+        y_dims = tuple(shape)
+    outputs = ((y_dims, ctx.dtype(x)), ((u,), "int64"), (inverse, "int64"), ((u,), "int64"))
+    call = _builtin(ctx, "unique", [x], {"axis": axis, "sorted": int(node.attr("sorted", 1))}, outputs)
+    return _outputs(ctx, call, 4)[:max(node.num_outputs, 1)]
+
+
+@register("NonMaxSuppression", since=10)
+def _non_max_suppression(ctx: Any, node: Any) -> Any:
+    args = list(node.inputs[:5])
+    while args and args[-1] is None:
+        args.pop()
+    args = [a if a is not None else np.zeros(0, "float32") for a in args]
+    params = {"center_point_box": int(node.attr("center_point_box", 0))}
+    return _builtin(ctx, "non_max_suppression", args, params, (((fresh_dims(ctx, 1)[0], 3), "int64"),))
