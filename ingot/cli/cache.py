@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import click
 
+from .common import CLIError, errors
+
 
 @click.command("cache")
 @click.option("-s", "--show-stats", is_flag=True, help="print size per kind, the cap and last use (the default)")
@@ -31,9 +33,7 @@ def cache_cmd(show_stats: bool, max_size: "str | None", evict_now: bool, clear_a
     """Show, cap, trim or clear the kernel cache."""
     from ingot.codegen import disk_cache
 
-    from .main import CLIError, _errors
-
-    with _errors():
+    with errors():
         if max_size is not None:
             try:
                 size = disk_cache.set_max_size(max_size, directory)

@@ -13,69 +13,19 @@ Example:
 """
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
 import time
-from typing import Any, Iterator
+from typing import Any
 
 import click
 import numpy as np
 
-
-class CLIError(click.ClickException):
-    """A one-line error (exit code 1)."""
-
-    def show(self, file: Any = None) -> None:
-        click.echo(f"error: {self.message}", err=True)
-
-
-@contextlib.contextmanager
-def _errors() -> Iterator[None]:
-    # Expected failures become one line; INGOT_DEBUG=1 re-raises for the traceback.
-    try:
-        yield
-    except (click.ClickException, click.exceptions.Exit, click.Abort):
-        raise
-    except Exception as exc:
-        if os.environ.get("INGOT_DEBUG"):
-            raise
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise CLIError(f"{type(exc).__name__}: {first}") from None
-
-
-@contextlib.contextmanager
-def _step(message: str) -> Iterator[None]:
-    click.echo(f"{message} ...", err=True, nl=False)
-    t0 = time.perf_counter()
-    try:
-        yield
-    except BaseException:
-        click.echo(" failed", err=True)
-        raise
-    click.echo(f" done ({time.perf_counter() - t0:.1f} s)", err=True)
-
-
-def parse_shapes(spec: "str | None") -> dict:
-    """``"data:1x3x224x224,mask:1x128"`` → ``{"data": [1, 3, 224, 224], "mask": [1, 128]}``
-    (``?`` or ``-1`` keeps a dim symbolic).
-
-    Example:
-        >>> parse_shapes("data:1x3x8x8")
-        {'data': [1, 3, 8, 8]}
-    """
-    out: dict = {}
-    if not spec:
-        return out
-    for item in spec.split(","):
-        name, sep, dims = item.strip().rpartition(":")
-        if not sep or not name:
-            raise CLIError(f"--input-shapes entry {item!r} must look like NAME:1x3x224x224")
-        try:
-            out[name] = [None if d in ("?", "-1") else int(d) for d in dims.split("x")] if dims else []
-        except ValueError:
-            raise CLIError(f"--input-shapes entry {item!r}: dims must be integers separated by 'x'") from None
-    return out
+from .cache import cache_cmd as _cache_cmd  # `ingot cache`
+from .common import CLIError, parse_shapes  # noqa: F401 - parse_shapes: ingot.cli.main's public name
+from .common import errors as _errors
+from .common import step as _step
+from .tune import tune_cmd as _tune_cmd  # `ingot tune`
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -266,9 +216,7 @@ def bench_cmd(package: str, repeat: int, warmup: int, inputs: "str | None", prof
         click.echo(str(prof))
 
 
-from .tune import tune_cmd as _tune_cmd  # noqa: E402 - `ingot tune` lives in ingot/cli/tune.py
 main.add_command(_tune_cmd)
-from .cache import cache_cmd as _cache_cmd  # noqa: E402 - `ingot cache` lives in ingot/cli/cache.py
 main.add_command(_cache_cmd)
 
 

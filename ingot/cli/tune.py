@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import click
 
+from .common import errors, parse_shapes
+
 
 @click.command("tune")
 @click.argument("model", type=click.Path(dir_okay=False))
@@ -40,7 +42,6 @@ def tune_cmd(model: str, target: str, trials: "int | None", time_budget: "str | 
     """Tune MODEL (.onnx) for TARGET; records go to --work-dir."""
     from ingot.tune.tasks.records import parse_duration
 
-    from .main import _errors, parse_shapes  # here: main.py imports this module to register it
 
     if time_budget is not None:
         try:
@@ -53,11 +54,11 @@ def tune_cmd(model: str, target: str, trials: "int | None", time_budget: "str | 
     if validate_only:
         from ingot.workflow.validate import validate_in_model
 
-        with _errors():
+        with errors():
             validate_in_model(model, work_dir, target, shape_dict=shapes or None)
         return
     try:
-        with _errors():
+        with errors():
             records = tune(model, target=target, trials=trials, time_budget=time_budget, work_dir=work_dir,
                            shape_dict=shapes or None, num_trials_per_iter=trials_per_round, max_tasks=max_tasks,
                            skip_share=skip_share, seed=seed, enable_cpu_cache_flush=cache_flush, validate=validate)
