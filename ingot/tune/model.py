@@ -37,7 +37,8 @@ import threading
 import time
 from typing import Any, Iterator
 
-from .tasks.records import TuningRecords, applied_us, format_summary, parse_duration, read_tasks_file, write_tasks_file
+from .tasks.records import (TuningRecords, applied_us, format_summary, measured_cold, measured_flush, parse_duration,
+                            read_tasks_file, write_tasks_file)
 
 logger = logging.getLogger("ingot.tune")
 
@@ -169,36 +170,6 @@ def _warn_if_loaded(target: Any, verbose: int) -> None:
         logger.warning("%s", text)
         if verbose:
             print(f"[ingot.tune] warning: {text}", file=sys.stderr, flush=True)
-
-
-def measured_flush(info: dict) -> "bool | str | None":
-    """The cache-flush policy (`RunnerConfig.cache_flush`) the records of a work dir (its
-    ``tasks.json`` as read) were timed with; None for a work dir with nothing measured yet. Work
-    dirs written before cold-cache timing existed (no ``runner_config`` entry) were timed warm.
-
-    Example:
-        >>> measured_flush({"tasks": []}) is None, measured_flush({"tasks": [{}]})
-        (True, False)
-        >>> measured_flush({"tasks": [{}], "runner_config": {"cache_flush": "weights"}})
-        'weights'
-    """
-    config = info.get("runner_config")
-    if isinstance(config, dict):
-        policy = config.get("cache_flush", False)
-        return policy if isinstance(policy, str) else bool(policy)
-    return False if info.get("tasks") else None
-
-
-def measured_cold(info: dict) -> "bool | None":
-    """Whether the records of a work dir were timed with cold caches (any flush policy); None for
-    a work dir with nothing measured yet (see `measured_flush`).
-
-    Example:
-        >>> measured_cold({"tasks": [{}], "runner_config": {"cache_flush": True}})
-        True
-    """
-    policy = measured_flush(info)
-    return None if policy is None else policy is not False
 
 
 def _describe_flush(policy: "bool | str") -> str:

@@ -268,6 +268,36 @@ def _finite_or_none(x: Any) -> Any:
     return x if isinstance(x, (int, float)) and math.isfinite(x) else None
 
 
+def measured_flush(info: dict) -> "bool | str | None":
+    """The cache-flush policy (`RunnerConfig.cache_flush`) the records of a work dir (its
+    ``tasks.json`` as read) were timed with; None for a work dir with nothing measured yet. Work
+    dirs written before cold-cache timing existed (no ``runner_config`` entry) were timed warm.
+
+    Example:
+        >>> measured_flush({"tasks": []}) is None, measured_flush({"tasks": [{}]})
+        (True, False)
+        >>> measured_flush({"tasks": [{}], "runner_config": {"cache_flush": "weights"}})
+        'weights'
+    """
+    config = info.get("runner_config")
+    if isinstance(config, dict):
+        policy = config.get("cache_flush", False)
+        return policy if isinstance(policy, str) else bool(policy)
+    return False if info.get("tasks") else None
+
+
+def measured_cold(info: dict) -> "bool | None":
+    """Whether the records of a work dir were timed with cold caches (any flush policy); None for
+    a work dir with nothing measured yet (see `measured_flush`).
+
+    Example:
+        >>> measured_cold({"tasks": [{}], "runner_config": {"cache_flush": True}})
+        True
+    """
+    policy = measured_flush(info)
+    return None if policy is None else policy is not False
+
+
 def merge_records(sources: Iterable[Any], out: "str | os.PathLike", top_k: "int | None" = None,
                   cache_flush: Any = None) -> TuningRecords:
     """Merge tuning records from several sources (work dirs, databases, ``.jsonl``) into the
@@ -288,7 +318,6 @@ def merge_records(sources: Iterable[Any], out: "str | os.PathLike", top_k: "int 
     """
     from ..database import MemoryDatabase, SQLiteDatabase
     from ..database.record import IN_MODEL, UNKNOWN_FLUSH, check_flush_policy, flush_label
-    from ..model import measured_flush
 
     out = os.path.abspath(os.fspath(out))
     os.makedirs(out, exist_ok=True)
