@@ -32,6 +32,8 @@ def evaluate(mod: Any, inputs: "Mapping[str, Any] | Sequence[Any]", func_name: s
     Example: see the module docstring.
     """
     from ingot import graph as G
+    from ingot.graph.control_flow import If
+    from ingot.graph.op.control import CONTROL_OPS
     from ingot.graph.op_registry import get_op_def
 
     func = mod[func_name]
@@ -56,6 +58,16 @@ def evaluate(mod: Any, inputs: "Mapping[str, Any] | Sequence[Any]", func_name: s
             return [ev(f) for f in e.fields]
         if isinstance(e, G.TupleGetItem):
             return ev(e.tuple_value)[e.index]
+        if isinstance(e, G.SeqExpr):
+            for block in e.blocks:
+                for b in block.bindings:
+                    env[id(b.var)] = ev(b.value)
+            return ev(e.body)
+        if isinstance(e, If):
+            cond = np.asarray(ev(e.cond))
+            return ev(e.true_branch if bool(cond.reshape(-1)[0]) else e.false_branch)
+        if isinstance(e, G.Call) and isinstance(e.op, G.Op) and e.op.name in CONTROL_OPS:
+            return _control_call(mod, e, [ev(a) for a in e.args])
         if isinstance(e, G.Call) and isinstance(e.op, G.Op):
             op_def = get_op_def(e.op.name)
             if op_def.numpy is None:
@@ -72,3 +84,18 @@ def evaluate(mod: Any, inputs: "Mapping[str, Any] | Sequence[Any]", func_name: s
                 env[id(b.var)] = ev(b.value)
         out = ev(func.body.body)
     return [np.asarray(o) for o in out] if isinstance(out, list) else [np.asarray(out)]
+
+
+def _control_call(mod: Any, call: Any, args: list) -> Any:
+    """An ``if_then_else`` / ``loop`` / ``scan`` call: the executor's semantics
+    (`ingot.graph.control_flow.run_control_step`), each callee evaluated by `evaluate`."""
+    from ingot import graph as G
+    from ingot.graph.control_flow import result_desc, run_control_step
+
+    def invoke(name: str, inputs: list) -> Any:
+        out = evaluate(mod, inputs, name)
+        return tuple(out) if isinstance(mod[name].ret_struct_info, G.TupleStructInfo) else out[0]
+
+    step = {"op": call.op.name, "attrs": dict(call.attrs), "result": result_desc(call.struct_info)}
+    out = run_control_step(step, args, invoke)
+    return list(out) if isinstance(call.struct_info, G.TupleStructInfo) else out

@@ -274,16 +274,21 @@ def compile_control_call(compiler: Any, call: Call) -> list:
     attrs = {k: (list(v) if isinstance(v, tuple) else v) for k, v in call.attrs.items() if k != "out_sinfo"}
     funcs = [call.attrs[k] for k in ("then_branch", "else_branch", "body") if k in call.attrs]
     step = {"op": name, "func": ",".join(funcs), "attrs": attrs, "args": [compiler.ref(a) for a in call.args],
-            "out": len(compiler.values), "result": _result_desc(call.struct_info)}
+            "out": len(compiler.values), "result": result_desc(call.struct_info)}
     compiler.steps.append(step)
     compiler.values.append({"shape": None, "dtype": None, "step": len(compiler.steps) - 1})
     return ["value", len(compiler.values) - 1]
 
 
-def _result_desc(sinfo: StructInfo) -> Any:
-    """dtype/rank of each result tensor (for empty scan outputs of a loop that ran no iteration)."""
+def result_desc(sinfo: StructInfo) -> Any:
+    """dtype/rank of each result tensor (for empty scan outputs of a loop that ran no iteration).
+
+    Example:
+        >>> result_desc(TensorStructInfo((2, 3), "float32"))
+        {'dtype': 'float32', 'ndim': 2}
+    """
     if isinstance(sinfo, TupleStructInfo):
-        return [_result_desc(f) for f in sinfo.fields]
+        return [result_desc(f) for f in sinfo.fields]
     if isinstance(sinfo, TensorStructInfo):
         return {"dtype": str(sinfo.dtype), "ndim": sinfo.ndim}
     return None

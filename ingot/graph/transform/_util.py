@@ -13,6 +13,7 @@ from typing import Any, Callable, Mapping
 
 from ingot.ir import IRModule
 
+from ..control_flow import If, free_vars, substitute
 from ..expr import BindingBlock, Call, Expr, Function, SeqExpr, Tuple, TupleGetItem, Var, VarBinding
 
 
@@ -35,6 +36,8 @@ def remap(expr: Any, vmap: Mapping[Var, Expr]) -> Any:
     if isinstance(expr, TupleGetItem):
         inner = remap(expr.tuple_value, vmap)
         return expr if inner is expr.tuple_value else TupleGetItem(inner, expr.index)
+    if isinstance(expr, If):  # control flow: the branches read outer variables too
+        return substitute(expr, {id(k): v for k, v in vmap.items()}) if vmap else expr
     return expr
 
 
@@ -56,6 +59,10 @@ def used_vars(expr: Any, out: "dict[int, int] | None" = None) -> dict:
             for b in block.bindings:
                 used_vars(b.value, counts)
         used_vars(expr.body, counts)
+    elif isinstance(expr, If):  # control flow: the condition and what the branches capture
+        used_vars(expr.cond, counts)
+        for v in free_vars(Tuple([expr.true_branch, expr.false_branch])):
+            used_vars(v, counts)
     return counts
 
 
