@@ -120,7 +120,8 @@ def row_reduction_rule(sch: Any, name: str, info: BlockInfo, cpu: CpuModel) -> N
 GEMV_MAX_ROWS = 4
 
 #: Output rows `gemv_rule` computes together (the first that divides N): 4 independent FMA chains
-#: per loaded x vector. ResNet-50's fc (1000 x 2048), cold cache, 2 threads: 252 -> 226 us.
+#: per loaded x vector, enough to hide the FMA latency while x stays in one register (the gain:
+#: BENCHMARKS.md, "Schedule choices").
 GEMV_ROW_GROUPS = (4, 2)
 
 
@@ -135,7 +136,8 @@ def gemv_rule(sch: Any, name: str, info: BlockInfo, cpu: CpuModel) -> None:
     (``B[k, j]`` is contiguous in ``j``) but, for ``W[j, k]``, makes every vector lane load from a
     different weight row ``K`` floats apart — a 16-way gather per FMA. With a batch of 1 (ResNet's
     FC layer, any batch-1 ``linear`` whose N is not panel-aligned so that `PackWeights` keeps the
-    original operator) that was ~500x slower than the same product as a ``matmul``. Raises
+    original operator) that made it far slower than the same product as a ``matmul`` (BENCHMARKS.md,
+    "Schedule choices"). Raises
     `ScheduleError` (the driver then tries `gemm_rule`) unless M <= `GEMV_MAX_ROWS`, every input load that reads the
     reduce axis reads it in its last index only (so ``matmul``'s ``B[k, j]`` is left to
     `gemm_rule`) and the K extent has a vector split.
