@@ -53,20 +53,26 @@ def test_unsupported_ops_with_reasons():
     r = inspect_model(m)
     reasons = {u.op_type: (u.node, u.reason) for u in r.unsupported}
     assert reasons["Loop"][0] == "loop0" and "control flow" in reasons["Loop"][1]
-    assert reasons["NonZero"][0] == "nz0" and "depends on the data" in reasons["NonZero"][1]
+    assert "NonZero" not in reasons  # a data-dependent output size is a run-time shape (issue 17)
     assert "custom domain 'com.microsoft'" in reasons["com.microsoft.FusedGemm"][1]
     assert r.subgraph_op_counts == {"Identity": 1}
     assert not r.supported and r.unsupported_ops["Loop"] == ["loop0"]
 
 
 def test_run_time_value_where_a_constant_is_needed():
-    # `shape` computed from a graph input's values -> reported; from Shape (folds at import) -> fine.
-    nodes = [helper.make_node("Abs", ["t"], ["t2"]), helper.make_node("Reshape", ["x", "t2"], ["y"], name="bad"),
-             helper.make_node("Shape", ["x"], ["s"]), helper.make_node("Reshape", ["x", "s"], ["y2"], name="good")]
-    m = _model(nodes, [_vi("x", [2, 3]), _vi("t", [2], TensorProto.INT64)], [_vi("y", [3, 2]), _vi("y2", [2, 3])])
-    r = inspect_model(m)
-    assert [(u.op_type, u.node) for u in r.unsupported] == [("Reshape", "bad")]
-    assert "'shape' input (input 1, 't2') is computed at run time" in r.unsupported[0].reason
+    # `shape` computed from a graph input's values -> a run-time input (supported); from Shape (folds at
+    # import) -> nothing to say; Squeeze's axes computed at run time -> still unsupported.
+    nodes = [helper.make_node("Abs", ["t"], ["t2"]), helper.make_node("Reshape", ["x", "t2"], ["y"], name="rt"),
+             helper.make_node("Shape", ["x"], ["s"]), helper.make_node("Reshape", ["x", "s"], ["y2"], name="good"),
+             helper.make_node("Squeeze", ["x", "t"], ["y3"], name="bad")]
+    m = _model(nodes, [_vi("x", [2, 3]), _vi("t", [2], TensorProto.INT64)],
+               [_vi("y", [3, 2]), _vi("y2", [2, 3]), _vi("y3", [2, 3])])
+    r = inspect_model(m, try_import=False)
+    assert [(u.op_type, u.node) for u in r.unsupported] == [("Squeeze", "bad")]
+    assert "'axes' input (input 1, 't') is a graph input" in r.unsupported[0].reason
+    assert [(i.op_type, i.node, i.role, i.input) for i in r.runtime_inputs] == [("Reshape", "rt", "shape", "t2")]
+    assert "run-time values (sizes bound as the model runs): Reshape 'rt' shape ('t2')" in r.summary()
+    assert list(r.to_dict()["runtime_inputs"]) == [{"op_type": "Reshape", "node": "rt", "role": "shape", "input": "t2"}]
 
 
 def test_trial_import_reports_attribute_level_problems():

@@ -8,7 +8,10 @@ still described; the checker's message is kept) and answers four questions:
    inputs known at import time (Reshape's ``shape``, Slice's ``starts``, TopK's ``K``, ...); a
    small data-flow pass marks which tensors are static the way the importer folds them
    (initializers, ``Constant``, ``Shape``/``Size`` and anything computed only from those), so a
-   run-time value in such a slot is reported with the node and the input's role. Last, unless
+   run-time value in such a slot is reported with the node and the input's role — as a *run-time
+   input* (``runtime_inputs``, not unsupported) when the converter takes it at run time
+   (`ingot.frontend.onnx.ops_dynamic`: Reshape's shape, Slice's bounds, TopK's K, ...), as
+   unsupported otherwise. Last, unless
    ``try_import=False``, the model is imported once and the first conversion error (an
    unsupported attribute, say) is reported with its node.
 2. *Which data types are not supported* (float8, int4, string, complex, ...), where they occur.
@@ -52,15 +55,15 @@ _NEEDS_CONSTANT: dict[str, tuple[int, dict[int, str]]] = {
                                         "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare")},
 }
 
+# (op type, input position) the importer also takes when computed at run time (ops_dynamic).
+_RUNTIME_OK = {("Reshape", 1), ("Expand", 1), ("Tile", 1), ("ConstantOfShape", 0), ("TopK", 1),
+               *(("Slice", k) for k in (1, 2, 3, 4)), *(("Pad", k) for k in (1, 2, 3)),
+               *(("Range", k) for k in (0, 1, 2))}
+
 # Why an op type without a converter is missing, when there is more to say than "no converter".
 _WHY_MISSING = {
-    **{op: "control flow (subgraphs) is not supported by the importer yet" for op in ("If", "Loop", "Scan")},
-    **{op: "its output shape depends on the data (run-time shapes are not supported yet)"
-       for op in ("NonZero", "Unique", "Compress", "NonMaxSuppression")},
-    **{op: "sequence/optional values are not supported" for op in (
-        "SequenceAt", "SequenceConstruct", "SequenceEmpty", "SequenceErase", "SequenceInsert", "SequenceLength",
-        "SequenceMap", "SplitToSequence", "ConcatFromSequence", "Optional", "OptionalGetElement",
-        "OptionalHasElement")},
+    # If/Loop/Scan and the other sequence/optional ops convert (ops_control.py); SequenceMap's body is not.
+    "SequenceMap": "SequenceMap (a body mapped over a sequence) is not supported; sequences are import-time values",
     **{op: "string tensors are not supported" for op in (
         "StringNormalizer", "StringSplit", "StringConcat", "RegexFullMatch", "TfIdfVectorizer")},
 }
@@ -93,6 +96,17 @@ class UnsupportedNode:
 
 
 @dataclasses.dataclass(frozen=True)
+class RuntimeInput:
+    """A shape-like input (``role``: Reshape's ``shape``, TopK's ``K``, ...) that the model computes at
+    run time and the importer takes as a run-time value (`ingot.graph.runtime_shape`)."""
+
+    op_type: str
+    node: str
+    role: str
+    input: str
+
+
+@dataclasses.dataclass(frozen=True)
 class ModelReport:
     """The result of `inspect_model` (see the module note). ``supported`` is True when nothing in the
     report stops an import (no unsupported node or data type)."""
@@ -111,6 +125,9 @@ class ModelReport:
     num_params: int
     param_bytes: int
     checker_error: "str | None" = None
+    #: Inputs the importer takes as values known only at run time (`RuntimeInput`s): supported,
+    #: but the compiled model runs on the executor's interpreter rather than the one-call AOT entry.
+    runtime_inputs: tuple = ()
 
     @property
     def supported(self) -> bool:
@@ -165,6 +182,10 @@ class ModelReport:
             lines.append("dynamic inputs: " + "; ".join(parts))
         else:
             lines.append("dynamic inputs: none")
+        if self.runtime_inputs:
+            shown = "; ".join(f"{r.op_type} {r.node!r} {r.role} ({r.input!r})" for r in self.runtime_inputs[:5])
+            more = f"; ... ({len(self.runtime_inputs)} in all)" if len(self.runtime_inputs) > 5 else ""
+            lines.append(f"run-time values (sizes bound as the model runs): {shown}{more}")
         if self.checker_error:
             lines.append(f"onnx checker: {self.checker_error}")
         return "\n".join(lines)
@@ -183,9 +204,8 @@ def inspect_model(model_or_path: Any, *, try_import: bool = True) -> ModelReport
         >>> g = helper.make_graph([helper.make_node("Reshape", ["x", "t"], ["y"], name="r0")], "g", [vi("x"), t],
         ...                       [vi("y")])
         >>> r = inspect_model(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)]))
-        >>> u = r.unsupported[0]
-        >>> u.op_type, u.node, u.reason.split(";")[0]
-        ('Reshape', 'r0', "its 'shape' input (input 1, 't') is a graph input")
+        >>> r.supported, r.runtime_inputs
+        (True, (RuntimeInput(op_type='Reshape', node='r0', role='shape', input='t'),))
     """
     import onnx
 
@@ -200,7 +220,8 @@ def inspect_model(model_or_path: Any, *, try_import: bool = True) -> ModelReport
     graph = model.graph
     counts = collections.Counter(_label(n) for n in graph.node)
     sub_counts = collections.Counter(_label(n) for n in _subgraph_nodes(graph))
-    unsupported = _missing_converters(model, opset) + _runtime_constants(graph, opset)
+    runtime: list = []
+    unsupported = _missing_converters(model, opset) + _runtime_constants(graph, opset, runtime)
     bad_dtypes = _unsupported_dtypes(graph)
     if try_import and not unsupported and not bad_dtypes:
         unsupported += _trial_import(model, source)
@@ -220,7 +241,7 @@ def inspect_model(model_or_path: Any, *, try_import: bool = True) -> ModelReport
         op_counts=dict(counts.most_common()), subgraph_op_counts=dict(sub_counts.most_common()),
         unsupported=tuple(unsupported),
         unsupported_dtypes=bad_dtypes, num_params=num, param_bytes=nbytes,
-        checker_error=checker_error)
+        checker_error=checker_error, runtime_inputs=tuple(runtime))
 
 
 def _label(node: Any) -> str:
@@ -253,8 +274,9 @@ def _missing_converters(model: Any, opset: int) -> list:
     return out
 
 
-def _runtime_constants(graph: Any, opset: int) -> list:
-    """Nodes whose converter needs an input at import time that the model computes at run time."""
+def _runtime_constants(graph: Any, opset: int, runtime: list) -> list:
+    """Nodes whose converter needs an input at import time that the model computes at run time; the
+    inputs the importer takes at run time instead are appended to ``runtime``."""
     static = {t.name for t in graph.initializer}
     inputs = {i.name for i in graph.input} - static
     out = []
@@ -265,7 +287,10 @@ def _runtime_constants(graph: Any, opset: int) -> list:
         if rule is not None and opset >= rule[0]:
             for pos, role in rule[1].items():
                 name = node.input[pos] if pos < len(node.input) else ""
-                if name and name not in static:
+                if name and name not in static and (node.op_type, pos) in _RUNTIME_OK:
+                    runtime.append(RuntimeInput(node.op_type, node.name or (node.output[0] if node.output else ""),
+                                                role, name))
+                elif name and name not in static:
                     source = "a graph input" if name in inputs else "computed at run time"
                     out.append(UnsupportedNode(
                         node.op_type, node.name or (node.output[0] if node.output else ""),
