@@ -52,11 +52,11 @@ def test_unsupported_ops_with_reasons():
     m.opset_import.append(helper.make_opsetid("com.microsoft", 1))
     r = inspect_model(m)
     reasons = {u.op_type: (u.node, u.reason) for u in r.unsupported}
-    assert reasons["Loop"][0] == "loop0" and "control flow" in reasons["Loop"][1]
+    assert "Loop" not in reasons  # control flow converts (ops_control.py)
     assert "NonZero" not in reasons  # a data-dependent output size is a run-time shape (issue 17)
     assert "custom domain 'com.microsoft'" in reasons["com.microsoft.FusedGemm"][1]
     assert r.subgraph_op_counts == {"Identity": 1}
-    assert not r.supported and r.unsupported_ops["Loop"] == ["loop0"]
+    assert not r.supported and "Loop" not in r.unsupported_ops and r.unsupported_ops["com.microsoft.FusedGemm"] == ["fg0"]
 
 
 def test_run_time_value_where_a_constant_is_needed():
@@ -107,7 +107,9 @@ def test_cli_inspect(tmp_path):
     click_testing = pytest.importorskip("click.testing")
     from ingot.cli.main import main
 
-    m = _model([helper.make_node("Loop", ["", "c"], [], body=helper.make_graph([], "b", [], []), name="l0"),
+    m = _model([helper.make_node("TfIdfVectorizer", ["x"], ["t"], name="l0", mode="TF", min_gram_length=1,
+                                 max_gram_length=1, max_skip_count=0, ngram_counts=[0], ngram_indexes=[0],
+                                 pool_int64s=[1]),
                 helper.make_node("Relu", ["x"], ["y"])],
                [_vi("x", ["n", 4]), _vi("c", [], TensorProto.BOOL)], [_vi("y", ["n", 4])])
     path = tmp_path / "m.onnx"
@@ -116,7 +118,7 @@ def test_cli_inspect(tmp_path):
     out = runner.invoke(main, ["inspect", str(path)])
     assert out.exit_code == 0, out.output
     assert "opset 17, IR version 8" in out.output
-    assert "unsupported: Loop (1 node)" in out.output and "control flow" in out.output
+    assert "unsupported: TfIdfVectorizer (1 node)" in out.output and "string tensors" in out.output
     assert "dynamic inputs: x axis 0=n" in out.output
     js = runner.invoke(main, ["inspect", "--json", str(path)])
     data = json.loads(js.output)
