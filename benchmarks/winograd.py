@@ -3,7 +3,7 @@ model with each tile policy (batch 1, 2 threads).
 
 ``--layers``: each 3x3 stride-1 layer of ResNet-50 (with its bias + relu epilogue, as fused in the
 model; ``--sizes`` picks them) as the direct packed-weight conv and F(2, 3) / F(4, 3) under the tile-row
-schedule and stage by stage (forced through ``MIN_ROW_TILES``), each built with the C prelude's
+schedule and stage by stage (forced through ``WinogradSchedulePolicy.min_row_tiles``), each built with the C prelude's
 workspace pool on and off (`POOL_OFF`), beside ONNX Runtime's Conv + Relu; checked against PyTorch,
 timed warm (mean of 10 calls per sample) interleaved round by round, min and median at 1 and 2 threads,
 and minor page faults per call (getrusage). Note: in this small process glibc's dynamic mmap threshold
@@ -68,7 +68,7 @@ def _build(func, pool: bool):
 def _layer_kernels(hw: int, c: int, tiles=(2, 4)) -> tuple:
     """``(HWIO weight, {name: (PrimFunc, weight array, schedule mode)})`` of relu(conv(x, w) + b):
     the direct conv, and per tile m its kernel under the tile-row schedule ("rows") and stage by
-    stage ("stages"), forced by `MIN_ROW_TILES` while scheduling."""
+    stage ("stages"), forced by `WinogradSchedulePolicy` while scheduling."""
     from ingot import ops, te
     from ingot.ops import packed
     from ingot.ops import winograd as W
@@ -92,21 +92,14 @@ def _layer_kernels(hw: int, c: int, tiles=(2, 4)) -> tuple:
 
 
 def _schedule_mode(mode):
-    """Context manager forcing the Winograd schedule: "rows" (tile rows at any width), "stages"
+    """The pass context forcing the Winograd schedule: "rows" (tile rows at any width), "stages"
     (never tile rows) or None (the defaults)."""
-    import contextlib
+    from ingot.ir.transform import PassContext
+    from ingot.ops.schedule.winograd import WINOGRAD_POLICY_CONFIG, WinogradSchedulePolicy
 
-    from ingot.ops.schedule import winograd as WS
-
-    @contextlib.contextmanager
-    def forced():
-        saved = WS.MIN_ROW_TILES
-        WS.MIN_ROW_TILES = {"rows": 1, "stages": 10 ** 9}.get(mode, saved)
-        try:
-            yield
-        finally:
-            WS.MIN_ROW_TILES = saved
-    return forced()
+    rows = {"rows": 1, "stages": 10 ** 9}.get(mode)
+    config = {} if rows is None else {WINOGRAD_POLICY_CONFIG: WinogradSchedulePolicy(min_row_tiles=rows)}
+    return PassContext(config=config)
 
 
 def _ort_conv(hw: int, c: int, w: np.ndarray, b: np.ndarray, threads: int, path: str):
@@ -231,10 +224,9 @@ def run_model(rounds: int, only: "str | None" = None) -> str:
 
     from ingot.ops.schedule import winograd as WS
 
-    default, tile_rows = W.choose_tile, WS._blocked
-
-    def stage_by_stage(*args, **kwargs):
-        raise WS.ScheduleError("tile rows off (benchmark policy)")
+    default = W.choose_tile
+    # the tile-row schedule: True (default widths), False (off: stage by stage), "all" (any width)
+    min_row_tiles = {True: WS.MIN_ROW_TILES, False: 10 ** 9, "all": 1}
 
     # name -> (tile policy, tile-row schedule: True (default widths), False (off), "all" (any width))
     policies = {"direct (graph.winograd off)": (None, True), "default (F4 >= 28, F2 at 14)": (default, True),
@@ -253,14 +245,13 @@ def run_model(rounds: int, only: "str | None" = None) -> str:
         runs, errors = {"ONNX Runtime": lambda: sess.run(None, {"data": x})}, {}
         for name, (policy, rows) in policies.items():
             W.choose_tile = policy or default
-            WS._blocked = tile_rows if rows else stage_by_stage
-            min_row_tiles = WS.MIN_ROW_TILES
-            WS.MIN_ROW_TILES = 1 if rows == "all" else min_row_tiles
+            schedule = WS.WinogradSchedulePolicy(min_row_tiles=min_row_tiles[rows])
             try:
-                with ingot.transform.PassContext(config={"graph.winograd": policy is not None}):
+                with ingot.transform.PassContext(config={"graph.winograd": policy is not None,
+                                                         WS.WINOGRAD_POLICY_CONFIG: schedule}):
                     package = ingot.compile(model, target=TARGET)
             finally:
-                W.choose_tile, WS._blocked, WS.MIN_ROW_TILES = default, tile_rows, min_row_tiles
+                W.choose_tile = default
             out = ingot.run(package, {"data": x})
             out = np.asarray(list(out.values())[0] if isinstance(out, dict) else out[0])
             errors[name] = float(np.abs(out - expected).max())

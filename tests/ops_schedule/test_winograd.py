@@ -81,6 +81,24 @@ def test_kernel_matches_pytorch_with_fused_epilogue(n, hw, c, o, m, pad):
     np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4 * np.abs(expected).max())
 
 
+
+@pytest.mark.parametrize("hw,min_row_tiles,expect", [(8, 1, "winograd_tile_rows"), (28, 10 ** 9, "winograd_epilogue")])
+def test_schedule_policy_moves_the_tile_row_threshold(hw, min_row_tiles, expect):
+    # WinogradSchedulePolicy (pass config): 4 tiles per row take tile rows under min_row_tiles=1, 14 do
+    # not under a huge threshold; either schedule computes the same conv.
+    from ingot.ir.transform import PassContext
+
+    x, w, b = _rand(1, hw, hw, 16), _rand(3, 3, 16, 16, scale=0.2), _rand(16)
+    u = W.transform_weight(w, 2, 16)
+    X, U, B = te.placeholder(x.shape, name="x"), te.placeholder(u.shape, name="u"), te.placeholder((16,), name="b")
+    policy = WS.WinogradSchedulePolicy(min_row_tiles=min_row_tiles)
+    with PassContext(config={WS.WINOGRAD_POLICY_CONFIG: policy}):
+        sch, picked = schedule([X, U, B, ops.relu(ops.add(W.conv2d_nhwc_winograd(X, U, padding=1), B))])
+    assert picked["conv2d_nhwc_winograd"] == expect
+    out = run(sch, [x, u, b], (1, hw, hw, 16))
+    expected = np.maximum(_torch_conv(x, w, 1) + b, 0)
+    np.testing.assert_allclose(out, expected, rtol=1e-4, atol=1e-4 * np.abs(expected).max())
+
 def test_kernel_rejects_what_it_cannot_compute():
     x = te.placeholder((1, 8, 8, 16), name="x")
     with pytest.raises(ValueError, match="α², O/P, 16, P"):

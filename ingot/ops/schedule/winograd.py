@@ -46,9 +46,11 @@ Example:
 from __future__ import annotations
 
 import inspect
+from dataclasses import dataclass
 from typing import Any, Callable, Optional
 
 from ingot.cpu_model import CpuModel
+from ingot.ir.transform import PassContext, register_pass_config
 from ingot.tir.schedule.error import ScheduleError
 
 from ..winograd import STAGE_KEY, TILE_GRID_KEY
@@ -154,6 +156,41 @@ MIN_ROW_TILES = 14
 _ROWS_PER_BLOCK = 1
 
 
+@dataclass(frozen=True)
+class WinogradSchedulePolicy:
+    """When `winograd_rule` schedules the whole kernel per row of tiles: rows of at least
+    ``min_row_tiles`` tiles (default `MIN_ROW_TILES`; 1: always, a huge value: never, stage by stage).
+
+    A build takes another policy through its pass context (how benchmarks/winograd.py compares
+    the two schedules; the kernel cache is bypassed under a pass config)::
+
+        with PassContext(config={WINOGRAD_POLICY_CONFIG: WinogradSchedulePolicy(min_row_tiles=1)}):
+            package = ingot.compile(model)
+
+    Example:
+        >>> current_winograd_policy().min_row_tiles == MIN_ROW_TILES
+        True
+    """
+    min_row_tiles: int = MIN_ROW_TILES
+
+
+#: The pass-context config key of the `WinogradSchedulePolicy` the rule follows.
+WINOGRAD_POLICY_CONFIG = "schedule.winograd"
+register_pass_config(WINOGRAD_POLICY_CONFIG, WinogradSchedulePolicy,
+                     "WinogradSchedulePolicy: from how many tiles per row winograd_rule schedules tile rows")
+
+
+def current_winograd_policy() -> WinogradSchedulePolicy:
+    """The `WinogradSchedulePolicy` of the current pass context (the default one when unset).
+
+    Example:
+        >>> with PassContext(config={WINOGRAD_POLICY_CONFIG: WinogradSchedulePolicy(min_row_tiles=1)}):
+        ...     current_winograd_policy().min_row_tiles
+        1
+    """
+    return PassContext.current().get_config(WINOGRAD_POLICY_CONFIG, None) or WinogradSchedulePolicy()
+
+
 def _rows(tiles: int) -> int:
     """The largest divisor of ``tiles`` up to `_MAX_ROWS` (7 for ResNet-50's 7/14/28-tile rows)."""
     return max(r for r in range(1, min(tiles, _MAX_ROWS) + 1) if tiles % r == 0)
@@ -223,8 +260,9 @@ def _blocked(sch: Any, stages: "dict[str, str]", pad: Optional[str], after: "lis
         raise ScheduleError(f"winograd stage {stages['input']!r} has no {TILE_GRID_KEY!r} annotation")
     grid = [int(getattr(g, "value", g)) for g in grid]
     rows = max(1, _ROWS_PER_BLOCK)
-    if grid[2] * rows < MIN_ROW_TILES:
-        raise ScheduleError(f"winograd tile rows: {grid[2]} tiles per row < {MIN_ROW_TILES}; stage by stage")
+    min_row_tiles = current_winograd_policy().min_row_tiles
+    if grid[2] * rows < min_row_tiles:
+        raise ScheduleError(f"winograd tile rows: {grid[2]} tiles per row < {min_row_tiles}; stage by stage")
     m = -(-(_extent(sch, loops[1]) or 0) // grid[1]) or 1
     n, y, x, o = loops
     ty, yi = sch.split(y, [None, m * rows])
