@@ -76,7 +76,7 @@ def join_struct_info(a: StructInfo, b: StructInfo) -> StructInfo:
 
     Example:
         >>> str(join_struct_info(TensorStructInfo((2,), "float32"), TensorStructInfo((3,), "float32")))
-        'R.Tensor(ndim=1, dtype="float32")'
+        'R.Tensor(dtype="float32", ndim=1)'
     """
     if isinstance(a, TensorStructInfo) and isinstance(b, TensorStructInfo) and a.dtype == b.dtype:
         if a.shape is not None and shape_equal(a.shape, b.shape):
@@ -318,7 +318,7 @@ def run_control_step(step: dict, args: list, invoke: Callable[[str, list], Any])
 
     Example:
         >>> step = {"op": "if_then_else", "attrs": {"then_branch": "t", "else_branch": "e"}}
-        >>> run_control_step(step, [np.array(False), np.ones(2)], lambda f, a: (f, a[0].sum()))
+        >>> run_control_step(step, [np.array(False), np.ones(2)], lambda f, a: (f, float(a[0].sum())))
         ('e', 2.0)
     """
     kind, attrs = step["op"], step["attrs"]
