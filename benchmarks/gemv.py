@@ -35,6 +35,7 @@ def build(K: int, N: int, variant: str, W: np.ndarray, b: np.ndarray):
     from ingot import graph as G
     from ingot.graph.transform import pack_weights as pw
     from ingot.graph.transform.bind_params import BindParams
+    from ingot.ir.transform import PassContext
     from ingot.ops.schedule import reduction as red
 
     x, wv, bv = (G.Var("x", G.TensorStructInfo((1, K), "float32")), G.Var("w", G.TensorStructInfo((K, N), "float32")),
@@ -45,15 +46,15 @@ def build(K: int, N: int, variant: str, W: np.ndarray, b: np.ndarray):
             out = bb.emit_output(G.op.add(bb.emit(G.op.matmul(x, wv)), bv))
         bb.emit_func_output(out)
     mod = BindParams("main", {"w": W, "b": b})(bb.get())
-    saved = pw._gemv_rows, red.GEMV_ROW_GROUPS
+    saved = pw._gemv_rows
+    config = {red.GEMV_POLICY_CONFIG: red.GemvPolicy(row_groups=())} if variant == "linear, 1 row" else {}
     try:
         if variant == "matmul (gemm_rule)":
             pw._gemv_rows = lambda shape: False
-        elif variant == "linear, 1 row":
-            red.GEMV_ROW_GROUPS = ()
-        ex = G.build(mod, "llvm -num-cores=2")
+        with PassContext(config=config):
+            ex = G.build(mod, "llvm -num-cores=2")
     finally:
-        pw._gemv_rows, red.GEMV_ROW_GROUPS = saved
+        pw._gemv_rows = saved
     return ex.lib, next(iter(ex.kernels))
 
 

@@ -46,3 +46,24 @@ def test_matmul_batch1_keeps_gemm_rule():
     Y = linalg.matmul(X, B)
     _, rule = _schedule([X, B, Y], Y)
     assert rule == "gemm_rule"
+
+
+def test_policy_without_row_groups_computes_one_row_at_a_time():
+    # GemvPolicy (pass config): row_groups=() drops the 4-row groups (another schedule), same numbers.
+    from ingot.ir import structural_hash
+    from ingot.ir.transform import PassContext
+    from ingot.ops.schedule.reduction import GEMV_POLICY_CONFIG, GemvPolicy
+
+    X = te.placeholder((1, 256), "float32", name="X")
+    W = te.placeholder((40, 256), "float32", name="W")
+    Y = nn.dense(X, W)
+    grouped, _ = _schedule([X, W, Y], Y)
+    with PassContext(config={GEMV_POLICY_CONFIG: GemvPolicy(row_groups=())}):
+        single, rule = _schedule([X, W, Y], Y)
+    assert rule == "gemv_rule" and structural_hash(single) != structural_hash(grouped)
+    rng = np.random.default_rng(1)
+    x, w = rng.standard_normal((1, 256)).astype("float32"), rng.standard_normal((40, 256)).astype("float32")
+    for func in (grouped, single):
+        y = np.zeros((1, 40), "float32")
+        ingot.build(func, target="llvm -num-cores=2")["main"](x, w, y)
+        np.testing.assert_allclose(y, x @ w.T, rtol=1e-4, atol=1e-4)

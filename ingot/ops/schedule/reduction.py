@@ -31,9 +31,11 @@ Example:
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from ingot.cpu_model import CpuModel
+from ingot.ir.transform import PassContext, register_pass_config
 from ingot.tir.schedule.error import ScheduleError
 
 from .analysis import BlockInfo
@@ -125,10 +127,44 @@ GEMV_MAX_ROWS = 4
 GEMV_ROW_GROUPS = (4, 2)
 
 
+@dataclass(frozen=True)
+class GemvPolicy:
+    """How many output rows `gemv_rule` computes together: the first of ``row_groups`` that divides
+    N (default `GEMV_ROW_GROUPS`; ``()``: one row at a time, the plain row reduction).
+
+    A build takes another policy through its pass context (how benchmarks/gemv.py compares them;
+    the kernel cache is bypassed under a pass config)::
+
+        with PassContext(config={GEMV_POLICY_CONFIG: GemvPolicy(row_groups=())}):
+            package = ingot.compile(model)
+
+    Example:
+        >>> current_gemv_policy().row_groups == GEMV_ROW_GROUPS
+        True
+    """
+    row_groups: tuple = GEMV_ROW_GROUPS
+
+
+#: The pass-context config key of the `GemvPolicy` the rule follows.
+GEMV_POLICY_CONFIG = "schedule.gemv"
+register_pass_config(GEMV_POLICY_CONFIG, GemvPolicy, "GemvPolicy: the output rows gemv_rule computes together")
+
+
+def current_gemv_policy() -> GemvPolicy:
+    """The `GemvPolicy` of the current pass context (the default one when unset).
+
+    Example:
+        >>> with PassContext(config={GEMV_POLICY_CONFIG: GemvPolicy(row_groups=(2,))}):
+        ...     current_gemv_policy().row_groups
+        (2,)
+    """
+    return PassContext.current().get_config(GEMV_POLICY_CONFIG, None) or GemvPolicy()
+
+
 def gemv_rule(sch: Any, name: str, info: BlockInfo, cpu: CpuModel) -> None:
     """Dense with the weight in ``[N, K]`` layout (``linear``: ``Y[i, j] = sum_k X[i, k] * W[j, k]``)
     as row reductions: each output is a dot product of two contiguous rows, vectorized over K
-    (VL lane accumulators, combined once), outputs in groups of `GEMV_ROW_GROUPS` rows (independent
+    (VL lane accumulators, combined once), outputs in groups of `GemvPolicy.row_groups` rows (independent
     FMA chains sharing each x vector; `row_reduction_rule` when no group divides N), fused and
     parallel.
 
@@ -168,7 +204,7 @@ def gemv_rule(sch: Any, name: str, info: BlockInfo, cpu: CpuModel) -> None:
         raise ScheduleError(f"gemv_rule: block {name!r} reads an operand across the reduce axis (matmul "
                             "layout: gemm_rule vectorizes over the contiguous output axis)")
     n = info.extents[info.spatial[-1]] if info.spatial else None
-    group = next((g for g in GEMV_ROW_GROUPS if isinstance(n, int) and n % g == 0 and n > g), None)
+    group = next((g for g in current_gemv_policy().row_groups if isinstance(n, int) and n % g == 0 and n > g), None)
     vl = row_vector_lanes(info.extents[info.reduce[0]], lanes)
     if group is None or vl is None or info.reduce[0] != len(info.extents) - 1:
         row_reduction_rule(sch, name, info, cpu)
