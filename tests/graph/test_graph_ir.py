@@ -22,6 +22,11 @@ def test_broadcast_and_symbolic_shape_inference():
     assert structural_equal(G.op.flatten(G.Var("z", T((n, 2, 3)))).struct_info.shape[1], 6)
     with pytest.raises(IRError, match="do not broadcast"):
         G.op.add(G.Var("a", T((n,))), G.Var("c", T((4,))))
+    # a -1 over symbolic sizes comes out simplified: the round trip gives n back, which broadcasts with n
+    flat = G.op.reshape(G.Var("h", T((n, 8, 96))), (-1, 768))
+    back = G.op.reshape(G.Var("f", flat.struct_info), (-1, 8, 96))
+    assert back.struct_info.shape[0] is n or structural_equal(back.struct_info.shape[0], n)
+    assert G.op.add(G.Var("r", back.struct_info), G.Var("s", T((n, 8, 96)))).struct_info.shape[1:] == (8, 96)
     with pytest.raises(IRError, match="dtypes differ"):
         G.op.add(G.Var("a", T((4,))), G.Var("c", T((4,), "float16")))
 
