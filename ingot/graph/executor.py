@@ -450,7 +450,8 @@ class Executor:
 
     def _new_workspace(self, name: str) -> "np.ndarray | None":
         """A fresh workspace arena for one call of ``name`` (None when its plan needs none)."""
-        mem = self.executable.plans[name]["memory"]
+        plan = self.executable.plans[name]
+        mem = plan["memory"] or plan.get("known_memory")  # known_memory: the static part of a run-time plan
         if mem is None or not mem["workspace_bytes"]:
             return None
         return _host_empty((mem["workspace_bytes"],), "uint8")
@@ -639,7 +640,7 @@ class Executor:
     @staticmethod
     def _planned_views(plan: dict, ws: np.ndarray) -> dict:
         views = {}
-        for key, off in plan["memory"]["offsets"].items():
+        for key, off in (plan["memory"] or plan["known_memory"])["offsets"].items():
             desc = plan["values"][int(key)]
             from .plan import nbytes_of
 

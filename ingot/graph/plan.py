@@ -306,6 +306,8 @@ class _Compiler:
         plan = {"name": self.name, "inputs": inputs, "steps": self.steps, "values": self.values,
                 "output": output, "memory": None}
         plan["memory"] = plan_memory(plan)
+        if plan["memory"] is None:  # run-time sizes: plan what is known, the rest is allocated per call
+            plan["known_memory"] = plan_known_memory(plan)
         return plan
 
 
@@ -345,6 +347,34 @@ def plan_memory(plan: dict) -> "dict | None":
     sizes = [nbytes_of(values[i]) for i in planned]
     lifetimes = [live[i] for i in planned]
     offsets, peak = place_buffers(sizes, lifetimes)
+    return {"offsets": {str(i): off for i, off in zip(planned, offsets)}, "workspace_bytes": peak,
+            "naive_bytes": sum(align_up(s) for s in sizes)}
+
+
+def plan_known_memory(plan: dict) -> "dict | None":
+    """The memory plan of the intermediates whose shapes are static in a plan that also has symbolic or
+    run-time sizes (same form and algorithm as `plan_memory`); None when there are none. Builtin
+    outputs are excluded (a builtin returns its own array of the size it found).
+
+    Example:
+        >>> plan = {"steps": [{"op": "call_tir", "args": [["input", 0]], "outs": [0]},
+        ...                   {"op": "call_tir", "args": [["value", 0]], "outs": [1]}],
+        ...         "values": [{"shape": [16], "dtype": "float32", "step": 0},
+        ...                    {"shape": [{"var": "n"}], "dtype": "float32", "step": 1}],
+        ...         "output": ["value", 1], "inputs": []}
+        >>> plan_known_memory(plan)["offsets"]
+        {'0': 0}
+    """
+    values = plan["values"]
+    outs = output_values(plan)
+    own = {v for s in plan["steps"] if s["op"] == "builtin" for v in s.get("outs", ())}
+    planned = [i for i, v in enumerate(values)
+               if i not in outs and i not in own and v["shape"] is not None and _is_static(v)]
+    if not planned:
+        return None
+    live = value_lifetimes(plan)
+    sizes = [nbytes_of(values[i]) for i in planned]
+    offsets, peak = place_buffers(sizes, [live[i] for i in planned])
     return {"offsets": {str(i): off for i, off in zip(planned, offsets)}, "workspace_bytes": peak,
             "naive_bytes": sum(align_up(s) for s in sizes)}
 

@@ -101,3 +101,23 @@ def test_builtins_match_numpy(kind, args, params):
     }[kind]()
     for o, e in zip(out if isinstance(out, tuple) else (out,), expected if isinstance(expected, tuple) else (expected,)):
         np.testing.assert_array_equal(o, e)
+
+
+def test_static_intermediates_of_a_run_time_plan_are_planned():
+    # exp(x) (static, 4x6) feeds the run-time reshape: it lives in the planned workspace, the rest is allocated.
+    x = G.Var("x", G.TensorStructInfo((4, 6), "float32"))
+    s = G.Var("s", G.TensorStructInfo((2,), "int64"))
+    bb = G.BlockBuilder()
+    with bb.function("main", [x, s]):
+        e = bb.emit(G.op.exp(x))
+        e2 = bb.emit(G.op.sqrt(e))
+        sh = bb.emit(G.op.tensor_to_shape(s, ("rt0", "rt1")))
+        bb.emit_func_output(bb.emit(G.op.reshape(e2, sh.struct_info.values)))
+    ex = G.build(bb.get(), "llvm")
+    plan = ex.plans["main"]
+    assert plan["memory"] is None and plan["known_memory"]["workspace_bytes"] >= 4 * 6 * 4
+    vm = G.Executor(ex, ingot.cpu())
+    data = np.linspace(0, 1, 24, dtype="float32").reshape(4, 6)
+    for target in ((3, 8), (24, 1)):
+        out = vm["main"](data, np.array(target, "int64")).numpy()
+        np.testing.assert_allclose(out, np.sqrt(np.exp(data)).reshape(target), rtol=1e-6)
