@@ -90,19 +90,29 @@ def _tensor_sinfo(ctx: Any, value: Any) -> G.TensorStructInfo:
     return G.TensorStructInfo(shape, dtype)
 
 
-def _branch(ctx: Any, node: Any, graph: Any) -> G.SeqExpr:
-    """One If branch as a SeqExpr over the outer values (its own bindings, then its outputs)."""
+def _branch(ctx: Any, node: Any, graph: Any) -> "tuple[G.SeqExpr, list]":
+    """One If branch as a SeqExpr over the outer values (its own bindings, then its outputs' tensors),
+    and the layout of its outputs: ``None`` for a tensor, the length of a sequence (its tensors are
+    consecutive results)."""
     bb = G.BlockBuilder()
     sub = _sub_context(ctx, bb)
     with bb.function("branch", []):
         outs = _convert_graph(sub, graph, dict(ctx.scope), node.opset)
+        flat, layout = [], []
         for o in outs:
-            if not isinstance(o, (G.Expr, np.ndarray)):
-                raise node.error(f"branch {graph.name!r} returns a sequence or optional and the condition is known "
-                                 f"only at run time; only tensors can leave an If decided at run time")
-        exprs = [Context.expr(o) for o in outs]
+            if isinstance(o, SequenceValue) and o.items:
+                flat += list(o.items)
+                layout.append(len(o.items))
+            elif isinstance(o, (G.Expr, np.ndarray)):
+                flat.append(o)
+                layout.append(None)
+            else:
+                raise node.error(f"branch {graph.name!r} returns an empty sequence or an optional and the condition "
+                                 f"is known only at run time; only tensors and sequences of a fixed length can "
+                                 f"leave an If decided at run time")
+        exprs = [Context.expr(o) for o in flat]
         bb.emit_func_output(exprs[0] if len(exprs) == 1 else G.Tuple(exprs))
-    return bb.get()["branch"].body
+    return bb.get()["branch"].body, layout
 
 
 @register("If")
@@ -114,12 +124,23 @@ def _if(ctx: Any, node: Any) -> Any:
             raise node.error(f"the condition must have one element, got shape {static.shape}")
         taken = node.attrs["then_branch"] if bool(static.reshape(-1)[0]) else node.attrs["else_branch"]
         return _convert_graph(ctx, taken, dict(ctx.scope), node.opset)
-    then_seq = _branch(ctx, node, node.attrs["then_branch"])
-    else_seq = _branch(ctx, node, node.attrs["else_branch"])
+    then_seq, then_layout = _branch(ctx, node, node.attrs["then_branch"])
+    else_seq, else_layout = _branch(ctx, node, node.attrs["else_branch"])
+    if then_layout != else_layout:
+        raise node.error(f"the branches return differently shaped sequences ({then_layout} vs {else_layout}; None "
+                         f"is a tensor) and the condition is known only at run time")
     value = ctx.bb.emit(If(ctx.expr(cond), then_seq, else_seq))
-    if node.num_outputs == 1:
-        return value
-    return [ctx.bb.emit(G.TupleGetItem(value, k)) for k in range(node.num_outputs)]
+    count = sum(1 if n is None else n for n in then_layout)
+    items = [value] if count == 1 else [ctx.bb.emit(G.TupleGetItem(value, k)) for k in range(count)]
+    results, k = [], 0
+    for n in then_layout:
+        if n is None:
+            results.append(items[k])
+            k += 1
+        else:
+            results.append(SequenceValue(items[k:k + n], ctx.dtype(items[k])))
+            k += n
+    return results
 
 
 def _body_function(ctx: Any, node: Any, graph: Any, param_sinfos: list) -> "tuple[G.Function, list]":
