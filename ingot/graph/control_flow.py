@@ -321,6 +321,22 @@ def run_control_step(step: dict, args: list, invoke: Callable[[str, list], Any])
         >>> run_control_step(step, [np.array(False), np.ones(2)], lambda f, a: (f, float(a[0].sum())))
         ('e', 2.0)
     """
+    return _unaliased(_run(step, args, invoke), args)
+
+
+def _unaliased(result: Any, args: list) -> Any:
+    """``result`` with every array that may share memory with an argument copied: a branch may return a
+    captured value, and a loop that runs no iteration returns its inputs, which may live in the caller's
+    planned workspace (reused by later steps once the memory plan thinks them dead)."""
+    if isinstance(result, tuple):
+        return tuple(_unaliased(r, args) for r in result)
+    if isinstance(result, np.ndarray) and any(isinstance(a, np.ndarray) and np.may_share_memory(result, a)
+                                              for a in args):
+        return result.copy()
+    return result
+
+
+def _run(step: dict, args: list, invoke: Callable[[str, list], Any]) -> Any:
     kind, attrs = step["op"], step["attrs"]
     if kind == "if_then_else":
         cond = np.asarray(args[0])

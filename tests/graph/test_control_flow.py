@@ -152,3 +152,19 @@ def test_scan_step_stacks_outputs_along_their_axes_in_both_directions():
     np.testing.assert_allclose(state, xs.sum(axis=1))
     partial = np.cumsum(xs[:, ::-1], axis=1)  # the states seen, in reverse input order
     np.testing.assert_allclose(out, partial[:, ::-1])
+
+
+def test_control_steps_never_return_their_arguments_memory():
+    from ingot.graph.control_flow import run_control_step
+
+    workspace = np.arange(6, dtype="float32")
+    captured = workspace[:3]  # a caller's planned intermediate
+    step = {"op": "if_then_else", "attrs": {"then_branch": "t", "else_branch": "e"}}
+    out = run_control_step(step, [np.array(True), captured], lambda f, a: a[0])
+    np.testing.assert_array_equal(out, [0, 1, 2])
+    workspace[:3] = -1  # the caller reuses the memory: the If's result is unaffected
+    np.testing.assert_array_equal(out, [0, 1, 2])
+    loop = {"op": "loop", "attrs": {"body": "b", "num_carried": 1}, "result": [{"dtype": "float32", "ndim": 1},
+                                                                                {"dtype": "float32", "ndim": 2}]}
+    carried, stacked = run_control_step(loop, [np.array(0), np.array(True), captured], lambda f, a: None)
+    assert not np.may_share_memory(carried, workspace) and stacked.shape == (0, 0)
