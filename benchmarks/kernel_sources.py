@@ -70,7 +70,7 @@ def kernel_fingerprints(path: str, target: str, asm: bool = False) -> "list[tupl
             from ingot.codegen.build import hot_loop_report, module_assembly
 
             rep = hot_loop_report(module_assembly(ingot.lower(sch.mod), tgt), tgt.cpu.vector_bits)
-            rules += f"\tfma={rep['fma']} vector={rep['vector']} stack={rep['stack']}"
+            rules += f"\tfma={rep['fma']} vector={rep['vector']} stack={rep['stack']} vector_stack={rep['vector_stack']}"
         rows.append((str(getattr(key, "name_hint", key)), hashlib.sha256(text.encode()).hexdigest()[:16], rules))
     return rows
 

@@ -147,7 +147,8 @@ def hot_loop_report(assembly: str, vector_bits: int = 512) -> dict:
     shortest on a tie — its ``fma`` count, ``vector`` (FMAs on full-width registers of
     ``vector_bits``: zmm for 512, ymm for 256, xmm for 128), ``zmm`` (FMAs on zmm registers),
     ``stack`` (accesses through %rsp/%rbp: spills and reloads; 0 means the accumulators stay in
-    registers), ``stores`` (full-width vector stores to memory) and ``instructions``.
+    registers), ``vector_stack`` (those that move a vector register: the tile's own spills; the
+    rest are address registers reloaded, cheaper), ``stores`` (full-width vector stores to memory) and ``instructions``.
 
     Example:
         >>> asm = ".L3:; vfmadd231ps %ymm1, %ymm2, %ymm0; jne .L3".replace(";", chr(10))
@@ -160,7 +161,7 @@ def hot_loop_report(assembly: str, vector_bits: int = 512) -> dict:
     reg = {512: "zmm", 256: "ymm"}.get(vector_bits, "xmm")
     lines = assembly.splitlines()
     labels = {ln[:-1]: n for n, ln in enumerate(lines) if re.match(r"^\.L\w+:$", ln)}
-    best = {"fma": 0, "vector": 0, "zmm": 0, "stack": 0, "stores": 0, "instructions": 0}
+    best = {"fma": 0, "vector": 0, "zmm": 0, "stack": 0, "vector_stack": 0, "stores": 0, "instructions": 0}
     for n, ln in enumerate(lines):
         m = re.match(r"^\s+j\w+\s+(\.L\w+)$", ln)
         if not m or m.group(1) not in labels or labels[m.group(1)] >= n:
@@ -172,6 +173,7 @@ def hot_loop_report(assembly: str, vector_bits: int = 512) -> dict:
                     "vector": sum(1 for b in body if re.match(rf"\s+vfmadd\w+\s.*%{reg}", b)),
                     "zmm": sum(1 for b in body if re.match(r"\s+vfmadd\w+\s.*%zmm", b)),
                     "stack": sum(1 for b in body if re.search(r"\((%rsp|%rbp)", b)),
+                    "vector_stack": sum(1 for b in body if re.search(r"\((%rsp|%rbp)", b) and re.search(r"%[xyz]mm", b)),
                     "stores": sum(1 for b in body if re.match(rf"\s+vmov\w+\s+%{reg}\d+, .*\(", b)),
                     "instructions": len(body)}
     return best

@@ -101,6 +101,27 @@ def test_both_loop_orders_are_correct(order):
     np.testing.assert_allclose(out, np.maximum(_torch_conv(xa, wa, 1, 1) + ba, 0), rtol=1e-4, atol=1e-4)
 
 
+def test_policy_order_forces_the_loop_order_as_the_argument_does():
+    # ConvNhwcPolicy.order (pass config, how benchmarks/conv2d.py forces an order) gives the
+    # schedule conv_nhwc_rule(order=...) gives; None keeps the rule's own choice.
+    from ingot.ir import structural_hash
+    from ingot.ir.transform import PassContext
+    from ingot.ops.schedule.conv_nhwc import POLICY_CONFIG, ConvNhwcPolicy
+
+    def scheduled(order=None, policy=None):
+        sch = Schedule(te.create_prim_func(_packed_conv_layer(16, 14, 64, 3, 1, residual=False)))
+        info = analyze_block(sch, sch.get_block("conv2d_nhwc"))
+        with PassContext(config={} if policy is None else {POLICY_CONFIG: policy}):
+            conv_nhwc_rule(sch, "conv2d_nhwc", info, CPU, order=order)
+        return structural_hash(sch.mod)
+
+    default = scheduled()
+    forced = {o: scheduled(policy=ConvNhwcPolicy(order=o)) for o in ("rows", "oc")}
+    assert forced == {o: scheduled(order=o) for o in ("rows", "oc")}
+    assert len(set(forced.values())) == 2 and default in forced.values()
+    assert scheduled(policy=ConvNhwcPolicy()) == default
+
+
 @pytest.mark.parametrize("hw", [7, 14])
 def test_big_weight_panels_slice_the_reduction(hw):
     # a 3x3 panel of 160 channels is 184 KB > BIG_PANEL: channel slices of 32 (36 KB, L1), the
@@ -325,6 +346,16 @@ def test_depthwise_micro_kernel_vectorized_over_channels():
     sch, _ = _schedule([x, w, ops.nn.conv2d_nhwc(x, w, padding=0, groups=64)], AVX512_TARGET)
     loop = _kernel_loop(sch, AVX512_TARGET)  # unpadded: the 7 x 2-vector tile stays in registers
     assert loop["zmm"] >= 14 and loop["zmm"] == loop["fma"] and loop["stack"] == 0, loop
+
+
+def test_depthwise_tile_on_16_registers_keeps_its_accumulators_in_registers():
+    # MobileNetV2's 14x14x384 depthwise on an AVX2 CPU: one-vector rows, 7 of them (the whole
+    # row); the taps' address registers may be reloaded from the stack, the ymm tile never is
+    haswell = "llvm -mcpu=haswell -num-cores=2"
+    x, w = te.placeholder((1, 14, 14, 384), name="x"), te.placeholder((3, 3, 1, 384), name="w")
+    sch, _ = _schedule([x, w, ops.nn.conv2d_nhwc(x, w, padding=1, groups=384)], haswell)
+    loop = _kernel_loop(sch, haswell)
+    assert loop["fma"] >= 7 and loop["vector"] == loop["fma"] and loop["vector_stack"] == 0, loop
 
 
 # -- pools ----------------------------------------------------------------------------------------
