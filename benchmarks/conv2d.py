@@ -210,6 +210,7 @@ def nhwc_layer_func(c: int, hw: int, o: int, k: int, s: int, g: int):
 def nhwc_build(layer, threads: int = 2, order: "str | None" = None):
     """(schedule, log, module, shapes, pack, conv block name) of an NHWC layer's default schedule
     (``order``: `conv_nhwc_rule`'s loop order forced to "rows"/"oc"/"pixels", other knobs default)."""
+    from ingot.ir.transform import PassContext
     from ingot.ops.schedule import conv_nhwc, schedule_blocks
     from ingot.target import Target
     from ingot.tir.schedule import Schedule
@@ -217,16 +218,10 @@ def nhwc_build(layer, threads: int = 2, order: "str | None" = None):
     func, shapes, pack, conv_name = nhwc_layer_func(*layer[1:])
     log: list = []
     target = f"llvm -num-cores={threads}"
-    default, two_panel = conv_nhwc.default_conv_params, conv_nhwc._two_panel_1x1
-    if order is not None:
-        def forced(shape, cores, **kw):
-            return default(shape, cores, **{**kw, "order": kw.get("order") or order})
-        conv_nhwc.default_conv_params = forced  # the rule looks both up at call time
-        conv_nhwc._two_panel_1x1 = lambda shape: False  # the 7x7 1x1 tile is a default-only choice
-    try:
+    # a forced order turns the special tiles (the 7x7 1x1 two-panel tile, ...) off: they are default-only choices
+    config = {} if order is None else {conv_nhwc.POLICY_CONFIG: conv_nhwc.ConvNhwcPolicy(order=order)}
+    with PassContext(config=config):
         sch = schedule_blocks(Schedule(func), Target(target), log=log)
-    finally:
-        conv_nhwc.default_conv_params, conv_nhwc._two_panel_1x1 = default, two_panel
     return sch, log, ingot.build(sch.mod, target), shapes, pack, conv_name
 
 

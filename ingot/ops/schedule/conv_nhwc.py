@@ -393,9 +393,10 @@ def conv_nhwc_rule(sch: Any, name: str, info: BlockInfo, cpu: CpuModel, *, epilo
     Example:
         >>> # conv_nhwc_rule(sch, "conv2d_nhwc", info, Target("llvm -mcpu=haswell -num-cores=2").cpu)
     """
+    cores, policy = cpu.cores, current_policy()
+    order = order if order is not None else policy.order
     if order not in (None, "oc", "rows", "pixels"):
         raise ValueError(f"conv_nhwc_rule: order must be 'rows', 'oc' or 'pixels', got {order!r}")
-    cores, policy = cpu.cores, current_policy()
     shape = analyze_conv_nhwc(sch, name, info, cpu.lanes(info.dtype))
     if mr is None:
         shape = fit_conv_tile(shape, cpu, name)
@@ -566,7 +567,9 @@ class ConvNhwcPolicy:
     * ``small_n_two_panel``: 64-output 14x14 1x1 convs (one task per core in "oc" order) use one
       7 x 4-vector tile over both panels with the rows as tasks;
     * ``split_k``: sliced 1x1 convs at OW = 7 with an odd handful of oc blocks split K in this many
-      parts by rfactor (`conv_nhwc_splitk`; 0 or 1: off).
+      parts by rfactor (`conv_nhwc_splitk`; 0 or 1: off);
+    * ``order``: the loop order every conv is forced to (``"rows"``, ``"oc"``, ``"pixels"``; the
+      special tiles above, which choose their own, are then off); None (default): the rule's choice.
 
     A build takes another policy through its pass context (how benchmarks/experiments/small_map_tasks.py
     compares them)::
@@ -583,6 +586,7 @@ class ConvNhwcPolicy:
     window_row_tasks: bool = True
     small_n_two_panel: bool = True
     split_k: int = 2
+    order: Optional[str] = None
 
 
 #: The pass-context config key of the `ConvNhwcPolicy` the rules follow.
