@@ -83,7 +83,9 @@ def evaluate(mod: Any, inputs: "Mapping[str, Any] | Sequence[Any]", func_name: s
             for b in block.bindings:
                 env[id(b.var)] = ev(b.value)
         out = ev(func.body.body)
-    return [np.asarray(o) for o in out] if isinstance(out, list) else [np.asarray(out)]
+    # A field that is itself a list (an ONNX sequence output) stays a list of arrays.
+    return [[np.asarray(x) for x in o] if isinstance(o, list) else np.asarray(o) for o in out] \
+        if isinstance(out, list) else [np.asarray(out)]
 
 
 def _control_call(mod: Any, call: Any, args: list) -> Any:

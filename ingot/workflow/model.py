@@ -64,8 +64,12 @@ def _sinfo_tensors(sinfo: Any, names: Sequence[str]) -> list[TensorInfo]:
     fields = sinfo.fields if isinstance(sinfo, G.TupleStructInfo) else [sinfo]
     out = []
     for i, f in enumerate(fields):
+        name = names[i] if i < len(names) else f"output_{i}"
+        if isinstance(f, G.TupleStructInfo):  # an ONNX sequence output: a list of tensors at run time
+            out.append(TensorInfo(name, (len(f.fields),), "sequence"))
+            continue
         shape = tuple(d if isinstance(d, int) else str(d) for d in (f.shape or ()))
-        out.append(TensorInfo(names[i] if i < len(names) else f"output_{i}", shape, str(f.dtype)))
+        out.append(TensorInfo(name, shape, str(f.dtype)))
     return out
 
 
@@ -514,7 +518,14 @@ def run(package_or_path: Any, inputs: Mapping[str, Any], device: str = "cpu",
     arrays = check_inputs(inputs, package.inputs)
     out = package.executor()["main"](*arrays)
     outs = list(out) if isinstance(out, (list, tuple)) else [out]
-    return {o.name: (v.numpy() if hasattr(v, "numpy") else np.asarray(v)) for o, v in zip(package.outputs, outs)}
+    return {o.name: _output_value(v) for o, v in zip(package.outputs, outs)}
+
+
+def _output_value(v: Any) -> Any:
+    """An output as numpy: an array, or a list of arrays for a sequence output (a tuple of tensors)."""
+    if isinstance(v, (list, tuple)):
+        return [_output_value(x) for x in v]
+    return v.numpy() if hasattr(v, "numpy") else np.asarray(v)
 
 
 @dataclasses.dataclass

@@ -92,7 +92,9 @@ def _run_compiled(mod: Any, inputs: list) -> list:
     ex = G.build(mod, "llvm")
     out = G.Executor(ex, ingot.cpu())["main"](*inputs)
     outs = list(out) if isinstance(out, (list, tuple)) else [out]
-    return [o.numpy() if hasattr(o, "numpy") else np.asarray(o) for o in outs]
+    # A nested tuple is an ONNX sequence output: a list of arrays.
+    return [[x.numpy() for x in o] if isinstance(o, tuple) else o.numpy() if hasattr(o, "numpy") else np.asarray(o)
+            for o in outs]
 
 
 RUNNERS: dict[str, Callable] = {"reference": _run_reference, "compiled": _run_compiled}
@@ -175,16 +177,16 @@ def run_case(case: Any, mode: str = "reference") -> CaseResult:
                 outs = RUNNERS[mode](mod, [_array(i) for n, i in zip(names, inputs) if n not in frozen])
         except Exception as exc:
             return CaseResult(case.name, op, "error", f"run: {type(exc).__name__}: {_first(exc)}")
-        if len(expected) == 1 and isinstance(expected[0], list):
-            # One sequence output: Ingot returns a sequence as a tuple of its tensors.
-            expected = expected[0]
-            if len(outs) != len(expected):
-                return CaseResult(case.name, op, "mismatch", f"a sequence of {len(outs)} tensors, expected "
-                                                             f"{len(expected)}")
         if len(outs) < len(expected):
             return CaseResult(case.name, op, "mismatch", f"{len(outs)} outputs, expected {len(expected)}")
         for k, (e, a) in enumerate(zip(expected, outs)):
-            why = compare(_array(e), a, case.rtol, case.atol)
+            if isinstance(e, list):  # a sequence output: a list of arrays (a tuple of tensors in Ingot)
+                if not isinstance(a, list) or len(a) != len(e):
+                    return CaseResult(case.name, op, "mismatch", f"output {k}: expected a sequence of {len(e)} "
+                                                                 f"tensors, got {type(a).__name__}")
+                why = next((w for w in (compare(_array(x), y, case.rtol, case.atol) for x, y in zip(e, a)) if w), "")
+            else:
+                why = compare(_array(e), a, case.rtol, case.atol)
             if why:
                 return CaseResult(case.name, op, "mismatch", f"output {k}: {why}")
     return CaseResult(case.name, op, "pass")

@@ -461,7 +461,9 @@ def from_onnx(model_or_path: Any, shape_dict: "Mapping[str, Sequence[Any]] | Non
                 if out.name not in values:
                     raise ConversionError("<graph output>", out.name, "no node produces this graph output")
                 outs.append(Context.expr(_graph_output(values[out.name], out.name)))
-            result = outs[0] if len(outs) == 1 else G.Tuple(outs)
+            # A sequence output is a tuple of its tensors: kept nested even alone, so a caller tells it from
+            # several outputs.
+            result = outs[0] if len(outs) == 1 and not isinstance(outs[0], G.Tuple) else G.Tuple(outs)
             gv = bb.emit_output(result)
         bb.emit_func_output(gv)
     return bb.get(), params
