@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from ingot import graph as G
+from ingot.ir.error import IngotError
 from ingot.graph.control_flow import If, join_struct_info
 from ingot.graph.op.control import loop as loop_call, scan as scan_call
 
@@ -205,10 +206,15 @@ def _loop(ctx: Any, node: Any) -> Any:
     carried = [_tensor_sinfo(ctx, v) for v in initial]
     func, captured = _body_function(ctx, node, body, head + carried)
     outs = func.ret_struct_info.fields
-    if any(not _same(a, b) for a, b in zip(carried, outs[1:1 + len(carried)])):  # shapes change per iteration
-        carried = [_relaxed(s) for s in carried]
-        func, captured = _body_function(ctx, node, body, head + carried)
-        outs = func.ret_struct_info.fields
+    if any(not _same(a, b) for a, b in zip(carried, outs[1:1 + len(carried)])):  # shapes may change per iteration
+        try:
+            relaxed = [_relaxed(s) for s in carried]
+            func, captured = _body_function(ctx, node, body, head + relaxed)
+            carried, outs = relaxed, func.ret_struct_info.fields
+        except IngotError:
+            # The body needs its inputs' dims (an op's shape inference): keep the static parameters. Each
+            # iteration's call checks them, so a carried value that does change shape fails, naming the body.
+            pass
     n = len(initial)
     static_trip = ctx.static(trip) if trip is not None else None
     fixed = static_trip is not None and _cond_never_changes(ctx, cond, func)
