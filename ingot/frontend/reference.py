@@ -46,8 +46,10 @@ def evaluate(mod: Any, inputs: "Mapping[str, Any] | Sequence[Any]", func_name: s
         values = [inputs[p.name_hint] for p in func.params]
     else:
         values = list(inputs)
+    dims: dict = {}  # symbolic dim name -> size: from the inputs' shapes and run-time shapes (issue 17)
     for p, v in zip(func.params, values):
         env[id(p)] = np.asarray(v)
+        _bind_dims(p.struct_info, env[id(p)], dims)
 
     def ev(e: Any) -> Any:
         if isinstance(e, G.Var):
@@ -69,10 +71,15 @@ def evaluate(mod: Any, inputs: "Mapping[str, Any] | Sequence[Any]", func_name: s
         if isinstance(e, G.Call) and isinstance(e.op, G.Op) and e.op.name in CONTROL_OPS:
             return _control_call(mod, e, [ev(a) for a in e.args])
         if isinstance(e, G.Call) and isinstance(e.op, G.Op):
+            if e.op.name == "tensor_to_shape":  # binds fresh dims from the tensor's values
+                shape = tuple(int(d) for d in np.asarray(ev(e.args[0])).reshape(-1))
+                dims.update({n: d for n, d in zip(e.attrs["dims"], shape)})
+                return shape
             op_def = get_op_def(e.op.name)
             if op_def.numpy is None:
                 raise IngotError(f"evaluate: operator {e.op.name!r} has no numpy reference")
-            out = op_def.numpy([ev(a) for a in e.args], e.attrs)
+            out = op_def.numpy([ev(a) for a in e.args], _concrete_attrs(e.attrs, dims) if dims else e.attrs)
+            _bind_dims(e.struct_info, out, dims)
             if isinstance(e.struct_info, G.TupleStructInfo):   # split, topk: one array per field
                 return [np.asarray(o).astype(str(f.dtype), copy=False) for o, f in zip(out, e.struct_info.fields)]
             return np.asarray(out).astype(str(e.struct_info.dtype), copy=False)
@@ -86,6 +93,35 @@ def evaluate(mod: Any, inputs: "Mapping[str, Any] | Sequence[Any]", func_name: s
     # A field that is itself a list (an ONNX sequence output) stays a list of arrays.
     return [[np.asarray(x) for x in o] if isinstance(o, list) else np.asarray(o) for o in out] \
         if isinstance(out, list) else [np.asarray(out)]
+
+
+def _bind_dims(sinfo: Any, value: Any, dims: dict) -> None:
+    """Bind the symbolic dims of ``sinfo`` (a tensor or tuple struct info) not yet known from ``value``'s shape."""
+    from ingot import graph as G
+    from ingot.ir import Var as PrimVar
+
+    if isinstance(sinfo, G.TupleStructInfo) and isinstance(value, (list, tuple)):
+        for f, v in zip(sinfo.fields, value):
+            _bind_dims(f, v, dims)
+    elif isinstance(sinfo, G.TensorStructInfo) and sinfo.shape is not None:
+        for d, n in zip(sinfo.shape, np.shape(value)):
+            if isinstance(d, PrimVar) and d.name not in dims:
+                dims[d.name] = int(n)
+
+
+def _concrete_attrs(attrs: Any, dims: dict) -> dict:
+    """``attrs`` with symbolic dims (``reshape``'s ``shape=(batch, rt0)``) evaluated from ``dims``."""
+    from ingot.graph.plan import dim_to_json, eval_dim_json
+    from ingot.ir import PrimExpr
+
+    def concrete(v: Any) -> Any:
+        if isinstance(v, PrimExpr):
+            return eval_dim_json(dim_to_json(v), dims)
+        if isinstance(v, tuple):
+            return tuple(concrete(x) for x in v)
+        return v
+
+    return {k: concrete(v) for k, v in attrs.items()}
 
 
 def _control_call(mod: Any, call: Any, args: list) -> Any:

@@ -9,12 +9,16 @@ of two modes:
   (`ingot.frontend.reference`) — checks the importer alone, needs no compiler, fast;
 * ``"compiled"``: ``ingot.graph.build`` + ``Executor`` — the real path (import → compile → run).
 
+Shape-like inputs (Reshape's shape, Slice's starts, TopK's K, ...) are frozen to constants by default, as
+TVM's tests do; ``--no-freeze`` keeps them graph inputs, so they are values known only at run time
+(issue 17: the run-time shape path of `ingot.frontend.onnx.ops_dynamic`).
+
 Every case is classified ``pass`` / ``mismatch`` / ``error`` / ``unsupported`` and the results are
 grouped per op. Cases whose expected output is one random draw (Bernoulli, Random*, training
 Dropout) are excluded.
 
 Usage (also from benchmarks/onnx_coverage.py):
-    python tests/frontend/onnx_node_tests.py [--mode reference|compiled] [--subset N] [-k FILTER]
+    python tests/frontend/onnx_node_tests.py [--mode reference|compiled] [--subset N] [-k FILTER] [--no-freeze]
 """
 from __future__ import annotations
 
@@ -151,8 +155,9 @@ def _array(value: Any) -> np.ndarray:
     return array
 
 
-def run_case(case: Any, mode: str = "reference") -> CaseResult:
-    """Import (input shapes from the first data set), run and compare one case; never raises."""
+def run_case(case: Any, mode: str = "reference", freeze: bool = True) -> CaseResult:
+    """Import (input shapes from the first data set), run and compare one case; never raises. ``freeze=False``
+    keeps shape-like inputs as graph inputs (run-time values)."""
     from ingot.frontend import UnsupportedOpsError
     from ingot.frontend.onnx import from_onnx
 
@@ -161,7 +166,7 @@ def run_case(case: Any, mode: str = "reference") -> CaseResult:
         first_inputs = [_array(i) for i in case.data_sets[0][0]]
     except ValueError:
         return CaseResult(case.name, op, "unsupported", "sequence/optional inputs")
-    frozen = frozen_inputs(case.model, first_inputs)
+    frozen = frozen_inputs(case.model, first_inputs) if freeze else {}
     names = [i.name for i in case.model.graph.input if i.name not in {t.name for t in case.model.graph.initializer}]
     shapes = {n: list(v.shape) for n, v in zip(names, first_inputs) if n not in frozen}
     try:
@@ -197,12 +202,13 @@ def _first(exc: BaseException) -> str:
     return text.splitlines()[0][:160] if text else ""
 
 
-def _run_by_name(name: str, mode: str) -> CaseResult:
+def _run_by_name(name: str, mode: str, freeze: bool = True) -> CaseResult:
     case = next(c for c in collect_cases() if c.name == name)
-    return run_case(case, mode)
+    return run_case(case, mode, freeze)
 
 
-def run_all(cases: Iterable[Any], mode: str = "reference", isolate: "bool | None" = None) -> list[CaseResult]:
+def run_all(cases: Iterable[Any], mode: str = "reference", isolate: "bool | None" = None,
+            freeze: bool = True) -> list[CaseResult]:
     """`run_case` over ``cases``. With ``isolate`` (default for the compiled mode) the cases run in
     one long-lived child process, restarted when a kernel crashes it; the crash is that case's
     ``error`` and the run goes on."""
@@ -210,7 +216,7 @@ def run_all(cases: Iterable[Any], mode: str = "reference", isolate: "bool | None
     if isolate is None:
         isolate = mode == "compiled"
     if not isolate:
-        return [run_case(c, mode) for c in cases]
+        return [run_case(c, mode, freeze) for c in cases]
     import concurrent.futures as cf
     import multiprocessing as mp
 
@@ -220,7 +226,7 @@ def run_all(cases: Iterable[Any], mode: str = "reference", isolate: "bool | None
     try:
         for c in cases:
             try:
-                results.append(pool.submit(_run_by_name, c.name, mode).result(timeout=600))
+                results.append(pool.submit(_run_by_name, c.name, mode, freeze).result(timeout=600))
             except (cf.process.BrokenProcessPool, cf.TimeoutError) as exc:
                 results.append(CaseResult(c.name, case_op(c), "error", f"run: the process crashed or hung "
                                                                          f"({type(exc).__name__})"))
@@ -264,11 +270,12 @@ def main(argv: "list[str] | None" = None) -> int:
     p.add_argument("--subset", type=int, default=1, help="run every N-th case (by name hash)")
     p.add_argument("-k", default="", help="only cases whose name contains this")
     p.add_argument("--details", action="store_true", help="list mismatches and errors")
+    p.add_argument("--no-freeze", action="store_true", help="keep shape-like inputs as run-time graph inputs")
     args = p.parse_args(argv)
     cases = [c for c in collect_cases() if args.k in c.name]
     if args.subset > 1:
         cases = deterministic_subset(cases, args.subset)
-    print(format_report(run_all(cases, args.mode), args.details))
+    print(format_report(run_all(cases, args.mode, freeze=not args.no_freeze), args.details))
     return 0
 
 

@@ -156,3 +156,27 @@ def test_unique_compress_and_non_max_suppression():
     scores = np.array([[[0.9, 0.75, 0.6, 0.95, 0.5, 0.3]]], "float32")
     _check(model, [[np.array([2, -1, 2, 3, -1, 0, 5], "float32"), boxes, scores],
                    [np.array([1, 1, 1, 1, 1, 1, 1], "float32"), boxes, scores[..., ::-1].copy()]])
+
+
+# ONNX node cases whose shape-like inputs are graph inputs: with --no-freeze they are run-time values.
+_RUNTIME_CASE_PREFIXES = ("test_reshape", "test_expand", "test_slice", "test_tile", "test_range",
+                          "test_constantofshape", "test_top_k", "test_edge_pad", "test_reflect_pad", "test_wrap_pad",
+                          "test_nonzero", "test_unique", "test_compress", "test_nonmaxsuppression")
+
+
+def _runtime_cases():
+    import os
+    import sys
+
+    sys.path.insert(0, os.path.dirname(__file__))
+    import onnx_node_tests as harness
+
+    return harness, [c for c in harness.collect_cases()
+                     if c.name.startswith(_RUNTIME_CASE_PREFIXES) and "expanded" not in c.name]
+
+
+def test_node_cases_with_run_time_inputs_reference():
+    harness, cases = _runtime_cases()
+    results = harness.run_all(cases, "reference", freeze=False)
+    assert len(results) >= 60
+    assert [(r.name, r.detail) for r in results if r.status != "pass"] == []
