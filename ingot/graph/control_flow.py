@@ -370,11 +370,14 @@ def _run_loop(step: dict, attrs: dict, args: list, invoke: Callable) -> tuple:
         scans.append(outs[1 + n:])
         i += 1
     descs = _tuple(step["result"])[n:]
+    slices = list(attrs.get("scan_slice_shapes") or ())
     stacked = []
     for k, desc in enumerate(descs):
         if scans:
             stacked.append(np.stack([np.asarray(s[k]) for s in scans]))
-        else:  # no iteration ran: an empty stack (its other sizes are unknown)
+        elif k < len(slices) and slices[k] is not None:  # no iteration ran: (0, *slice)
+            stacked.append(np.zeros((0, *slices[k]), desc["dtype"]))
+        else:  # no iteration ran and the slice's sizes are unknown
             stacked.append(np.zeros((0,) * max(desc["ndim"], 1), desc["dtype"]))
     return tuple(np.asarray(c) for c in carried) + tuple(stacked)
 

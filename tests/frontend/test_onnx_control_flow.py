@@ -125,6 +125,10 @@ def test_loop_with_a_condition_computed_in_the_body():
              {"m": np.array(3, "int64"), "c": np.array(True), "s0": np.array([0.5, 1.0], "float32"),
               "a": np.array([1.0, -2.0], "float32")},
              {"m": np.array(5, "int64"), "c": np.array(True), "s0": np.array([90.0, 20.0], "float32"),
+              "a": np.array([1.0, -2.0], "float32")},
+             {"m": np.array(0, "int64"), "c": np.array(True), "s0": np.array([0.5, 1.0], "float32"),
+              "a": np.array([1.0, -2.0], "float32")},  # no iteration: the scan output is empty, (0, 2)
+             {"m": np.array(4, "int64"), "c": np.array(False), "s0": np.array([0.5, 1.0], "float32"),
               "a": np.array([1.0, -2.0], "float32")}]
     _check(_loop_model(capture=False), feeds)
 

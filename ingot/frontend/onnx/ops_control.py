@@ -228,13 +228,12 @@ def _loop(ctx: Any, node: Any) -> Any:
     trip_e = ctx.expr(trip) if trip is not None else G.const(_INT64_MAX, "int64")
     cond_e = ctx.expr(cond) if cond is not None else G.const(True, "bool")
     name = _add_body(ctx, node, func)
-    value = ctx.bb.emit(loop_call(_scalar(ctx, trip_e), _scalar(ctx, cond_e), [ctx.expr(v) for v in initial],
-                                  captured, body=name, out_sinfo=out_sinfo))
+    slice_shapes = [tuple(s.shape) for s in outs[1 + n:]
+                    if isinstance(s, G.TensorStructInfo) and s.shape is not None and all(isinstance(d, int) for d in s.shape)]
+    value = ctx.bb.emit(loop_call(trip_e, cond_e, [ctx.expr(v) for v in initial],
+                                  captured, body=name, out_sinfo=out_sinfo,
+                                  scan_slice_shapes=slice_shapes if len(slice_shapes) == len(outs) - 1 - n else ()))
     return [ctx.bb.emit(G.TupleGetItem(value, k)) for k in range(len(out_sinfo.fields))][:node.num_outputs]
-
-
-def _scalar(ctx: Any, e: Any) -> Any:
-    return e  # the executor reads the one element of a (1,)- or ()-shaped tensor either way
 
 
 def _same(a: Any, b: Any) -> bool:

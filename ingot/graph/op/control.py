@@ -59,7 +59,7 @@ def _never_legalized(name: str) -> Any:
 
 _SPECS = {
     "if_then_else": {"then_branch": REQUIRED, "else_branch": REQUIRED, "out_sinfo": REQUIRED},
-    "loop": {"body": REQUIRED, "num_carried": REQUIRED, "out_sinfo": REQUIRED},
+    "loop": {"body": REQUIRED, "num_carried": REQUIRED, "scan_slice_shapes": (), "out_sinfo": REQUIRED},
     "scan": {"body": REQUIRED, "num_states": REQUIRED, "num_scan_inputs": REQUIRED, "input_axes": (),
              "input_reverse": (), "output_axes": (), "output_reverse": (), "batched": False, "out_sinfo": REQUIRED},
 }
@@ -80,8 +80,11 @@ def if_then_else(cond: Expr, *captured: Expr, then_branch: str, else_branch: str
 
 
 def loop(trip_count: Expr, cond: Expr, carried: Sequence[Expr], captured: Sequence[Expr], *, body: str,
-         out_sinfo: StructInfo) -> Call:
+         out_sinfo: StructInfo, scan_slice_shapes: Sequence[Sequence[int]] = ()) -> Call:
     """ONNX Loop: run module function ``body`` while ``i < trip_count`` and ``cond`` (see the module note).
+
+    ``scan_slice_shapes``: the static shape of each scan output's per-iteration slice, when known (the
+    shape of an empty result, ``(0, *slice)``, when no iteration runs).
 
     Example:
         >>> from ingot import graph as G
@@ -91,7 +94,7 @@ def loop(trip_count: Expr, cond: Expr, carried: Sequence[Expr], captured: Sequen
         1
     """
     return make_call("loop", [trip_count, cond, *carried, *captured], body=str(body), num_carried=len(carried),
-                     out_sinfo=out_sinfo)
+                     scan_slice_shapes=tuple(tuple(int(d) for d in s) for s in scan_slice_shapes), out_sinfo=out_sinfo)
 
 
 def scan(states: Sequence[Expr], scan_inputs: Sequence[Expr], captured: Sequence[Expr], *, body: str,
