@@ -121,3 +121,14 @@ def test_static_intermediates_of_a_run_time_plan_are_planned():
     for target in ((3, 8), (24, 1)):
         out = vm["main"](data, np.array(target, "int64")).numpy()
         np.testing.assert_allclose(out, np.sqrt(np.exp(data)).reshape(target), rtol=1e-6)
+
+
+def test_static_module_builds_as_before():
+    x = G.Var("x", G.TensorStructInfo((2, 3), "float32"))
+    bb = G.BlockBuilder()
+    with bb.function("main", [x]):
+        bb.emit_func_output(bb.emit(G.op.relu(bb.emit(G.op.reshape(x, (3, 2))))))
+    ex = G.build(bb.get(), "llvm")
+    plan = ex.plans["main"]
+    assert "main" in ex.aot and plan["memory"] is not None and "known_memory" not in plan
+    assert all(s["op"] == "call_tir" for s in plan["steps"])
