@@ -129,7 +129,10 @@ def _loop_numpy(s, w):
 @pytest.mark.compiler
 def test_loop_op_runs_its_compiled_body_until_the_condition_fails():
     mod = _loop_module()
-    assert "R.loop(" in mod.script()
+    text = mod.script()
+    assert "R.loop(" in text and "@R.function(private=True)\n    def body(" in text
+    again = from_source(text)  # the loop call (its out_sinfo attribute) and the body function parse back
+    assert structural_equal(again["main"], mod["main"]) and structural_equal(again["body"], mod["body"])
     vm = G.Executor(G.build(mod, "llvm"), ingot.cpu())
     for s0 in (np.array([0.0, 0.5, 1.0], "float32"), np.array([10.0, 20.0, 30.0], "float32")):
         w = np.array([1.0, -1.0, 0.5], "float32")

@@ -48,8 +48,6 @@ def outer_names(graph: Any) -> list:
         >>> outer_names(g)
         ['x', 'y']
     """
-    from onnx import helper
-
     defined = {i.name for i in graph.input} | {t.name for t in graph.initializer}
     out: dict = {}
     for node in graph.node:
@@ -63,7 +61,6 @@ def outer_names(graph: Any) -> list:
                     if name not in defined:
                         out.setdefault(name, None)
         defined.update(o for o in node.output if o)
-    _ = helper
     return list(out)
 
 
