@@ -580,3 +580,7 @@ def _reverse_sequence(ctx: Any, node: Any) -> Any:
     pos = ctx.expr(ctx.emit(G.op.where(inside, back, steps)))
     pos = ctx.expr(ctx.emit(G.op.broadcast_to(pos, shape)))
     return ctx.emit(G.op.gather_elements(ctx.expr(x), pos, axis=t_axis))
+
+
+# Converters kept in their own modules register when this one loads (the importer loads this one).
+from . import ops_image, ops_signal  # noqa: E402,F401 - GridSample, AffineGrid; DFT, STFT, windows, MelWeightMatrix

@@ -1,0 +1,291 @@
+"""``grid_sample`` (ONNX GridSample, PyTorch ``grid_sample``) and ``affine_grid``: TE computes and
+numpy references, 1 to 3 spatial dims.
+
+Note: one formula serves both the TE compute and the numpy reference. The coordinate arithmetic
+(denormalize, round for ``nearest``, border/reflection of the coordinate, tap indices and 1-D
+weights) is written once against a tiny namespace of math functions (`_NumpyMath` / `_TirMath`);
+only the pixel gather differs. That keeps the compiled kernel and its reference the same
+computation, so they agree to the last bit rather than to a tolerance.
+
+Per spatial axis of size ``L`` (grid components are x, y, z: the *last* spatial axis first):
+
+* ``x = (g + 1) / 2 * (L - 1)`` (``align_corners``) or ``((g + 1) * L - 1) / 2``;
+* ``nearest`` rounds to even; a coordinate outside ``[lo, hi]`` (``[0, L-1]`` with
+  ``align_corners``, else ``[-0.5, L-0.5]``) is clamped (``border``) or reflected (``reflection``);
+* taps ``floor(x) + k`` (``k`` in 0..1 for linear, -1..2 for cubic, Keys' a = -0.75); a tap outside
+  the image reads 0 (``zeros``), the clamped pixel (``border``) or the reflected one.
+
+Example:
+    >>> import numpy as np
+    >>> x = np.arange(4, dtype="float32").reshape(1, 1, 2, 2)
+    >>> grid = np.zeros((1, 1, 1, 2), "float32")            # the centre
+    >>> grid_sample_numpy(x, grid, "linear", "zeros", False).ravel().tolist()
+    [1.5]
+"""
+from __future__ import annotations
+
+import itertools
+from typing import Any, Sequence
+
+import numpy as np
+
+from ingot import tir
+
+from ._util import compute, const_like
+
+MODES = ("nearest", "linear", "cubic")
+PADDING_MODES = ("zeros", "border", "reflection")
+_CUBIC_A = -0.75
+
+
+class _NumpyMath:
+    floor, abs, trunc = staticmethod(np.floor), staticmethod(np.abs), staticmethod(np.trunc)
+    select = staticmethod(np.where)
+    rint = staticmethod(np.rint)
+
+    def __init__(self, dtype: Any):
+        self.dtype = np.dtype(dtype)
+
+    def c(self, v: float) -> Any:
+        return self.dtype.type(v)
+
+    def to_int(self, v: Any) -> Any:
+        return v.astype(np.int64)
+
+    def to_float(self, v: Any) -> Any:
+        return v.astype(self.dtype)
+
+    def clamp_int(self, i: Any, lo: int, hi: Any) -> Any:
+        return np.clip(i, lo, hi)
+
+    def clamp(self, v: Any, lo: Any, hi: Any) -> Any:
+        return np.minimum(np.maximum(v, lo), hi)
+
+    def is_even(self, i: Any) -> Any:
+        return i % 2 == 0
+
+
+class _TirMath:
+    floor, abs, trunc = staticmethod(tir.floor), staticmethod(tir.abs), staticmethod(tir.trunc)
+    select = staticmethod(tir.select)
+    rint = staticmethod(tir.nearbyint)
+
+    def __init__(self, dtype: Any):
+        self.dtype = str(dtype)
+
+    def c(self, v: float) -> Any:
+        return const_like(v, self.dtype)
+
+    def to_int(self, v: Any) -> Any:
+        return v.astype("int64")
+
+    def to_float(self, v: Any) -> Any:
+        return v.astype(self.dtype)
+
+    def clamp_int(self, i: Any, lo: int, hi: Any) -> Any:
+        return tir.min(tir.max(i, tir.const(lo, "int64")), tir.const(hi, "int64") if isinstance(hi, int) else hi)
+
+    def clamp(self, v: Any, lo: Any, hi: Any) -> Any:
+        return tir.min(tir.max(v, lo), hi)
+
+    def is_even(self, i: Any) -> Any:
+        return tir.floormod(i, tir.const(2, "int64")) == tir.const(0, "int64")
+
+
+def _reflect(m: Any, x: Any, lo: float, hi: float) -> Any:
+    """``x`` folded back into ``[lo, hi]`` by reflecting at the borders (as many times as needed)."""
+    span = hi - lo
+    if span <= 0:
+        return m.select(x == x, m.c(lo), x)   # a 1-pixel axis: every coordinate is that pixel
+    below = x < m.c(lo)
+    dx = m.select(below, m.c(lo) - x, x - m.c(hi))
+    n = m.trunc(dx / m.c(span))
+    r = dx - n * m.c(span)
+    even = m.is_even(m.to_int(n))
+    from_lo, from_hi = m.c(lo) + r, m.c(hi) - r
+    folded = m.select(below, m.select(even, from_lo, from_hi), m.select(even, from_hi, from_lo))
+    return m.select((x < m.c(lo)) | (x > m.c(hi)), folded, x)
+
+
+def _cubic_weights(m: Any, t: Any) -> list:
+    a = m.c(_CUBIC_A)
+    one, two = m.c(1.0), m.c(2.0)
+
+    def near(d: Any) -> Any:
+        return ((a + m.c(2.0)) * d - (a + m.c(3.0))) * d * d + one
+
+    def far(d: Any) -> Any:
+        return ((a * d - m.c(5.0) * a) * d + m.c(8.0) * a) * d - m.c(4.0) * a
+
+    return [far(t + one), near(t), near(one - t), far(two - t)]
+
+
+def _axis_taps(m: Any, g: Any, length: int, mode: str, padding_mode: str, align_corners: bool) -> list:
+    """``[(index, weight, in_range), ...]`` of one spatial axis for the normalized coordinate ``g``.
+    ``index`` is always inside ``[0, length)``; ``in_range`` is None unless padding is ``zeros``."""
+    if align_corners:
+        x = (g + m.c(1.0)) / m.c(2.0) * m.c(length - 1)
+        lo, hi = 0.0, float(length - 1)
+    else:
+        x = ((g + m.c(1.0)) * m.c(length) - m.c(1.0)) / m.c(2.0)
+        lo, hi = -0.5, length - 0.5
+    if mode == "nearest":
+        x = m.rint(x)
+    if padding_mode == "border":   # only outside [lo, hi]: cubic taps of -0.3 differ from those of 0
+        x = m.select((x < m.c(lo)) | (x > m.c(hi)), m.clamp(x, m.c(0.0), m.c(length - 1)), x)
+    elif padding_mode == "reflection":
+        x = _reflect(m, x, lo, hi)
+
+    def pixel(i: Any) -> tuple:
+        if padding_mode == "zeros":
+            return m.clamp_int(i, 0, length - 1), (i >= 0) & (i < length)
+        if padding_mode == "reflection":
+            i = m.to_int(_reflect(m, m.to_float(i), lo, hi))
+        return m.clamp_int(i, 0, length - 1), None
+
+    if mode == "nearest":
+        idx, ok = pixel(m.to_int(x))   # x is integral here: the conversion is exact (truncation)
+        return [(idx, None, ok)]
+    x0 = m.floor(x)
+    t = x - x0
+    i0 = m.to_int(x0)
+    if mode == "linear":
+        (a_idx, a_ok), (b_idx, b_ok) = pixel(i0), pixel(i0 + 1)
+        return [(a_idx, m.c(1.0) - t, a_ok), (b_idx, t, b_ok)]
+    taps = [pixel(i0 + k) for k in (-1, 0, 1, 2)]
+    return [(idx, w, ok) for (idx, ok), w in zip(taps, _cubic_weights(m, t))]
+
+
+def _check(mode: str, padding_mode: str, spatial: int) -> None:
+    if mode not in MODES:
+        raise ValueError(f"grid_sample: mode must be one of {MODES}, got {mode!r}")
+    if padding_mode not in PADDING_MODES:
+        raise ValueError(f"grid_sample: padding_mode must be one of {PADDING_MODES}, got {padding_mode!r}")
+    if not 1 <= spatial <= 3:
+        raise ValueError(f"grid_sample: 1 to 3 spatial axes are supported, got {spatial}")
+
+
+def grid_sample_numpy(data: np.ndarray, grid: np.ndarray, mode: str = "linear", padding_mode: str = "zeros",
+                      align_corners: bool = False) -> np.ndarray:
+    """numpy reference of `grid_sample`: ``data`` (N, C, *in) sampled at ``grid`` (N, *out, D).
+
+    Example: see the module docstring.
+    """
+    data, grid = np.asarray(data), np.asarray(grid)
+    spatial = data.ndim - 2
+    _check(mode, padding_mode, spatial)
+    m = _NumpyMath(data.dtype)
+    g = grid.astype(data.dtype)
+    taps = [_axis_taps(m, g[..., spatial - 1 - a], data.shape[2 + a], mode, padding_mode, align_corners)
+            for a in range(spatial)]
+    n_idx = np.arange(data.shape[0]).reshape((-1,) + (1,) * (grid.ndim - 2))
+    out = np.zeros((data.shape[0], *grid.shape[1:-1], data.shape[1]), data.dtype)
+    for combo in itertools.product(*taps):
+        value = data.transpose(0, *range(2, data.ndim), 1)[(n_idx, *[c[0] for c in combo])]
+        weight, ok = None, None
+        for _, w, valid in combo:
+            weight = w if weight is None else (weight * w if w is not None else weight)
+            ok = valid if ok is None else (ok & valid if valid is not None else ok)
+        if ok is not None:
+            value = np.where(ok[..., None], value, 0)
+        out = out + (value * weight[..., None] if weight is not None else value)
+    return np.moveaxis(out, -1, 1).astype(data.dtype)
+
+
+def grid_sample(data: Any, grid: Any, mode: str = "linear", padding_mode: str = "zeros",
+                align_corners: bool = False) -> Any:
+    """TE: ``data`` (N, C, *in) sampled at the normalized coordinates ``grid`` (N, *out, D), D spatial
+    axes (1-3); ``mode`` nearest/linear/cubic, ``padding_mode`` zeros/border/reflection.
+
+    Example:
+        >>> from ingot import te
+        >>> y = grid_sample(te.placeholder((1, 3, 8, 8), name="x"), te.placeholder((1, 4, 5, 2), name="g"))
+        >>> [int(d) for d in y.shape]
+        [1, 3, 4, 5]
+    """
+    spatial = len(data.shape) - 2
+    _check(mode, padding_mode, spatial)
+    sizes = [int(d) for d in data.shape[2:]]
+    m = _TirMath(data.dtype)
+    out_shape = [data.shape[0], data.shape[1], *grid.shape[1:-1]]
+
+    def body(idx: tuple) -> Any:
+        n, c, out = idx[0], idx[1], tuple(idx[2:])
+        coords = [grid[(n, *out, spatial - 1 - a)] for a in range(spatial)]
+        coords = [v if str(v.dtype) == str(data.dtype) else v.astype(str(data.dtype)) for v in coords]
+        taps = [_axis_taps(m, coords[a], sizes[a], mode, padding_mode, align_corners) for a in range(spatial)]
+        total = None
+        for combo in itertools.product(*taps):
+            value = data[(n, c, *[t[0] for t in combo])]
+            for _, w, _ in combo:
+                if w is not None:
+                    value = value * w
+            oks = [t[2] for t in combo if t[2] is not None]
+            if oks:
+                ok = oks[0]
+                for extra in oks[1:]:
+                    ok = ok & extra
+                value = tir.select(ok, value, m.c(0.0))
+            total = value if total is None else total + value
+        return total
+
+    return compute(out_shape, body, "T_grid_sample", tag="injective")
+
+
+def affine_grid_numpy(theta: np.ndarray, size: Sequence[int], align_corners: bool = False) -> np.ndarray:
+    """ONNX AffineGrid: the sampling grid (N, *spatial, D) of the affine maps ``theta`` (N, D, D+1)
+    for an output of ``size`` (N, C, *spatial).
+
+    Example:
+        >>> theta = np.array([[[1, 0, 0], [0, 1, 0]]], "float32")
+        >>> affine_grid_numpy(theta, (1, 1, 2, 2), True)[0, :, :, 0].tolist()
+        [[-1.0, 1.0], [-1.0, 1.0]]
+    """
+    theta = np.asarray(theta)
+    spatial = list(size[2:])
+
+    def axis(length: int) -> np.ndarray:
+        if length <= 1:
+            return np.zeros(max(length, 0), theta.dtype)
+        step = np.arange(length, dtype=theta.dtype)
+        if align_corners:
+            return (step * 2 / (length - 1) - 1).astype(theta.dtype)
+        return ((step * 2 + 1) / length - 1).astype(theta.dtype)
+
+    # base grid components ordered x (last axis), y, z, then 1 for the translation
+    mesh = np.meshgrid(*[axis(n) for n in spatial], indexing="ij")
+    base = np.stack([*mesh[::-1], np.ones(spatial, theta.dtype)], axis=-1)   # (*spatial, D+1)
+    return np.einsum("...k,njk->n...j", base, theta).astype(theta.dtype)
+
+
+def affine_grid(theta: Any, size: Sequence[int], align_corners: bool = False) -> Any:
+    """TE of `affine_grid_numpy`: ``theta`` (N, D, D+1) → grid (N, *size[2:], D).
+
+    Example:
+        >>> from ingot import te
+        >>> g = affine_grid(te.placeholder((2, 2, 3), name="theta"), (2, 3, 4, 5))
+        >>> [int(d) for d in g.shape]
+        [2, 4, 5, 2]
+    """
+    spatial = [int(d) for d in size[2:]]
+    dims = len(spatial)
+    dtype = str(theta.dtype)
+
+    def coord(i: Any, length: int) -> Any:
+        if length <= 1:
+            return const_like(0.0, dtype)
+        f = i.astype(dtype)
+        if align_corners:
+            return f * const_like(2.0 / (length - 1), dtype) - const_like(1.0, dtype)
+        return (f * const_like(2.0, dtype) + const_like(1.0, dtype)) / const_like(float(length), dtype) \
+            - const_like(1.0, dtype)
+
+    def body(idx: tuple) -> Any:
+        n, j = idx[0], idx[-1]
+        total = theta[n, j, dims]
+        for k in range(dims):   # component k is axis dims-1-k (x is the last spatial axis)
+            a = dims - 1 - k
+            total = total + coord(idx[1 + a], spatial[a]) * theta[n, j, k]
+        return total
+
+    return compute([theta.shape[0], *spatial, dims], body, "T_affine_grid", tag="injective")
