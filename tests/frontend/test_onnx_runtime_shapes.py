@@ -180,3 +180,17 @@ def test_node_cases_with_run_time_inputs_reference():
     results = harness.run_all(cases, "reference", freeze=False)
     assert len(results) >= 60
     assert [(r.name, r.detail) for r in results if r.status != "pass"] == []
+
+
+@pytest.mark.slow
+@pytest.mark.compiler
+def test_node_cases_with_run_time_inputs_compiled():
+    # One case per converter path, compiled with its shape-like inputs left as run-time graph inputs.
+    names = {"test_reshape_zero_and_negative_dim", "test_expand_dim_changed", "test_constantofshape_int_zeros",
+             "test_slice_neg_steps", "test_tile", "test_top_k_smallest", "test_edge_pad",
+             "test_range_int32_type_negative_delta", "test_nonzero_example", "test_unique_sorted_with_axis",
+             "test_compress_default_axis", "test_nonmaxsuppression_two_classes"}
+    harness, cases = _runtime_cases()
+    results = harness.run_all([c for c in cases if c.name in names], "compiled", isolate=False, freeze=False)
+    assert len(results) == len(names)
+    assert [(r.name, r.detail) for r in results if r.status != "pass"] == []
