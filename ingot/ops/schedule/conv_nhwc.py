@@ -78,13 +78,19 @@ from ingot.tir.schedule.error import ScheduleError
 from ingot.tir.stmt import ForKind
 
 from .analysis import BlockInfo, panel_layout
-from .rules import _fuse_parallel, _vectorize_tail, choose_mr, fit_tile
+from .rules import _fuse_parallel, _vectorize_tail, choose_mr, fit_tile, max_tile_rows
 
 __all__ = ["conv_nhwc_rule", "choose_kc", "SMALL_MAP", "ConvNhwcShape", "ConvNhwcParams",
            "analyze_conv_nhwc", "default_conv_params", "build_conv_nhwc",
-           "fit_conv_tile", "folded_rows", "ConvNhwcPolicy", "POLICY_CONFIG", "current_policy"]
+           "fit_conv_tile", "folded_rows", "wide_tile_rows", "two_panel_rows", "two_panel_kc",
+           "ConvNhwcPolicy", "POLICY_CONFIG", "current_policy"]
 
 #: Output maps with at most this many pixels loop over oc blocks outermost (weights stay hot).
+#: Not derived (yet): it stands for the per-core L2 (`CpuModel.l2_bytes`) holding the input map
+#: that an "oc" task re-reads once per oc block (14 x 14 x 256 floats = 196 KiB in a 256 KiB
+#: L2), against "rows" order re-streaming the whole weight tensor once per row. A rule read from
+#: ``l2_bytes`` alone would move SPR's 28 x 28 maps (2 MiB L2) to "oc" order, which no measurement
+#: backs yet, so the pixel count of the measured CPUs stays.
 SMALL_MAP = 14 * 14
 
 
@@ -280,7 +286,7 @@ def default_conv_params(shape: ConvNhwcShape, cpu: CpuModel, *, order: Optional[
         ConvNhwcParams(order='rows', mr=4, kc=32, ku=4, parallel_fuse=None, prefetch=None)
     """
     cores = cpu.cores
-    wide = cpu.fits_registers(WIDE_MR, shape.nvec)  # the 14 x 2-vector tile fits the register file
+    wide = wide_tile_rows(shape.ow, shape.nvec, cpu)  # a taller tile than choose_mr's divides OW
     mr_given = mr is not None
     if shape.fold_tune and not mr_given:
         # weight vectors read by the FMAs: one channel step per iteration keeps the operands of
@@ -291,15 +297,15 @@ def default_conv_params(shape: ConvNhwcShape, cpu: CpuModel, *, order: Optional[
     if shape.ow % mr:
         raise ScheduleError(f"conv_nhwc_rule: no register-tile height divides OW = {shape.ow}")
     if (wide and kc is None and not mr_given and order in (None, "pixels") and _wide_1x1(shape, 2, cpu)
-            and shape.c >= 64 and shape.ow >= 2 * WIDE_MR):
+            and shape.c >= 64 and shape.ow >= 2 * wide):
         # 1x1 convs with an L1-resident panel at OW = 28/56: the 14 x 2-vector tile (each weight
         # vector feeds 14 FMAs) in "pixels" order: the oc blocks inside each pixel tile, so its
         # output pixels' whole rows, and the residual, are written/read as one contiguous block
         # while its 14 input pixels stay in L1; in "rows" order GCC does not keep this tile in
         # registers (nor here at C = 32: those keep the choice below)
-        return ConvNhwcParams("pixels", WIDE_MR, 0, KU)
+        return ConvNhwcParams("pixels", wide, 0, KU)
     if wide and kc is None and _wide_1x1(shape, 4, cpu) and not mr_given and order in (None, "rows"):
-        return ConvNhwcParams("rows", WIDE_MR, 0, KU)
+        return ConvNhwcParams("rows", wide, 0, KU)
     if order == "pixels" and (kc or choose_kc(shape.taps, shape.c, shape.nr, cpu)):
         order = "rows"  # a sliced reduction keeps the panel slice in L1 across the row's tiles
     if order is None:
@@ -315,11 +321,11 @@ def default_conv_params(shape: ConvNhwcShape, cpu: CpuModel, *, order: Optional[
         if shape.taps == 1 and order == "oc":
             # sliced 1x1 convs, (n, oc block) tasks: the next slice's weights (ConvNhwcPolicy)
             prefetch = current_policy().weight_prefetch
-        if wide and not mr_given and shape.nvec == 2 and shape.ow % WIDE_MR == 0:
-            # Sliced (big-panel) layers at OW = 14/28/56: a 14 x 2-vector tile (28 zmm accumulators)
-            # loads each weight vector once per 14 FMAs instead of 7; 2 unrolled steps keep GCC's
-            # register allocation spill-free (with 4 it spills).
-            mr, ku = WIDE_MR, 2
+        if wide and not mr_given and shape.nvec == 2:
+            # Sliced (big-panel) layers with a wide tile (OW = 14/28/56 in 32 registers): a 14 x
+            # 2-vector tile (28 zmm accumulators) loads each weight vector once per 14 FMAs instead
+            # of 7; 2 unrolled steps keep GCC's register allocation spill-free (with 4 it spills).
+            mr, ku = wide, 2
     elif shape.c < 8 and shape.taps > 1:
         ku = 1  # the RGB stem: (kx, c) fused instead (build_conv_nhwc)
     else:
@@ -328,12 +334,13 @@ def default_conv_params(shape: ConvNhwcShape, cpu: CpuModel, *, order: Optional[
 
 
 def _two_panel_1x1(shape: ConvNhwcShape, cpu: CpuModel) -> bool:
-    """Whether a 1x1 conv gets the 7 x 4-vector tile over two weight panels (`conv_nhwc_rule`):
-    sliced (a panel larger than L1), OW = 7 (the 7x7 stage: no 14-pixel tile), 2-vector panels,
-    an even number of oc blocks, C a multiple of `TWO_PANEL_KC`, registers for a 7 x 4 tile."""
-    return (shape.taps == 1 and shape.ow == 7 and shape.nvec == 2 and shape.o % (2 * shape.nr) == 0
-            and shape.c % TWO_PANEL_KC == 0 and bool(choose_kc(shape.taps, shape.c, shape.nr, cpu))
-            and cpu.fits_registers(7, 2 * shape.nvec))
+    """Whether a 1x1 conv gets the OW x 4-vector tile over two weight panels (`conv_nhwc_rule`):
+    sliced (a panel larger than L1), the whole row one two-panel register tile (`two_panel_rows`
+    = OW: 7 x 4 vectors in 32 registers, the 7x7 stage), 2-vector panels, an even number of oc
+    blocks, C a multiple of the slice `two_panel_kc`."""
+    return (shape.taps == 1 and shape.nvec == 2 and shape.o % (2 * shape.nr) == 0
+            and two_panel_rows(shape.ow, shape.nvec, cpu) == shape.ow
+            and shape.c % two_panel_kc(shape.nr, cpu) == 0 and bool(choose_kc(shape.taps, shape.c, shape.nr, cpu)))
 
 
 def few_uneven_tasks(tasks: int, cores: int) -> bool:
@@ -348,12 +355,16 @@ def few_uneven_tasks(tasks: int, cores: int) -> bool:
 
 
 def _small_n_1x1(shape: ConvNhwcShape, cpu: CpuModel) -> bool:
-    """Whether an unsliced 1x1 conv at OW = 14 has exactly two 2-vector oc blocks (MobileNetV2's
-    384->64 and 192->64 projections): it gets one 7 x 4-vector tile over both panels in "rows"
-    order (`ConvNhwcPolicy.small_n_two_panel`), where the registers hold that tile."""
-    return (shape.taps == 1 and shape.ow == 14 and shape.oh * shape.ow <= SMALL_MAP and shape.nvec == 2
+    """Whether an unsliced 1x1 conv on a small map (`SMALL_MAP`: "oc" order) has exactly two
+    2-vector oc blocks (MobileNetV2's 384->64 and 192->64 projections at 14x14, fewer tasks than
+    "oc" order can spread) and a two-panel tile height divides OW into two or more tiles
+    (`two_panel_rows`: 7 x 4 vectors in 32 registers at OW = 14): it gets that tile over both
+    panels in "rows" order (`ConvNhwcPolicy.small_n_two_panel`). A row that is one two-panel tile
+    (OW = 7) keeps the one-panel default: never measured with this tile, and GCC spills the
+    register-file-sized tile there (tests/ops_schedule/test_conv_nhwc.py, 1x1 stride 2)."""
+    return (shape.taps == 1 and shape.oh * shape.ow <= SMALL_MAP and shape.nvec == 2
             and shape.o == 2 * shape.nr and not choose_kc(shape.taps, shape.c, shape.nr, cpu)
-            and cpu.fits_registers(7, 2 * shape.nvec))
+            and 0 < two_panel_rows(shape.ow, shape.nvec, cpu) < shape.ow)
 
 
 def _stride_1(sch: Any, name: str, shape: ConvNhwcShape) -> bool:
@@ -370,10 +381,11 @@ def _stride_1(sch: Any, name: str, shape: ConvNhwcShape) -> bool:
 
 def _wide_1x1(shape: ConvNhwcShape, min_blocks: int, cpu: CpuModel) -> bool:
     """Whether a 1x1 conv gets the wide-tile "pixels" default (`default_conv_params`): unsliced
-    panel, 2-vector tiles, OW a multiple of `WIDE_MR`, at least ``min_blocks`` oc blocks: in "rows"
-    order the wide tile needs 4 blocks to pay for its longer tile loop, in "pixels" order 2 (one
-    block has nothing to reuse the input pixels for)."""
-    return (shape.taps == 1 and shape.nvec == 2 and shape.ow % WIDE_MR == 0 and shape.o // shape.nr >= min_blocks
+    panel, 2-vector tiles, a wide tile dividing OW (`wide_tile_rows`), at least ``min_blocks`` oc
+    blocks: in "rows" order the wide tile needs 4 blocks to pay for its longer tile loop, in
+    "pixels" order 2 (one block has nothing to reuse the input pixels for)."""
+    return (shape.taps == 1 and shape.nvec == 2 and wide_tile_rows(shape.ow, shape.nvec, cpu) > 0
+            and shape.o // shape.nr >= min_blocks
             and not choose_kc(shape.taps, shape.c, shape.nr, cpu) and shape.c % KU == 0 and shape.c > KU)
 
 
@@ -410,7 +422,8 @@ def conv_nhwc_rule(sch: Any, name: str, info: BlockInfo, cpu: CpuModel, *, epilo
             # splits evenly
             shape = replace(shape, nvec=shape.nvec // 2)
         else:
-            build_conv_nhwc(sch, name, info, shape, "oc", [1, shape.ow], [shape.c // TWO_PANEL_KC, TWO_PANEL_KC, 1],
+            kc2 = two_panel_kc(shape.nr // 2, cpu)  # the slice of both panels (shape.nr: already two)
+            build_conv_nhwc(sch, name, info, shape, "oc", [1, shape.ow], [shape.c // kc2, kc2, 1],
                             cores, epilogue=epilogue)
             return
     if plain and order is None and mr is None and kc is None and policy.split_k > 1:
@@ -421,8 +434,9 @@ def conv_nhwc_rule(sch: Any, name: str, info: BlockInfo, cpu: CpuModel, *, epilo
             return
     if plain and order is None and mr is None and kc is None and policy.small_n_two_panel and _small_n_1x1(shape, cpu):
         # 64 outputs at 14x14 (module note): 7 x 4 vectors over both panels, rows parallel
+        rows = two_panel_rows(shape.ow, shape.nvec, cpu)
         wide = replace(shape, nvec=2 * shape.nvec)
-        build_conv_nhwc(sch, name, info, wide, "rows", [shape.ow // 7, 7], None, cores, epilogue=epilogue)
+        build_conv_nhwc(sch, name, info, wide, "rows", [shape.ow // rows, rows], None, cores, epilogue=epilogue)
         return
     try:
         params = default_conv_params(shape, cpu, order=order, mr=mr, kc=kc)
@@ -542,12 +556,71 @@ def _parallel(sch: Any, loops: list, extents: list, cores: int, fuse: Optional[i
 #: Share of L1d one weight-panel slice of the blocked reduction may fill (the rest: input pixels,
 #: the output tile); a whole panel larger than L1d is sliced.
 L1_SLICE_SHARE = 0.75
-#: Tile height of the wide register tile for sliced layers whose OW it divides (14, 28, 56).
-WIDE_MR = 14
-#: Channel steps unrolled in the micro-kernel (fewer loop branches per slice).
+#: Channel steps unrolled in the micro-kernel. It stands for the front end, not the register file:
+#: each loop iteration adds its counter, compare and branch (~3 µops) to a step's FMAs and loads,
+#: and 4 steps keep that overhead under ~10% of a 4-wide issue on every CPU of the table.
 KU = 4
-#: Channel slice of the two-panel 7 x 64 tile of 7x7 1x1 convs (64 x 64 x 4 B = 16 KiB of weights).
-TWO_PANEL_KC = 64
+
+
+def wide_tile_rows(ow: int, nvec: int, cpu: CpuModel) -> int:
+    """The height of the wide register tile of a row of ``ow`` pixels (`default_conv_params`): the
+    tallest divisor of ``ow`` whose ``rows x nvec`` tile still fits ``cpu``'s whole register file
+    (`CpuModel.fits_registers`: every register but the step's operands and broadcast, beyond the
+    `CpuModel.accumulator_registers` of an ordinary tile) and is taller than the ordinary tile
+    (`rules.max_tile_rows`); 0 when there is none. Each weight vector then feeds ``rows`` FMAs per
+    load instead of ``max_tile_rows``: 14 x 2 vectors in 32 registers at OW = 14, 28, 56, 112;
+    nothing in 16 registers at 2 vectors.
+
+    Example:
+        >>> from ingot.cpu_model import named_cpu
+        >>> [wide_tile_rows(ow, 2, named_cpu("sapphirerapids")) for ow in (7, 14, 28, 56, 112)]
+        [0, 14, 14, 14, 14]
+        >>> wide_tile_rows(56, 2, named_cpu("haswell")), wide_tile_rows(60, 2, named_cpu("znver4"))
+        (0, 15)
+    """
+    for rows in range(ow, max_tile_rows(nvec, cpu), -1):
+        if ow % rows == 0 and cpu.fits_registers(rows, nvec):
+            return rows
+    return 0
+
+
+def two_panel_rows(ow: int, nvec: int, cpu: CpuModel) -> int:
+    """The height of a register tile over two adjacent ``nvec``-vector weight panels
+    (``rows x 2·nvec`` accumulators; `conv_nhwc_rule`'s two-panel tiles): the tallest divisor of
+    ``ow`` whose tile fits ``cpu``'s register file with enough independent accumulators to keep
+    the FMA pipes busy (`CpuModel.min_accumulators`); 0 when there is none. With 32 registers and
+    2-vector panels that is 7 rows (28 accumulators + 4 operand vectors) at OW = 7 and 14.
+
+    Example:
+        >>> from ingot.cpu_model import named_cpu
+        >>> two_panel_rows(7, 2, named_cpu("sapphirerapids")), two_panel_rows(14, 2, named_cpu("sapphirerapids"))
+        (7, 7)
+        >>> two_panel_rows(7, 2, named_cpu("haswell")), two_panel_rows(12, 1, named_cpu("haswell"))
+        (0, 6)
+    """
+    for rows in range(ow, 0, -1):
+        if ow % rows == 0 and cpu.fits_registers(rows, 2 * nvec) and rows * 2 * nvec >= cpu.min_accumulators:
+            return rows
+    return 0
+
+
+def two_panel_kc(nr: int, cpu: CpuModel) -> int:
+    """Input channels per slice of the two-panel 1x1 tile (`conv_nhwc_rule`): the largest power of
+    two whose slice of both panels (``kc x 2·nr`` floats) fills at most half of ``cpu``'s L1d — the
+    other half holds the tile's input pixels and the next slice coming in. 64 for 32-float panels
+    in 32 to 48 KiB L1d (16 KiB of weights).
+
+    Example:
+        >>> from ingot.cpu_model import named_cpu
+        >>> two_panel_kc(32, named_cpu("sapphirerapids")), two_panel_kc(32, named_cpu("znver4"))
+        (64, 64)
+        >>> two_panel_kc(16, named_cpu("haswell"))
+        128
+    """
+    kc = 8
+    while 2 * kc * 2 * nr * 4 <= cpu.l1d_bytes // 2:
+        kc *= 2
+    return kc
 
 
 @dataclass(frozen=True)
@@ -566,7 +639,7 @@ class ConvNhwcPolicy:
       in memory instead of a per-row local array;
     * ``small_n_two_panel``: 64-output 14x14 1x1 convs (one task per core in "oc" order) use one
       7 x 4-vector tile over both panels with the rows as tasks;
-    * ``split_k``: sliced 1x1 convs at OW = 7 with an odd handful of oc blocks split K in this many
+    * ``split_k``: sliced 1x1 convs whose row is one register tile (OW = 7) with an odd handful of oc blocks split K in this many
       parts by rfactor (`conv_nhwc_splitk`; 0 or 1: off);
     * ``order``: the loop order every conv is forced to (``"rows"``, ``"oc"``, ``"pixels"``; the
       special tiles above, which choose their own, are then off); None (default): the rule's choice.

@@ -20,14 +20,16 @@ from ingot.cpu_model import CpuModel
 
 from . import conv_nhwc as CN
 from .conv_nhwc import KU, ConvNhwcShape, _inline_chain, choose_kc
+from .rules import max_tile_rows
 
 __all__ = ["split_k_kc", "split_k_1x1"]
 
 
 def split_k_kc(shape: ConvNhwcShape, cpu: CpuModel, parts: int = 2) -> int:
     """The channel slice of a split-K 1x1 conv in ``parts`` parts, 0 when it does not
-    apply: sliced 1x1 convs at OW = 7 whose (n, oc block) tasks are odd and fewer than 4 per core
-    (MobileNetV2's 960->160 and 576->160: 5 blocks), each part sliceable in steps of `KU`.
+    apply: sliced 1x1 convs whose output row is one register tile (OW within `max_tile_rows`: the
+    7x7 stage; `split_k_1x1` tiles whole rows) and whose (n, oc block) tasks are odd and fewer than
+    4 per core (MobileNetV2's 960->160 and 576->160: 5 blocks), each part sliceable in steps of `KU`.
 
     Example:
         >>> from ingot.cpu_model import named_cpu
@@ -36,7 +38,7 @@ def split_k_kc(shape: ConvNhwcShape, cpu: CpuModel, parts: int = 2) -> int:
         (120, 0)
     """
     cores = cpu.cores
-    if not (shape.taps == 1 and shape.ow == 7 and CN.few_uneven_tasks(shape.n * shape.o // shape.nr, cores)
+    if not (shape.taps == 1 and shape.ow <= max_tile_rows(shape.nvec, cpu) and CN.few_uneven_tasks(shape.n * shape.o // shape.nr, cores)
             and choose_kc(shape.taps, shape.c, shape.nr, cpu) and shape.c % parts == 0):
         return 0
     # a part whose panel fits L1 is one slice
