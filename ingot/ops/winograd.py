@@ -16,8 +16,8 @@ F(6,3) is not offered: its entries reach 5.25·4.25 and its error 1e-4).
 
 The weight transform ``U = G g Gᵀ`` runs once, at compile time, in float64 (`transform_weight`,
 called by `ingot.graph.transform.PackWeights` on constant weights; TVM's
-``contrib_conv2d_winograd_without_weight_transform``). The kernel (`conv2d_nhwc_winograd`) is four
-TE stages, each marked with the block annotation ``winograd`` so that
+``contrib_conv2d_winograd_without_weight_transform``). The kernel (`conv2d_nhwc_winograd`) is a
+chain of TE stages; all but the padding carry the block annotation ``winograd`` so that
 `ingot.ops.schedule.winograd_rule` recognizes them:
 
     pad_temp   the input zero-padded to a whole number of tiles
@@ -26,9 +26,23 @@ TE stages, each marked with the block annotation ``winograd`` so that
     output     Y_tile[t, i, j, o] = (Aᵀ M_t A)[i, j]
     crop       Y[n, y, x, o] = Y_tile[tile of (y, x), y % m, x % m, o]   (the op's output)
 
-The transforms are written out with their constant coefficients (zeros skipped, ±1 without a
-multiply), one expression per transformed-domain position, selected by a ``Select`` on the position
-index: once the schedule unrolls that index, `Simplify` folds each copy to its own short sum.
+(each transform preceded by its first 1-D pass, ``input_rows`` / ``output_rows``: below).
+
+Each 2-D transform is separable (``Bᵀ d B = Bᵀ (d B)``) and written as two stages, two 1-D passes:
+
+    input_rows   T[a, j, t, c] = (d_t B)[a, j]        along each row a of the α×α tile
+    input        V[i·α + j, t, c] = (Bᵀ T)[i, j]      along each column j of T
+    output_rows  S[e, j, t, o] = (M_t A)[e, j]        α × m
+    output       Y_tile[t, i·m + j, o] = (Aᵀ S)[i, j]
+
+A pass holds α inputs and α (or m) outputs at a time; the one-pass form (all α² positions of a
+tile as straight-line sums over the whole tile) keeps α² partial sums live, more than AVX2's 16
+vector registers (and, for F(4, 3), than AVX-512's 32), and spills. The schedule chooses per CPU
+(`ingot.ops.schedule.winograd`): it computes each first pass per (tile, channel vector) into a
+small local tile, or inlines it into its second pass, which gives back the one-pass form.
+The passes are written out with their constant coefficients (zeros skipped, ±1 without a
+multiply), one expression per output of a pass, selected by a ``Select`` on its index: once the
+schedule unrolls that index, `Simplify` folds each copy to its own short sum.
 
 Example:
     >>> import numpy as np
@@ -209,27 +223,21 @@ def _linear_form(coeffs: "list[tuple[Fraction, Any]]", dtype: str) -> Any:
     return out
 
 
-def _transform_2d(left: tuple, right: tuple, read: Any, dtype: str) -> list:
-    """``[(L X Rᵀ)[i, j] for i, j]`` row-major as expressions, ``X[a, b] = read(a, b)``: the inner sums
-    over b are shared between rows i (written once each, so the C compiler sees them as one value)."""
-    loads: dict = {}
-
-    def load(a: int, b: int) -> Any:  # one node per element: the simplifier's cache works by identity
-        if (a, b) not in loads:
-            loads[a, b] = read(a, b)
-        return loads[a, b]
-
-    inner = {}
-    for j, rrow in enumerate(right):
-        for a in range(len(left[0])):
-            inner[a, j] = _linear_form([(rrow[b], load(a, b)) for b in range(len(rrow)) if rrow[b] != 0], dtype)
+def _transform_1d(left: tuple, read: Any, dtype: str) -> list:
+    """``[(L x)[j] for j]`` as expressions, ``x[k] = read(k)`` (each element read once)."""
+    loads = [read(k) for k in range(len(left[0]))]
     out = []
-    for lrow in left:
-        for j in range(len(right)):
-            terms = [(c, inner[a, j]) for a, c in enumerate(lrow) if c != 0 and inner[a, j] is not None]
-            form = _linear_form(terms, dtype)
-            out.append(form if form is not None else tir.const(0.0, dtype))
+    for row in left:
+        form = _linear_form([(c, loads[k]) for k, c in enumerate(row) if c != 0], dtype)
+        out.append(form if form is not None else tir.const(0.0, dtype))
     return out
+
+
+def _column_pass(left: tuple, row: Any, read: Any, dtype: str) -> Any:
+    """``(L X)[row, j]`` of a column ``j`` fixed by ``read(a) = X[a, j]``: a ``Select`` on ``row``
+    over L's rows (the second pass of a separable transform; each read is one node)."""
+    loads = [read(a) for a in range(len(left[0]))]
+    return _select_by(row, _transform_1d(left, lambda a: loads[a], dtype))
 
 
 def _select_by(index: Any, values: list) -> Any:
@@ -280,11 +288,18 @@ def conv2d_nhwc_winograd(data: Any, u_packed: Any, padding: Any = 1, out_dtype: 
     def tile_origin(t: Any) -> tuple:
         return t // (th * tw), t // tw % th * m, t % tw * m
 
-    # Step 2. Input transform V = Bᵀ d B per tile and channel.
-    def input_body(xi: Any, t: Any, ch: Any) -> Any:
+    # Step 2. Input transform V = Bᵀ d B per tile and channel, as two 1-D passes: along each tile
+    # row a, T[a, j] = (d B)[a, j]; then along the columns, V[i·α + j] = (Bᵀ T)[i, j].
+    def input_rows_body(a: Any, j: Any, t: Any, ch: Any) -> Any:
         b, y0, x0 = tile_origin(t)
-        values = _transform_2d(bt, bt, lambda a, j: padded[b, y0 + a, x0 + j, ch], dtype)
-        return _select_by(xi, values)
+        values = _transform_1d(bt, lambda k: padded[b, y0 + a, x0 + k, ch], dtype)
+        return _select_by(j, values)
+
+    rows_in = te.compute((alpha, alpha, tiles, c), input_rows_body, name="winograd_input_rows",
+                         attrs={STAGE_KEY: "input_rows"})
+
+    def input_body(xi: Any, t: Any, ch: Any) -> Any:
+        return _column_pass(bt, xi // alpha, lambda a: rows_in[a, xi % alpha, t, ch], dtype)
 
     # The tile grid rides along so the schedule can split t into (n, th, tw): then the padded
     # region one tile reads is a plain α×α window, not the whole image (div/mod of a fused t).
@@ -296,10 +311,17 @@ def conv2d_nhwc_winograd(data: Any, u_packed: Any, padding: Any = 1, out_dtype: 
                       lambda xi, t, o: te.sum(v[xi, t, rc] * u_packed[xi, o // p, rc, o % p], axis=rc),
                       name="winograd_gemm", attrs={STAGE_KEY: "gemm"})
 
-    # Step 4. Output transform Y = Aᵀ M A per tile and output channel.
+    # Step 4. Output transform Y = Aᵀ M A per tile and output channel, as two 1-D passes: along
+    # each row e of M, S[e, j] = (M A)[e, j]; then along the columns, Y[i·m + j] = (Aᵀ S)[i, j].
+    def output_rows_body(e: Any, j: Any, t: Any, o: Any) -> Any:
+        values = _transform_1d(at, lambda u: gemm[e * alpha + u, t, o], dtype)
+        return _select_by(j, values)
+
+    rows_out = te.compute((alpha, m, tiles, oo * p), output_rows_body, name="winograd_output_rows",
+                          attrs={STAGE_KEY: "output_rows"})
+
     def output_body(t: Any, ij: Any, o: Any) -> Any:
-        values = _transform_2d(at, at, lambda e, u: gemm[e * alpha + u, t, o], dtype)
-        return _select_by(ij, values)
+        return _column_pass(at, ij // m, lambda e: rows_out[e, ij % m, t, o], dtype)
 
     y_tile = te.compute((tiles, m * m, oo * p), output_body, name="winograd_output", attrs={STAGE_KEY: "output"})
 

@@ -21,15 +21,25 @@ schedule below wins (measured in `benchmarks/winograd.py`).
 * **input** ``V[ξ, t, c]``: channels split into vectors; for each (tile, channel vector), in
   parallel, the padded α×α×vector input tile is computed into a small local buffer
   (`compute_at` of the padding stage: bounds checks once per tile element, and the tile stays in
-  registers/L1), then the α² positions ξ are unrolled — the unrolled copies fold their ``Select``
-  into straight-line sums (`ingot.ops.winograd` module note) and the shared inner sums are common
-  subexpressions for the C compiler.
+  registers/L1), then the transform's two passes (below) or, in the one-pass form, the α²
+  positions ξ unrolled — the unrolled copies fold their ``Select`` into straight-line sums
+  (`ingot.ops.winograd` module note) and the shared inner sums are common subexpressions for the
+  C compiler.
 * **gemm** ``M[ξ, t, o]``: the ordinary GEMM rules (`RULES["gemm"]` in `ingot.ops.schedule.default`):
   α² independent GEMMs, ξ is a batch axis.
 * **output** ``Y_tile[t, ij, o]``: the same as the input transform, over output-channel vectors,
   with the m² output positions unrolled.
 * **crop** and the fused epilogue (bias, residual add, relu): the crop is a gather; it and every
   elementwise block after it but the last are inlined into one pass (parallel, vectorized).
+
+**Separable transforms.** Each transform is two 1-D passes (`ingot.ops.winograd` module note).
+Where the one-pass form would keep more partial sums live than the CPU has vector registers
+(`separable_transforms`: α² + 2 > ``CpuModel.vector_registers``: F(2, 3) on AVX2, F(4, 3) on AVX2
+and AVX-512), the first pass is computed per (tile, channel vector) into a local α×α (α×m) tile, one
+row after the other, and the second walks the tile column by column (`_two_pass`): α values in,
+α out at a time, no spills; the tile itself is written and read once (through the stack or L1).
+Elsewhere the first pass is inlined into the second and the schedule is the one-pass form.
+``WinogradSchedulePolicy.separable`` forces either (benchmarks/winograd.py ``--transforms``).
 
 In both, V and M are α² planes of ``tiles × channels``; when a plane is a multiple of 4 KiB
 (F(2, 3) at 56×56, 64 channels: 784·64·4 B = 49 × 4 KiB; a 16-tile row of 64 channels) the α² stores
@@ -57,7 +67,7 @@ from ..winograd import STAGE_KEY, TILE_GRID_KEY
 from .analysis import analyze_block
 from .rules import _extent, _fuse_parallel, _vectorize_tail, parallel_vectorize
 
-__all__ = ["winograd_stages", "winograd_rule"]
+__all__ = ["winograd_stages", "winograd_rule", "separable_transforms", "WinogradSchedulePolicy"]
 
 
 def winograd_stages(sch: Any, names: "list[str]") -> "dict[str, str]":
@@ -75,9 +85,10 @@ def winograd_stages(sch: Any, names: "list[str]") -> "dict[str, str]":
 
 
 def _transform(sch: Any, name: str, position_axis: int, channel_axis: int, lanes: int, cores: int,
-               producer: Optional[str] = None) -> None:
+               producer: Optional[str] = None, rows: Optional[str] = None) -> None:
     """A transform stage: parallel over (tile, channel vector), positions unrolled, lanes vectorized;
-    ``producer`` (the padding stage) is computed per (tile, channel vector) into a local tile."""
+    ``producer`` (the padding stage) is computed per (tile, channel vector) into a local tile, and
+    so is ``rows`` (the first pass of the separable form, `_two_pass`)."""
     block = sch.get_block(name)
     loops = sch.get_loops(block)
     if len(loops) != 3:
@@ -95,12 +106,38 @@ def _transform(sch: Any, name: str, position_axis: int, channel_axis: int, lanes
     else:
         tile_loops, grid = [loops[tile_axis]], [_extent(sch, loops[tile_axis])]
     sch.reorder(*tile_loops, co, loops[position_axis], ci)
+    if rows is not None:
+        _two_pass(sch, rows, co, loops[position_axis], len(tile_loops) + 1)
+    else:
+        sch.unroll(loops[position_axis])
     if producer is not None:
         sch.compute_at(sch.get_block(producer), co)
         sch.vectorize(sch.get_loops(sch.get_block(producer))[-1])
     _fuse_parallel(sch, [*tile_loops, co], [*grid, channels // lanes], cores)
-    sch.unroll(loops[position_axis])
     sch.vectorize(ci)
+
+
+def _two_pass(sch: Any, rows: str, co: Any, position: Any, outer: int) -> None:
+    """The separable form of a transform under its (tile, channel vector) loop ``co`` (``outer``
+    loops deep): the first pass ``rows`` (``X[a, j]``: α rows of α or m values) computed there
+    into a local tile, a loop over the rows with each row's outputs unrolled (α inputs, α outputs
+    live); then the transform's own positions ``position`` (i·columns + j) split into a loop over
+    the columns with each column's outputs unrolled, so a column's α values of X are loaded once,
+    used and dropped. Only the unrolled index must be a constant for the ``Select`` of a pass to
+    fold; the C compiler may still unroll the two α-iteration loops."""
+    block = sch.get_block(rows)
+    sch.compute_at(block, co)
+    own = sch.get_loops(block)[outer:]  # (row, column, channel): compute_at drops the one-tile loop
+    if len(own) not in (3, 4):
+        raise ScheduleError(f"winograd stage {rows!r}: expected the loops (row, column, [tile,] channel) "
+                            f"under the tile's channel vector, got {len(own)}")
+    columns = _extent(sch, own[1])
+    for loop in own[1:-1]:
+        sch.unroll(loop)
+    sch.vectorize(own[-1])
+    i, j = sch.split(position, [None, columns])
+    sch.reorder(j, i)
+    sch.unroll(i)
 
 
 #: Plane alignment (bytes): planes' starts step through the 4 KiB page one cache line apart.
@@ -116,6 +153,12 @@ def _align_planes(sch: Any, block_name: str, buffer_name: str) -> None:
         raise ScheduleError(f"winograd planes: block {block_name!r} does not write {buffer_name!r}")
     item = max(1, writes[index].buffer.dtype.bits // 8)
     sch.storage_align(block, index, axis=0, factor=_PAGE_BYTES // item, offset=_LINE_BYTES // item)
+
+
+def _gemm_reader(sch: Any, stages: "dict[str, str]") -> Any:
+    """The block that reads the GEMM result M: the separable form's first output pass, else the
+    output transform."""
+    return sch.get(sch.get_block(stages.get("output_rows", stages["output"])))
 
 
 def _gemm_writer(sch: Any, output: str, gemm_buffer: str) -> str:
@@ -159,7 +202,9 @@ _ROWS_PER_BLOCK = 1
 @dataclass(frozen=True)
 class WinogradSchedulePolicy:
     """When `winograd_rule` schedules the whole kernel per row of tiles: rows of at least
-    ``min_row_tiles`` tiles (default `MIN_ROW_TILES`; 1: always, a huge value: never, stage by stage).
+    ``min_row_tiles`` tiles (default `MIN_ROW_TILES`; 1: always, a huge value: never, stage by stage);
+    and whether the transforms run as two 1-D passes: ``separable`` True / False, or None (default:
+    where the one-pass form spills, `separable_transforms`).
 
     A build takes another policy through its pass context (how benchmarks/winograd.py compares
     the two schedules; the kernel cache is bypassed under a pass config)::
@@ -172,12 +217,14 @@ class WinogradSchedulePolicy:
         True
     """
     min_row_tiles: int = MIN_ROW_TILES
+    separable: Optional[bool] = None
 
 
 #: The pass-context config key of the `WinogradSchedulePolicy` the rule follows.
 WINOGRAD_POLICY_CONFIG = "schedule.winograd"
 register_pass_config(WINOGRAD_POLICY_CONFIG, WinogradSchedulePolicy,
-                     "WinogradSchedulePolicy: from how many tiles per row winograd_rule schedules tile rows")
+                     "WinogradSchedulePolicy: from how many tiles per row winograd_rule schedules tile rows, "
+                     "and whether the transforms run as two 1-D passes (separable)")
 
 
 def current_winograd_policy() -> WinogradSchedulePolicy:
@@ -197,9 +244,10 @@ def _rows(tiles: int) -> int:
 
 
 def _inner_transform(sch: Any, name: str, position_axis: int, channel_axis: int, lanes: int,
-                     producer: Optional[str] = None) -> None:
+                     producer: Optional[str] = None, rows: Optional[str] = None) -> None:
     """A transform stage moved under the tile-row loop: per (tile, channel vector) the α×α input
-    tile (``producer``) into a local buffer, positions unrolled, lanes vectorized."""
+    tile (``producer``) and the first pass (``rows``, `_two_pass`) into local buffers, positions
+    unrolled, lanes vectorized."""
     block = sch.get_block(name)
     loops = sch.get_loops(block)[1:]
     if len(loops) != 3:
@@ -210,10 +258,13 @@ def _inner_transform(sch: Any, name: str, position_axis: int, channel_axis: int,
     tile = loops[3 - position_axis - channel_axis]
     co, ci = sch.split(loops[channel_axis], [None, lanes])
     sch.reorder(tile, co, loops[position_axis], ci)
+    if rows is not None:
+        _two_pass(sch, rows, co, loops[position_axis], 3)
+    else:
+        sch.unroll(loops[position_axis])
     if producer is not None:
         sch.compute_at(sch.get_block(producer), co)
         sch.vectorize(sch.get_loops(sch.get_block(producer))[-1])
-    sch.unroll(loops[position_axis])
     sch.vectorize(ci)
 
 
@@ -272,18 +323,46 @@ def _blocked(sch: Any, stages: "dict[str, str]", pad: Optional[str], after: "lis
     # Step 2. The stages of one tile row under it, consumers first (compute_at needs the consumer's
     # loops in place): output transform, GEMM (its local accumulator cache made first, at the top
     # level, so that its write-back moves along), input transform (+ its padded tiles).
-    gemm_buffer = sch.get(sch.get_block(stages["output"])).reads[0].buffer.name
+    # The separable form's first output pass is placed with the output transform, before M's
+    # write-back moves under the row (compute_at needs every consumer of a block in place).
+    gemm_buffer = _gemm_reader(sch, stages).reads[0].buffer.name
     write_back = sch.cache_write(sch.get_block(stages["gemm"]), 0, "local")
-    for block in (sch.get_block(stages["output"]), write_back, sch.get_block(stages["gemm"]),
-                  sch.get_block(stages["input"])):
+    sch.compute_at(sch.get_block(stages["output"]), row)
+    _inner_transform(sch, stages["output"], 1, 2, lanes, rows=stages.get("output_rows"))
+    for block in (write_back, sch.get_block(stages["gemm"]), sch.get_block(stages["input"])):
         sch.compute_at(block, row)
-    _inner_transform(sch, stages["output"], 1, 2, lanes)
     _inner_gemm(sch, stages["gemm"], write_back, lanes)
     write_back = sch.get(write_back).name_hint
-    _inner_transform(sch, stages["input"], 0, 2, lanes, producer=pad)
+    _inner_transform(sch, stages["input"], 0, 2, lanes, producer=pad, rows=stages.get("input_rows"))
     # Step 3. Pad the planes of the per-row V and M (4K aliasing: their planes are tiles × channels).
     _align_planes(sch, stages["input"], sch.get(sch.get_block(stages["input"])).writes[0].buffer.name)
     _align_planes(sch, write_back, gemm_buffer)
+
+
+def _alpha(sch: Any, input_stage: str) -> int:
+    """α of the kernel: the input transform writes α² positions."""
+    return int(round(int(sch.get(sch.get_block(input_stage)).writes[0].buffer.shape[0]) ** 0.5))
+
+
+#: Vector registers the one-pass transform needs besides its α² partial sums: the value being
+#: added and a broadcast coefficient.
+_ONE_PASS_OPERANDS = 2
+
+
+def separable_transforms(cpu: CpuModel, alpha: int, policy: "Optional[WinogradSchedulePolicy]" = None) -> bool:
+    """Whether the transforms of an α×α Winograd tile run as two 1-D passes on ``cpu`` (module note):
+    the policy's ``separable`` when set, else where the one-pass form's α² live partial sums and
+    its operands exceed the vector registers (it spills there).
+
+    Example:
+        >>> from ingot.target import Target
+        >>> [separable_transforms(Target(f"llvm -mcpu={c}").cpu, a) for c in ("haswell", "sapphirerapids") for a in (4, 6)]
+        [True, True, False, True]
+    """
+    policy = policy or current_winograd_policy()
+    if policy.separable is not None:
+        return bool(policy.separable)
+    return alpha * alpha + _ONE_PASS_OPERANDS > cpu.vector_registers
 
 
 def winograd_rule(sch: Any, names: "list[str]", cpu: CpuModel, gemm_rules: "list[Callable]") -> "list[tuple]":
@@ -311,13 +390,20 @@ def winograd_rule(sch: Any, names: "list[str]", cpu: CpuModel, gemm_rules: "list
         return True
 
     pad = next((n for n in names[:names.index(stages["input"])] if n.startswith("pad_temp")), None)
+    # First, the one-pass form where it fits the registers: each first pass inlined into its
+    # transform (module note, "separable transforms").
+    if not separable_transforms(cpu, _alpha(sch, stages["input"])):
+        for key in ("input_rows", "output_rows"):
+            if key in stages and step(stages[key], "winograd_one_pass",
+                                      lambda key=key: sch.compute_inline(sch.get_block(stages[key]))):
+                del stages[key]
     after = names[names.index(stages["crop"]) + 1:]
     # Step 0. The whole kernel per row of tiles (all of it or nothing); else stage by stage.
     if step(stages["input"], "winograd_tile_rows", lambda: _blocked(sch, stages, pad, after, lanes, cores)):
         return log + [(stages[k], "winograd_tile_rows", None) for k in ("gemm", "output", "crop")]
     # Step 1. Input transform (with its padding stage, when there is one).
     step(stages["input"], "winograd_input",
-         lambda: _transform(sch, stages["input"], 0, 2, lanes, cores, producer=pad))
+         lambda: _transform(sch, stages["input"], 0, 2, lanes, cores, producer=pad, rows=stages.get("input_rows")))
     # Step 2. The α² GEMMs.
     info = analyze_block(sch, sch.get_block(stages["gemm"]))
     for rule in gemm_rules:
@@ -330,11 +416,11 @@ def winograd_rule(sch: Any, names: "list[str]", cpu: CpuModel, gemm_rules: "list
     # Step 3. Output transform, and the planes of V and M padded (module note: 4K aliasing).
 
     def output_stage() -> None:
-        _transform(sch, stages["output"], 1, 2, lanes, cores)
+        _transform(sch, stages["output"], 1, 2, lanes, cores, rows=stages.get("output_rows"))
         _align_planes(sch, stages["input"], sch.get(sch.get_block(stages["input"])).writes[0].buffer.name)
-        _align_planes(sch, _gemm_writer(sch, stages["output"], gemm_buffer), gemm_buffer)
+        _align_planes(sch, _gemm_writer(sch, stages.get("output_rows", stages["output"]), gemm_buffer), gemm_buffer)
 
-    gemm_buffer = sch.get(sch.get_block(stages["output"])).reads[0].buffer.name
+    gemm_buffer = _gemm_reader(sch, stages).reads[0].buffer.name
     step(stages["output"], "winograd_output", output_stage)
     # Step 4. Crop + epilogue as one pass.
     step(stages["crop"], "winograd_epilogue", lambda: _epilogue(sch, stages["crop"], after, lanes, cores))

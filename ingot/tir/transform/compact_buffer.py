@@ -192,6 +192,8 @@ def _written_before_read(analyzer: Analyzer, buffer: Buffer, loop: For) -> bool:
         while isinstance(body, For):
             analyzer.bind(body.loop_var, Range.from_min_extent(body.min, body.extent))
             body = body.body
+    while isinstance(body, Allocate):  # another buffer already sunk here (a compute_at stage's tile)
+        body = body.body
     if not isinstance(body, SeqStmt):
         return False
     seq = [s for s in body.seq if _uses(s, buffer)]
