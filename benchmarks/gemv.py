@@ -33,7 +33,6 @@ SHAPES = {"resnet50 fc": (2048, 1000), "mobilenet_v2 classifier": (1280, 1000)}
 def build(K: int, N: int, variant: str, W: np.ndarray, b: np.ndarray):
     """(library, kernel name) of ``x @ W + b`` compiled as ``variant``."""
     from ingot import graph as G
-    from ingot.graph.transform import pack_weights as pw
     from ingot.graph.transform.bind_params import BindParams
     from ingot.ir.transform import PassContext
     from ingot.ops.schedule import reduction as red
@@ -46,15 +45,10 @@ def build(K: int, N: int, variant: str, W: np.ndarray, b: np.ndarray):
             out = bb.emit_output(G.op.add(bb.emit(G.op.matmul(x, wv)), bv))
         bb.emit_func_output(out)
     mod = BindParams("main", {"w": W, "b": b})(bb.get())
-    saved = pw._gemv_rows
-    config = {red.GEMV_POLICY_CONFIG: red.GemvPolicy(row_groups=())} if variant == "linear, 1 row" else {}
-    try:
-        if variant == "matmul (gemm_rule)":
-            pw._gemv_rows = lambda shape: False
-        with PassContext(config=config):
-            ex = G.build(mod, "llvm -num-cores=2")
-    finally:
-        pw._gemv_rows = saved
+    policy = {"linear, 1 row": red.GemvPolicy(row_groups=()),
+              "matmul (gemm_rule)": red.GemvPolicy(row_layout=False)}.get(variant)
+    with PassContext(config={} if policy is None else {red.GEMV_POLICY_CONFIG: policy}):
+        ex = G.build(mod, "llvm -num-cores=2")
     return ex.lib, next(iter(ex.kernels))
 
 

@@ -67,3 +67,36 @@ def test_policy_without_row_groups_computes_one_row_at_a_time():
         y = np.zeros((1, 40), "float32")
         ingot.build(func, target="llvm -num-cores=2")["main"](x, w, y)
         np.testing.assert_allclose(y, x @ w.T, rtol=1e-4, atol=1e-4)
+
+
+def test_policy_without_row_layout_keeps_the_matmul_for_gemm_rule():
+    # GemvPolicy.row_layout=False: PackWeights leaves a batch-1 matmul whose N fits no panel as it
+    # is (how benchmarks/gemv.py builds its "matmul (gemm_rule)" variant), compiled right.
+    from ingot import graph as G
+    from ingot.graph.transform import PackWeights
+    from ingot.graph.transform.bind_params import BindParams
+    from ingot.ir.transform import PassContext
+    from ingot.ops.schedule.reduction import GEMV_POLICY_CONFIG, GemvPolicy
+
+    K, N = 64, 40  # N: no 32- or 16-float panel
+    rng = np.random.default_rng(2)
+    wm, b, xs = (rng.standard_normal(s).astype("float32") for s in ((K, N), (N,), (1, K)))
+    x, wv, bv = (G.Var("x", G.TensorStructInfo((1, K), "float32")), G.Var("w", G.TensorStructInfo((K, N), "float32")),
+                 G.Var("b", G.TensorStructInfo((N,), "float32")))
+    bb = G.BlockBuilder()
+    with bb.function("main", [x, wv, bv]):
+        with bb.dataflow():
+            out = bb.emit_output(G.op.add(bb.emit(G.op.matmul(x, wv)), bv))
+        bb.emit_func_output(out)
+    mod = BindParams("main", {"w": wm, "b": b})(bb.get())
+
+    def ops(m):
+        return [bd.value.op.name for blk in m["main"].body.blocks for bd in blk.bindings]
+
+    assert "linear" in ops(PackWeights(32, 16)(mod))
+    policy = {GEMV_POLICY_CONFIG: GemvPolicy(row_layout=False)}
+    with PassContext(config=policy):
+        assert ops(PackWeights(32, 16)(mod)) == ops(mod)
+        ex = G.build(mod, "llvm -num-cores=2")
+    out = G.Executor(ex)["main"](xs)
+    np.testing.assert_allclose(out.numpy(), xs @ wm + b, rtol=1e-4, atol=1e-4)

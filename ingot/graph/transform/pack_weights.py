@@ -80,10 +80,11 @@ def _panel_for(extent: Any, panel: int, lanes: int) -> "int | None":
 
 
 def _gemv_rows(x_shape: Any) -> bool:
-    """Whether a dense over ``x`` has few enough rows for `gemv_rule` (static, ≤ GEMV_MAX_ROWS)."""
-    from ingot.ops.schedule.reduction import GEMV_MAX_ROWS
+    """Whether a dense over ``x`` has few enough rows for `gemv_rule` (static, ≤ GEMV_MAX_ROWS)
+    and the pass context's `GemvPolicy` keeps such denses in its row layout (``row_layout``)."""
+    from ingot.ops.schedule.reduction import GEMV_MAX_ROWS, current_gemv_policy
 
-    if not _static(x_shape):
+    if not _static(x_shape) or not current_gemv_policy().row_layout:
         return False
     return int(np.prod([int(d) for d in x_shape[:-1]])) <= GEMV_MAX_ROWS
 

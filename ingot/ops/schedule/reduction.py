@@ -130,7 +130,11 @@ GEMV_ROW_GROUPS = (4, 2)
 @dataclass(frozen=True)
 class GemvPolicy:
     """How many output rows `gemv_rule` computes together: the first of ``row_groups`` that divides
-    N (default `GEMV_ROW_GROUPS`; ``()``: one row at a time, the plain row reduction).
+    N (default `GEMV_ROW_GROUPS`; ``()``: one row at a time, the plain row reduction); and
+    ``row_layout``: whether PackWeights (`ingot.graph.transform.pack_weights`) leaves small-batch
+    denses (M <= `GEMV_MAX_ROWS`) whose N fits no 2-vector panel in `gemv_rule`'s row layout
+    (``linear(x, W[N, K])``, a matmul's weight transposed) — False packs them into one-vector
+    panels for `gemm_rule` instead.
 
     A build takes another policy through its pass context (how benchmarks/gemv.py compares them;
     the kernel cache is bypassed under a pass config)::
@@ -143,11 +147,13 @@ class GemvPolicy:
         True
     """
     row_groups: tuple = GEMV_ROW_GROUPS
+    row_layout: bool = True
 
 
 #: The pass-context config key of the `GemvPolicy` the rule follows.
 GEMV_POLICY_CONFIG = "schedule.gemv"
-register_pass_config(GEMV_POLICY_CONFIG, GemvPolicy, "GemvPolicy: the output rows gemv_rule computes together")
+register_pass_config(GEMV_POLICY_CONFIG, GemvPolicy,
+                     "GemvPolicy: the output rows gemv_rule computes together, and whether PackWeights keeps its layout")
 
 
 def current_gemv_policy() -> GemvPolicy:
