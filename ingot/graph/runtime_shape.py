@@ -10,7 +10,7 @@ is a *fresh symbolic variable* in the graph IR. Two graph operators introduce th
   with ``rt0, rt1`` as scalar parameters (``tir_vars``);
 * ``builtin(*args, kind=..., outputs=...)``: a data-dependent op (``nonzero``, ``unique``,
   ``compress``, ``non_max_suppression``, ``topk`` with a run-time k, ``slice`` with run-time
-  bounds, ...) whose output dims may be fresh symbolic variables.
+  bounds, ReduceX / Squeeze / Unsqueeze with run-time axes, ...) whose output dims may be fresh symbolic variables.
 
 Both run as *builtins of the executor* (numpy functions in `BUILTINS`), not as generated kernels:
 their cost is dominated by reading the data once to find the output size (a NonZero kernel would
@@ -222,6 +222,49 @@ def _pad(args: list, p: dict) -> Any:
     return np.array(out[crop], dtype=x.dtype)
 
 
+def _reduce(args: list, p: dict) -> Any:
+    """ONNX ReduceX with run-time ``axes`` (``kind``: sum, mean, max, min, prod, sum_square, l1, l2,
+    log_sum, log_sum_exp)."""
+    x = args[0]
+    axes = [int(a) for a in np.asarray(args[1]).reshape(-1)] if len(args) > 1 else []
+    keep = bool(p.get("keepdims", 1))
+    if not axes:
+        if p.get("noop_with_empty_axes", 0):
+            return x
+        axes = list(range(x.ndim))
+    axes = tuple(sorted(a + x.ndim if a < 0 else a for a in axes))
+    kind = p["kind"]
+    with np.errstate(all="ignore"):
+        if kind == "log_sum_exp":
+            m = np.max(x, axis=axes, keepdims=True) if x.size else np.zeros([1] * x.ndim, x.dtype)
+            m = np.where(np.isfinite(m), m, 0)
+            out = np.log(np.sum(np.exp(x - m), axis=axes, keepdims=True)) + m
+            out = out if keep else np.squeeze(out, axes)
+        else:
+            src = {"sum_square": lambda: x * x, "l1": lambda: np.abs(x), "l2": lambda: x * x}.get(kind, lambda: x)()
+            fn = {"mean": np.mean, "max": np.max, "min": np.min, "prod": np.prod}.get(kind, np.sum)
+            if kind in ("max", "min") and 0 in [x.shape[a] for a in axes]:
+                dt = x.dtype
+                ext = (-np.inf if kind == "max" else np.inf) if dt.kind == "f" else (
+                    np.iinfo(dt).min if kind == "max" else np.iinfo(dt).max) if dt.kind in "iu" else kind == "min"
+                shape = [1 if a in axes else d for a, d in enumerate(x.shape) if keep or a not in axes]
+                return np.full(shape, ext, dt)
+            out = fn(src, axis=axes, keepdims=keep)
+            out = np.sqrt(out) if kind == "l2" else np.log(out) if kind == "log_sum" else out
+    return np.asarray(out).astype(x.dtype)
+
+
+def _squeeze(args: list, p: dict) -> Any:
+    axes = tuple(int(a) for a in np.asarray(args[1]).reshape(-1)) if len(args) > 1 else None
+    return np.squeeze(args[0], axes)
+
+
+def _unsqueeze(args: list, p: dict) -> Any:
+    x, axes = args[0], [int(a) for a in np.asarray(args[1]).reshape(-1)]
+    out_ndim = x.ndim + len(axes)
+    return np.expand_dims(x, tuple(sorted(a + out_ndim if a < 0 else a for a in axes)))
+
+
 def _tensor_to_shape(args: list, p: dict) -> Any:
     return tuple(int(d) for d in np.asarray(args[0]).reshape(-1))
 
@@ -231,6 +274,7 @@ BUILTINS: "dict[str, Callable[[list, dict], Any]]" = {
     "nonzero": _nonzero, "unique": _unique, "compress": _compress, "topk": _topk, "slice": _slice,
     "tile": _tile, "range": _range, "expand_shape": _expand_shape, "reshape_shape": _reshape_shape,
     "non_max_suppression": _non_max_suppression, "pad": _pad, "tensor_to_shape": _tensor_to_shape,
+    "reduce": _reduce, "squeeze": _squeeze, "unsqueeze": _unsqueeze,
 }
 
 

@@ -61,15 +61,15 @@ def test_unsupported_ops_with_reasons():
 
 def test_run_time_value_where_a_constant_is_needed():
     # `shape` computed from a graph input's values -> a run-time input (supported); from Shape (folds at
-    # import) -> nothing to say; Squeeze's axes computed at run time -> still unsupported.
+    # import) -> nothing to say; Split's sizes computed at run time -> still unsupported.
     nodes = [helper.make_node("Abs", ["t"], ["t2"]), helper.make_node("Reshape", ["x", "t2"], ["y"], name="rt"),
              helper.make_node("Shape", ["x"], ["s"]), helper.make_node("Reshape", ["x", "s"], ["y2"], name="good"),
-             helper.make_node("Squeeze", ["x", "t"], ["y3"], name="bad")]
+             helper.make_node("Split", ["x", "t"], ["y3", "y4"], axis=1, name="bad")]
     m = _model(nodes, [_vi("x", [2, 3]), _vi("t", [2], TensorProto.INT64)],
-               [_vi("y", [3, 2]), _vi("y2", [2, 3]), _vi("y3", [2, 3])])
+               [_vi("y", [3, 2]), _vi("y2", [2, 3]), _vi("y3", [2, 1]), _vi("y4", [2, 2])])
     r = inspect_model(m, try_import=False)
-    assert [(u.op_type, u.node) for u in r.unsupported] == [("Squeeze", "bad")]
-    assert "'axes' input (input 1, 't') is a graph input" in r.unsupported[0].reason
+    assert [(u.op_type, u.node) for u in r.unsupported] == [("Split", "bad")]
+    assert "'split' input (input 1, 't') is a graph input" in r.unsupported[0].reason
     assert [(i.op_type, i.node, i.role, i.input) for i in r.runtime_inputs] == [("Reshape", "rt", "shape", "t2")]
     assert "run-time values (sizes bound as the model runs): Reshape 'rt' shape ('t2')" in r.summary()
     assert list(r.to_dict()["runtime_inputs"]) == [{"op_type": "Reshape", "node": "rt", "role": "shape", "input": "t2"}]

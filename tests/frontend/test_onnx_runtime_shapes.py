@@ -161,7 +161,8 @@ def test_unique_compress_and_non_max_suppression():
 # ONNX node cases whose shape-like inputs are graph inputs: with --no-freeze they are run-time values.
 _RUNTIME_CASE_PREFIXES = ("test_reshape", "test_expand", "test_slice", "test_tile", "test_range",
                           "test_constantofshape", "test_top_k", "test_edge_pad", "test_reflect_pad", "test_wrap_pad",
-                          "test_nonzero", "test_unique", "test_compress", "test_nonmaxsuppression")
+                          "test_nonzero", "test_unique", "test_compress", "test_nonmaxsuppression", "test_reduce_",
+                          "test_squeeze", "test_unsqueeze")
 
 
 def _runtime_cases():
@@ -178,7 +179,7 @@ def _runtime_cases():
 def test_node_cases_with_run_time_inputs_reference():
     harness, cases = _runtime_cases()
     results = harness.run_all(cases, "reference", freeze=False)
-    assert len(results) >= 60
+    assert len(results) >= 120
     assert [(r.name, r.detail) for r in results if r.status != "pass"] == []
 
 
@@ -189,7 +190,8 @@ def test_node_cases_with_run_time_inputs_compiled():
     names = {"test_reshape_zero_and_negative_dim", "test_expand_dim_changed", "test_constantofshape_int_zeros",
              "test_slice_neg_steps", "test_tile", "test_top_k_smallest", "test_edge_pad",
              "test_range_int32_type_negative_delta", "test_nonzero_example", "test_unique_sorted_with_axis",
-             "test_compress_default_axis", "test_nonmaxsuppression_two_classes"}
+             "test_compress_default_axis", "test_nonmaxsuppression_two_classes", "test_reduce_sum_keepdims_example",
+             "test_reduce_l2_negative_axes_keep_dims_example", "test_squeeze", "test_unsqueeze_two_axes"}
     harness, cases = _runtime_cases()
     results = harness.run_all([c for c in cases if c.name in names], "compiled", isolate=False, freeze=False)
     assert len(results) == len(names)

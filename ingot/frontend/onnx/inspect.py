@@ -58,7 +58,9 @@ _NEEDS_CONSTANT: dict[str, tuple[int, dict[int, str]]] = {
 # (op type, input position) the importer also takes when computed at run time (ops_dynamic).
 _RUNTIME_OK = {("Reshape", 1), ("Expand", 1), ("Tile", 1), ("ConstantOfShape", 0), ("TopK", 1),
                *(("Slice", k) for k in (1, 2, 3, 4)), *(("Pad", k) for k in (1, 2, 3)),
-               *(("Range", k) for k in (0, 1, 2))}
+               *(("Range", k) for k in (0, 1, 2)), ("Squeeze", 1), ("Unsqueeze", 1),
+               *((op, 1) for op in ("ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1",
+                                    "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"))}
 
 # Why an op type without a converter is missing, when there is more to say than "no converter".
 _WHY_MISSING = {

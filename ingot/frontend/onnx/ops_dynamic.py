@@ -7,7 +7,8 @@ Note: a converter normally reads shape-like inputs (Reshape's ``shape``, Slice's
 * Reshape / Expand / ConstantOfShape: the target is resolved by a small builtin (0 and -1 of
   Reshape, Expand's bidirectional broadcast), turned into fresh symbolic dims by
   ``tensor_to_shape``, and the op itself stays a kernel compiled once for those symbolic sizes;
-* Slice / Tile / Pad / Range / TopK with run-time bounds, repeats, pads, limits or k, and the ops
+* Slice / Tile / Pad / Range / TopK / ReduceX / Squeeze / Unsqueeze with run-time bounds, repeats,
+  pads, limits, k or axes, and the ops
   whose output size is the data's (NonZero, Unique, Compress, NonMaxSuppression): one ``builtin``
   call each, its output dims fresh where the data decides them.
 
@@ -217,3 +218,33 @@ def _non_max_suppression(ctx: Any, node: Any) -> Any:
     args = [a if a is not None else np.zeros(0, "float32") for a in args]
     params = {"center_point_box": int(node.attr("center_point_box", 0))}
     return _builtin(ctx, "non_max_suppression", args, params, (((fresh_dims(ctx, 1)[0], 3), "int64"),))
+
+
+_REDUCE_KINDS = {"ReduceSum": "sum", "ReduceMean": "mean", "ReduceMax": "max", "ReduceMin": "min",
+                 "ReduceProd": "prod", "ReduceSumSquare": "sum_square", "ReduceL1": "l1", "ReduceL2": "l2",
+                 "ReduceLogSum": "log_sum", "ReduceLogSumExp": "log_sum_exp"}
+
+
+def dynamic_reduce(ctx: Any, node: Any) -> Any:
+    """ReduceX whose ``axes`` input is computed at run time (its length is static: the result's rank)."""
+    x = node.input(0)
+    ndim = len(ctx.shape(x))
+    n = _length(ctx, node, node.input(1), f"{node.op_type}'s axes")
+    keep, noop = int(node.attr("keepdims", 1)), int(node.attr("noop_with_empty_axes", 0))
+    rank = ndim if keep or (n == 0 and noop) else (0 if n == 0 else ndim - n)
+    params = {"kind": _REDUCE_KINDS[node.op_type], "keepdims": keep, "noop_with_empty_axes": noop}
+    return _builtin(ctx, "reduce", [x, node.input(1)], params, ((fresh_dims(ctx, rank), ctx.dtype(x)),))
+
+
+def dynamic_squeeze(ctx: Any, node: Any) -> Any:
+    """Squeeze (opset >= 13) whose ``axes`` are computed at run time."""
+    x = node.input(0)
+    rank = len(ctx.shape(x)) - _length(ctx, node, node.input(1), "Squeeze's axes")
+    return _builtin(ctx, "squeeze", [x, node.input(1)], {}, ((fresh_dims(ctx, rank), ctx.dtype(x)),))
+
+
+def dynamic_unsqueeze(ctx: Any, node: Any) -> Any:
+    """Unsqueeze (opset >= 13) whose ``axes`` are computed at run time: the input's dims keep their order."""
+    x = node.input(0)
+    rank = len(ctx.shape(x)) + _length(ctx, node, node.input(1), "Unsqueeze's axes")
+    return _builtin(ctx, "unsqueeze", [x, node.input(1)], {}, ((fresh_dims(ctx, rank), ctx.dtype(x)),))

@@ -434,6 +434,11 @@ def _empty_extremum(node: Any, dtype: str, shape: tuple, axes: list, keep: bool,
 
 def _reduce(kind: str) -> Callable:
     def convert(ctx: Any, node: Any) -> Any:
+        if node.opset >= _AXES_INPUT_SINCE.get(kind, 18) and node.input(1) is not None and not is_static(
+                node.input(1)):  # axes computed at run time
+            from .ops_dynamic import dynamic_reduce
+
+            return dynamic_reduce(ctx, node)
         x = ctx.expr(node.input(0))
         axes = _reduce_axes(ctx, node, _AXES_INPUT_SINCE.get(kind, 18))
         keep = bool(node.attr("keepdims", 1))

@@ -213,6 +213,8 @@ def _unsqueeze_axes(ctx: Any, node: Any) -> list[int]:
 @register("Unsqueeze")
 def _unsqueeze(ctx: Any, node: Any) -> Any:
     x = node.input(0)
+    if node.opset >= 13 and not is_static(node.input(1)):  # axes computed at run time
+        return ops_dynamic.dynamic_unsqueeze(ctx, node)
     axes = _unsqueeze_axes(ctx, node)
     if is_static(x):
         return np.expand_dims(as_array(x), tuple(axes))
@@ -225,6 +227,8 @@ def _unsqueeze(ctx: Any, node: Any) -> Any:
 @register("Squeeze")
 def _squeeze(ctx: Any, node: Any) -> Any:
     x = node.input(0)
+    if node.opset >= 13 and node.input(1) is not None and not is_static(node.input(1)):  # run-time axes
+        return ops_dynamic.dynamic_squeeze(ctx, node)
     axes = static_ints(node.input(1), node, "the axes input") if node.opset >= 13 else node.attr("axes")
     ndim = len(ctx.shape(x))
     axes = None if not axes else norm_axes(axes, ndim)
