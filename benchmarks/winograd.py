@@ -12,7 +12,7 @@ faults read ~0 here; ``--fixed-mmap-threshold`` pins it at glibc's default 128 K
 M_MMAP_THRESHOLD, as in a process whose earlier frees did not raise it) and shows them.
 
 ``--model``: ResNet-50 compiled with Winograd off (``graph.winograd``), with the default tile policy
-(`ingot.ops.winograd.choose_tile`), the default policy with the tile-row schedule off (every layer
+(`ingot.ops.winograd.choose_tile`; the others as its `WinogradTilePolicy` in the pass context), the default policy with the tile-row schedule off (every layer
 stage by stage: `ingot.ops.schedule.winograd` module note) and the other policies tried when it was
 chosen, timed interleaved with ONNX Runtime in one process. Inside the model the weights come from L3/DRAM and the
 transforms' buffers are cold, so the ranking differs from the layers alone (docs/performance.md).
@@ -201,17 +201,11 @@ def run_layers(rounds: int, sizes=(56, 28, 14)) -> str:
 
 
 def _policy(min_f4: int, min_f2: int):
+    """The `WinogradTilePolicy` giving F(4, 3) from ``min_f4`` output rows/columns up and F(2, 3)
+    from ``min_f2`` (the channel conditions of `choose_tile` unchanged)."""
     from ingot.ops import winograd as W
 
-    default = W.choose_tile
-
-    def choose(out_hw, channels, out_channels, lanes):
-        if default((56, 56), channels, out_channels, lanes) is None:  # the same channel conditions
-            return None
-        size = min(out_hw)
-        return 4 if size >= min_f4 else (2 if size >= min_f2 else None)
-
-    return choose
+    return W.WinogradTilePolicy(min_size=min(min_f2, min_f4), min_f4_size=min_f4)
 
 
 def run_model(rounds: int, only: "str | None" = None) -> str:
@@ -224,7 +218,7 @@ def run_model(rounds: int, only: "str | None" = None) -> str:
 
     from ingot.ops.schedule import winograd as WS
 
-    default = W.choose_tile
+    default = W.WinogradTilePolicy()
     # the tile-row schedule: True (default widths), False (off: stage by stage), "all" (any width)
     min_row_tiles = {True: WS.MIN_ROW_TILES, False: 10 ** 9, "all": 1}
 
@@ -244,14 +238,11 @@ def run_model(rounds: int, only: "str | None" = None) -> str:
         expected = sess.run(None, {"data": x})[0]
         runs, errors = {"ONNX Runtime": lambda: sess.run(None, {"data": x})}, {}
         for name, (policy, rows) in policies.items():
-            W.choose_tile = policy or default
             schedule = WS.WinogradSchedulePolicy(min_row_tiles=min_row_tiles[rows])
-            try:
-                with ingot.transform.PassContext(config={"graph.winograd": policy is not None,
-                                                         WS.WINOGRAD_POLICY_CONFIG: schedule}):
-                    package = ingot.compile(model, target=TARGET)
-            finally:
-                W.choose_tile = default
+            with ingot.transform.PassContext(config={"graph.winograd": policy is not None,
+                                                     W.TILE_POLICY_CONFIG: policy or default,
+                                                     WS.WINOGRAD_POLICY_CONFIG: schedule}):
+                package = ingot.compile(model, target=TARGET)
             out = ingot.run(package, {"data": x})
             out = np.asarray(list(out.values())[0] if isinstance(out, dict) else out[0])
             errors[name] = float(np.abs(out - expected).max())

@@ -15,8 +15,14 @@ import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BENCHMARKS = os.path.join(ROOT, "benchmarks")
-#: Modules whose attributes a benchmark must not overwrite: the default-schedule rules.
+#: Modules whose attributes a benchmark must not overwrite: the default-schedule rules, and the
+#: choices made for them before scheduling (the Winograd tile, PackWeights' layouts).
 RULE_PACKAGE = "ingot.ops.schedule"
+RULE_MODULES = (RULE_PACKAGE, "ingot.ops.winograd", "ingot.graph.transform.pack_weights")
+
+
+def _is_rule_module(name: str) -> bool:
+    return any(name == m or name.startswith(m + ".") for m in RULE_MODULES)
 
 
 def scripts() -> list[str]:
@@ -30,8 +36,8 @@ def scripts() -> list[str]:
 
 
 def rule_module_overwrites(source: str, filename: str = "<script>") -> list[str]:
-    """``name.attr = ...`` / ``setattr(name, ...)`` where ``name`` is bound to a module of
-    `RULE_PACKAGE` by an import in ``source``, as "line: text".
+    """``name.attr = ...`` / ``setattr(name, ...)`` where ``name`` is bound to one of
+    `RULE_MODULES` (or a module under them) by an import in ``source``, as "line: text".
 
     >>> rule_module_overwrites("from ingot.ops.schedule import winograd as WS\\nWS.MIN_ROW_TILES = 1\\n")
     ['2: WS.MIN_ROW_TILES = ...']
@@ -39,10 +45,11 @@ def rule_module_overwrites(source: str, filename: str = "<script>") -> list[str]
     tree = ast.parse(source, filename=filename)
     bound = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith(RULE_PACKAGE):
-            bound |= {a.asname or a.name for a in node.names}
+        if isinstance(node, ast.ImportFrom) and node.module:
+            bound |= {a.asname or a.name for a in node.names
+                      if _is_rule_module(node.module) or _is_rule_module(f"{node.module}.{a.name}")}
         elif isinstance(node, ast.Import):
-            bound |= {a.asname for a in node.names if a.asname and a.name.startswith(RULE_PACKAGE)}
+            bound |= {a.asname for a in node.names if a.asname and _is_rule_module(a.name)}
     found = []
     for node in ast.walk(tree):
         targets = []
@@ -68,13 +75,15 @@ def test_every_script_is_listed_in_the_readme():
 def test_no_script_overwrites_a_rule_module(script):
     path = os.path.join(BENCHMARKS, script)
     found = rule_module_overwrites(open(path).read(), path)
-    assert not found, (f"benchmarks/{script} overwrites attributes of {RULE_PACKAGE} modules {found}: make the "
-                       "variant a field of the rule's policy (ConvNhwcPolicy, WinogradSchedulePolicy, GemvPolicy) "
-                       "and pass it through PassContext(config=...)")
+    assert not found, (f"benchmarks/{script} overwrites attributes of rule modules {found}: make the "
+                       "variant a field of the rule's policy (ConvNhwcPolicy, WinogradSchedulePolicy, GemvPolicy, "
+                       "WinogradTilePolicy) and pass it through PassContext(config=...)")
 
 
 def test_the_check_sees_assignments_tuples_and_setattr():
     src = ("import ingot.ops.schedule.reduction as red\nfrom ingot.ops.schedule import winograd as WS\n"
-           "from ingot.ops import winograd as W\n"
-           "W.choose_tile, WS._blocked = 1, 2\nsetattr(red, 'GEMV_ROW_GROUPS', ())\nx = WS.MIN_ROW_TILES\n")
-    assert rule_module_overwrites(src) == ["4: WS._blocked = ...", "5: setattr(red, ...)"]
+           "from ingot.ops import winograd as W\nfrom ingot.graph.transform import pack_weights as pw\n"
+           "from ingot.ops import nn\nW.choose_tile, WS._blocked = 1, 2\nsetattr(red, 'GEMV_ROW_GROUPS', ())\n"
+           "x = WS.MIN_ROW_TILES\npw._gemv_rows = None\nnn.pad_hw = None\n")
+    assert sorted(rule_module_overwrites(src)) == ["6: W.choose_tile = ...", "6: WS._blocked = ...",
+                                                   "7: setattr(red, ...)", "9: pw._gemv_rows = ..."]

@@ -53,6 +53,7 @@ Example:
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
 from typing import Any
@@ -61,12 +62,13 @@ import numpy as np
 
 from ingot import tir
 from ingot.ir import as_const_int, convert
+from ingot.ir.transform import PassContext, register_pass_config
 
 from ._window import conv_window
 from .nn import pad_hw
 
 __all__ = ["winograd_matrices", "choose_tile", "transform_weight", "untransform_weight", "conv2d_nhwc_winograd",
-           "WINOGRAD_TILES", "STAGE_KEY", "TILE_GRID_KEY"]
+           "WINOGRAD_TILES", "STAGE_KEY", "TILE_GRID_KEY", "WinogradTilePolicy", "TILE_POLICY_CONFIG"]
 
 #: Output tile sizes m offered (F(m×m, 3×3)); see the module note for why not 6.
 WINOGRAD_TILES = (2, 4)
@@ -141,21 +143,46 @@ MIN_F4_SIZE = 28
 MIN_WINOGRAD_CHANNELS = 32
 
 
+@dataclass(frozen=True)
+class WinogradTilePolicy:
+    """The output sizes `choose_tile` picks tiles by (defaults: the measured `MIN_WINOGRAD_SIZE`,
+    `MIN_F4_SIZE`); a build takes another one through its pass context, as benchmarks/winograd.py
+    compares them: ``PassContext(config={TILE_POLICY_CONFIG: WinogradTilePolicy(min_f4_size=14)})``.
+
+    Example:
+        >>> WinogradTilePolicy().min_f4_size
+        28
+    """
+    min_size: int = MIN_WINOGRAD_SIZE
+    min_f4_size: int = MIN_F4_SIZE
+
+
+#: The pass-context config key of the `WinogradTilePolicy` that `choose_tile` follows.
+TILE_POLICY_CONFIG = "graph.winograd_tiles"
+register_pass_config(TILE_POLICY_CONFIG, WinogradTilePolicy, "WinogradTilePolicy: the output sizes of F(2,3)/F(4,3)")
+
+
 def choose_tile(out_hw: "tuple[int, int]", channels: int, out_channels: int, lanes: int) -> "int | None":
     """The Winograd output tile m for a 3×3 stride-1 conv with output size ``out_hw`` (None: use the
     direct conv). The thresholds (module constants) come from per-layer measurements of ResNet-50's
     3×3 convs; both channel counts must be whole vectors (the transforms vectorize over them).
 
+    A `WinogradTilePolicy` in the pass context moves the size thresholds.
+
     Example:
         >>> choose_tile((56, 56), 64, 64, 16), choose_tile((14, 14), 256, 256, 16), choose_tile((7, 7), 512, 512, 16)
         (4, 2, None)
+        >>> with PassContext(config={TILE_POLICY_CONFIG: WinogradTilePolicy(min_size=7, min_f4_size=14)}):
+        ...     choose_tile((14, 14), 256, 256, 16), choose_tile((7, 7), 512, 512, 16)
+        (4, 2)
     """
     oh, ow = out_hw
+    policy = PassContext.current().get_config(TILE_POLICY_CONFIG, None) or WinogradTilePolicy()
     if min(channels, out_channels) < MIN_WINOGRAD_CHANNELS or channels % lanes or out_channels % lanes:
         return None
-    if min(oh, ow) < MIN_WINOGRAD_SIZE:
+    if min(oh, ow) < policy.min_size:
         return None
-    return 4 if min(oh, ow) >= MIN_F4_SIZE else 2
+    return 4 if min(oh, ow) >= policy.min_f4_size else 2
 
 
 def _check_tile(tile: int) -> None:
