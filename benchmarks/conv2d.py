@@ -229,18 +229,21 @@ def _conv_params(layer, threads: int, order: "str | None" = None) -> str:
     """The `default_conv_params` a layer's conv gets (as text), or "-" outside `conv_nhwc_rule`."""
     from ingot.ops.schedule import conv_nhwc
     from ingot.ops.schedule.analysis import analyze_block
-    from ingot.ops.schedule.conv_nhwc import analyze_conv_nhwc, default_conv_params
+    from ingot.ops.schedule.conv_nhwc import analyze_conv_nhwc, default_conv_params, fit_conv_tile
+    from ingot.target import Target
     from ingot.tir.schedule import Schedule
 
+    cpu = Target(f"llvm -num-cores={threads}").cpu
     func, _, _, conv_name = nhwc_layer_func(*layer[1:])
     sch = Schedule(func)
     try:
-        shape = analyze_conv_nhwc(sch, conv_name, analyze_block(sch, sch.get_block(conv_name)), 16)
-        p = default_conv_params(shape, threads, order=order)
+        shape = analyze_conv_nhwc(sch, conv_name, analyze_block(sch, sch.get_block(conv_name)), cpu.lanes("float32"))
+        shape = fit_conv_tile(shape, cpu, conv_name)
+        p = default_conv_params(shape, cpu, order=order)
     except Exception:  # noqa: BLE001 - not a conv_nhwc_rule layer (depthwise, ragged channels)
         return "-"
-    if order is None and conv_nhwc._two_panel_1x1(shape) and conv_nhwc._stride_1(sch, conv_name, shape):
-        return f"oc 7x{2 * shape.nvec} kc={conv_nhwc.TWO_PANEL_KC} (two panels)"
+    if order is None and conv_nhwc._two_panel_1x1(shape, cpu) and conv_nhwc._stride_1(sch, conv_name, shape):
+        return f"oc {shape.ow}x{2 * shape.nvec} kc={conv_nhwc.two_panel_kc(shape.nr, cpu)} (two panels)"
     return f"{p.order} {p.mr}x{shape.nvec} kc={p.kc}"
 
 
