@@ -120,9 +120,13 @@ def _cubic_weights(m: Any, t: Any) -> list:
     return [far(t + one), near(t), near(one - t), far(two - t)]
 
 
-def _axis_taps(m: Any, g: Any, length: int, mode: str, padding_mode: str, align_corners: bool) -> list:
-    """``[(index, weight, in_range), ...]`` of one spatial axis for the normalized coordinate ``g``.
-    ``index`` is always inside ``[0, length)``; ``in_range`` is None unless padding is ``zeros``."""
+def _bounds(length: int, align_corners: bool) -> tuple:
+    return (0.0, float(length - 1)) if align_corners else (-0.5, length - 0.5)
+
+
+def _axis_coord(m: Any, g: Any, length: int, mode: str, padding_mode: str, align_corners: bool) -> Any:
+    """The pixel coordinate of the normalized ``g`` on one axis, rounded (nearest) and brought inside
+    the image (border, reflection)."""
     if align_corners:
         x = (g + m.c(1.0)) / m.c(2.0) * m.c(length - 1)
         lo, hi = 0.0, float(length - 1)
@@ -135,6 +139,13 @@ def _axis_taps(m: Any, g: Any, length: int, mode: str, padding_mode: str, align_
         x = m.select((x < m.c(lo)) | (x > m.c(hi)), m.clamp(x, m.c(0.0), m.c(length - 1)), x)
     elif padding_mode == "reflection":
         x = _reflect(m, x, lo, hi)
+    return x
+
+
+def _axis_taps(m: Any, x: Any, length: int, mode: str, padding_mode: str, align_corners: bool) -> list:
+    """``[(index, weight, in_range), ...]`` of one spatial axis at the coordinate ``x`` (`_axis_coord`).
+    ``index`` is always inside ``[0, length)``; ``in_range`` is None unless padding is ``zeros``."""
+    lo, hi = _bounds(length, align_corners)
 
     def pixel(i: Any) -> tuple:
         if padding_mode == "zeros":
@@ -176,8 +187,10 @@ def grid_sample_numpy(data: np.ndarray, grid: np.ndarray, mode: str = "linear", 
     _check(mode, padding_mode, spatial)
     m = _NumpyMath(data.dtype)
     g = grid.astype(data.dtype)
-    taps = [_axis_taps(m, g[..., spatial - 1 - a], data.shape[2 + a], mode, padding_mode, align_corners)
-            for a in range(spatial)]
+    taps = []
+    for a in range(spatial):
+        x = _axis_coord(m, g[..., spatial - 1 - a], data.shape[2 + a], mode, padding_mode, align_corners)
+        taps.append(_axis_taps(m, x, data.shape[2 + a], mode, padding_mode, align_corners))
     n_idx = np.arange(data.shape[0]).reshape((-1,) + (1,) * (grid.ndim - 2))
     out = np.zeros((data.shape[0], *grid.shape[1:-1], data.shape[1]), data.dtype)
     for combo in itertools.product(*taps):
@@ -209,11 +222,25 @@ def grid_sample(data: Any, grid: Any, mode: str = "linear", padding_mode: str = 
     m = _TirMath(data.dtype)
     out_shape = [data.shape[0], data.shape[1], *grid.shape[1:-1]]
 
+    # Stage 1: the pixel coordinate per output point and axis, computed once (not per channel and
+    # tap: inlined, the reflection formulas nest into C expressions that take GCC minutes).
+    def coord_body(idx: tuple) -> Any:
+        n, out, a = idx[0], tuple(idx[1:-1]), idx[-1]
+        value = None
+        for axis in reversed(range(spatial)):
+            g = grid[(n, *out, spatial - 1 - axis)]
+            g = g if str(g.dtype) == str(data.dtype) else g.astype(str(data.dtype))
+            x = _axis_coord(m, g, sizes[axis], mode, padding_mode, align_corners)
+            value = x if value is None else tir.select(a == axis, x, value)
+        return value
+
+    coords = compute([grid.shape[0], *grid.shape[1:-1], spatial], coord_body, "T_grid_sample_coord",
+                     tag="injective")
+
     def body(idx: tuple) -> Any:
         n, c, out = idx[0], idx[1], tuple(idx[2:])
-        coords = [grid[(n, *out, spatial - 1 - a)] for a in range(spatial)]
-        coords = [v if str(v.dtype) == str(data.dtype) else v.astype(str(data.dtype)) for v in coords]
-        taps = [_axis_taps(m, coords[a], sizes[a], mode, padding_mode, align_corners) for a in range(spatial)]
+        taps = [_axis_taps(m, coords[(n, *out, a)], sizes[a], mode, padding_mode, align_corners)
+                for a in range(spatial)]
         total = None
         for combo in itertools.product(*taps):
             value = data[(n, c, *[t[0] for t in combo])]

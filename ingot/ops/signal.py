@@ -77,7 +77,7 @@ def dft(x: Any, n: "int | None" = None, axis: int = 1, inverse: bool = False, on
     N, out_len = dft_output_length(length, n, inverse, onesided)
     irfft = inverse and onesided
     used = min(length, N // 2 + 1) if irfft else min(length, N)
-    dtype = str(x.dtype)
+    out_dtype, dtype = str(x.dtype), "float64"   # accumulate in float64: bins that cancel to 0 stay ~0
     j = te.reduce_axis((0, used), name="j")
     shape = list(x.shape)
     shape[axis] = out_len
@@ -88,14 +88,14 @@ def dft(x: Any, n: "int | None" = None, axis: int = 1, inverse: bool = False, on
         k, part = idx[axis], idx[-1]
         src = list(idx)
         src[axis] = j
-        xr = x[tuple(src[:-1]) + (0,)]
-        xi = x[tuple(src[:-1]) + (1,)] if complex_in else None
+        xr = x[tuple(src[:-1]) + (0,)].astype(dtype)
+        xi = x[tuple(src[:-1]) + (1,)].astype(dtype) if complex_in else None
         angle = tir.floormod(k.astype("int64") * j.astype("int64"), tir.const(N, "int64")).astype(dtype) \
             * const_like(two_pi_over_n, dtype)
         c, s = tir.cos(angle), tir.sin(angle)
         if irfft:
             # x[n] = 1/N sum_k w_k Re(Z_k e^{i theta}), w = 1 at 0 and N/2, else 2 (Hermitian half)
-            weight = tir.select((j == 0) | (j * 2 == N), const_like(1.0, dtype), const_like(2.0, dtype))
+            weight = tir.select((j.var == 0) | (j.var * 2 == N), const_like(1.0, dtype), const_like(2.0, dtype))
             term = (xr * c - xi * s) if xi is not None else xr * c
             return te.sum(term * weight * const_like(1.0 / N, dtype), axis=j)
         sign = const_like(1.0 if inverse else -1.0, dtype)       # e^{sign * i * theta}
@@ -109,7 +109,9 @@ def dft(x: Any, n: "int | None" = None, axis: int = 1, inverse: bool = False, on
             term = term * const_like(1.0 / N, dtype)
         return te.sum(term, axis=j)
 
-    return compute(shape, body, "T_dft", tag="dft")
+    acc = compute(shape, body, "T_dft", tag="dft")
+    return acc if out_dtype == dtype else compute(shape, lambda idx: acc[tuple(idx)].astype(out_dtype), "T_dft_cast",
+                                                  tag="elemwise")
 
 
 # -- windows -------------------------------------------------------------------------------------
@@ -211,14 +213,14 @@ def stft(signal: Any, frame_step: int, window: Any, frame_length: int, onesided:
     """
     shape = stft_output_shape(tuple(signal.shape), frame_step, frame_length, onesided)
     complex_in = int(signal.shape[-1]) == 2
-    dtype = str(signal.dtype)
+    out_dtype, dtype = str(signal.dtype), "float64"   # accumulated in float64, as in `dft`
     n = te.reduce_axis((0, frame_length), name="n")
 
     def body(idx: tuple) -> Any:
         b, f, k, part = idx
         pos = f * frame_step + n
-        xr = signal[b, pos, 0]
-        xi = signal[b, pos, 1] if complex_in else None
+        xr = signal[b, pos, 0].astype(dtype)
+        xi = signal[b, pos, 1].astype(dtype) if complex_in else None
         if window is not None:
             w = window[n] if str(window.dtype) == dtype else window[n].astype(dtype)
             xr = xr * w
@@ -229,4 +231,6 @@ def stft(signal: Any, frame_step: int, window: Any, frame_length: int, onesided:
         re, im = (xr * c, xr * s) if xi is None else (xr * c - xi * s, xi * c + xr * s)
         return te.sum(tir.select(part == 0, re, im), axis=n)
 
-    return compute(list(shape), body, "T_stft", tag="dft")
+    acc = compute(list(shape), body, "T_stft", tag="dft")
+    return acc if out_dtype == dtype else compute(list(shape), lambda idx: acc[tuple(idx)].astype(out_dtype),
+                                                  "T_stft_cast", tag="elemwise")
