@@ -128,7 +128,10 @@ _SHAPE_LIKE_SLOTS = {
     "TopK": {1}, "CumSum": {1}, "Resize": {1, 2, 3}, "Clip": {1, 2}, "ReduceSum": {1}, "ReduceMean": {1},
     "ReduceMax": {1}, "ReduceMin": {1}, "ReduceProd": {1}, "ReduceL1": {1}, "ReduceL2": {1},
     "ReduceLogSum": {1}, "ReduceLogSumExp": {1}, "ReduceSumSquare": {1}, "Upsample": {1}, "CenterCropPad": {1},
-    "Col2Im": {1, 2}, "SplitToSequence": {1},
+    "Col2Im": {1, 2},
+    # sizes, steps and axes of the signal/image ops (issue 17)
+    "AffineGrid": {1}, "DFT": {1, 2}, "STFT": {1, 3}, "HannWindow": {0}, "HammingWindow": {0},
+    "BlackmanWindow": {0}, "MelWeightMatrix": {0, 1, 2, 3, 4}, "SplitToSequence": {1},
 }
 
 
