@@ -18,6 +18,11 @@ chosen, timed interleaved with ONNX Runtime in one process. Inside the model the
 transforms' buffers are cold, so the ranking differs from the layers alone (docs/performance.md).
 
     python benchmarks/winograd.py --layers [--rounds 15] [--sizes 56,28,14] [--fixed-mmap-threshold]
+                                  [--transforms both]
+
+``--transforms`` builds each Winograd kernel (``--layers``) or the default policy (``--model``) with
+the transforms as the CPU model picks them ("default"), in one pass ("one-pass"), as two 1-D passes
+("separable") or both of the last two, timed interleaved ("both"): `WinogradSchedulePolicy.separable`.
     python benchmarks/winograd.py --model [--rounds 6]
 """
 from __future__ import annotations
@@ -65,10 +70,11 @@ def _build(func, pool: bool):
     return lib
 
 
-def _layer_kernels(hw: int, c: int, tiles=(2, 4)) -> tuple:
+def _layer_kernels(hw: int, c: int, tiles=(2, 4), forms=(None,)) -> tuple:
     """``(HWIO weight, {name: (PrimFunc, weight array, schedule mode)})`` of relu(conv(x, w) + b):
     the direct conv, and per tile m its kernel under the tile-row schedule ("rows") and stage by
-    stage ("stages"), forced by `WinogradSchedulePolicy` while scheduling."""
+    stage ("stages"), each with the transforms of every form in ``forms`` (`TRANSFORMS`), forced by
+    `WinogradSchedulePolicy` while scheduling; a mode is ``(schedule, separable)``."""
     from ingot import ops, te
     from ingot.ops import packed
     from ingot.ops import winograd as W
@@ -87,18 +93,28 @@ def _layer_kernels(hw: int, c: int, tiles=(2, 4)) -> tuple:
         y = ops.relu(ops.add(W.conv2d_nhwc_winograd(x, ut, padding=1), b))
         func = te.create_prim_func([x, ut, b, y])
         for mode in ("rows", "stages"):
-            kernels[f"F({m},3) {mode}"] = (func, u, mode)
+            for form in forms:
+                label = "" if form is None else f", {FORM_NAMES[form]}"
+                kernels[f"F({m},3) {mode}{label}"] = (func, u, (mode, form))
     return w, kernels
 
 
+#: ``--transforms`` choices: the `WinogradSchedulePolicy.separable` values they build.
+TRANSFORMS = {"default": (None,), "one-pass": (False,), "separable": (True,), "both": (False, True)}
+FORM_NAMES = {None: "transforms by CPU", False: "one-pass transforms", True: "separable transforms"}
+
+
 def _schedule_mode(mode):
-    """The pass context forcing the Winograd schedule: "rows" (tile rows at any width), "stages"
-    (never tile rows) or None (the defaults)."""
+    """The pass context forcing the Winograd schedule: ``(schedule, separable)``, schedule "rows"
+    (tile rows at any width) or "stages" (never tile rows), separable as in `WinogradSchedulePolicy`;
+    None: the defaults."""
     from ingot.ir.transform import PassContext
     from ingot.ops.schedule.winograd import WINOGRAD_POLICY_CONFIG, WinogradSchedulePolicy
 
+    mode, separable = mode if mode is not None else (None, None)
     rows = {"rows": 1, "stages": 10 ** 9}.get(mode)
-    config = {} if rows is None else {WINOGRAD_POLICY_CONFIG: WinogradSchedulePolicy(min_row_tiles=rows)}
+    config = {} if rows is None else {WINOGRAD_POLICY_CONFIG: WinogradSchedulePolicy(min_row_tiles=rows,
+                                                                                     separable=separable)}
     return PassContext(config=config)
 
 
@@ -134,7 +150,7 @@ def _faults_per_call(fn, calls: int) -> float:
     return (resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before) / calls
 
 
-def run_layers(rounds: int, sizes=(56, 28, 14)) -> str:
+def run_layers(rounds: int, sizes=(56, 28, 14), forms=(None,)) -> str:
     """The per-layer table: per kernel (direct; F(m, 3) tile rows / stage by stage, workspace pool
     on / off; ONNX Runtime's Conv) min and median µs at 1 and 2 threads, page faults per call at 2
     threads, relative error vs PyTorch. All timed interleaved round by round (A, B, A, B ...)."""
@@ -146,7 +162,7 @@ def run_layers(rounds: int, sizes=(56, 28, 14)) -> str:
 
     rows = []
     for hw, c in [layer for layer in LAYERS if layer[0] in sizes]:
-        w, kernels = _layer_kernels(hw, c)
+        w, kernels = _layer_kernels(hw, c, forms=forms)
         rng = np.random.default_rng(1)
         x, b = rng.standard_normal((1, hw, hw, c)).astype("float32"), rng.standard_normal(c).astype("float32")
         with torch.no_grad():
@@ -208,7 +224,7 @@ def _policy(min_f4: int, min_f2: int):
     return W.WinogradTilePolicy(min_size=min(min_f2, min_f4), min_f4_size=min_f4)
 
 
-def run_model(rounds: int, only: "str | None" = None) -> str:
+def run_model(rounds: int, only: "str | None" = None, forms=(None,)) -> str:
     """ResNet-50 end to end per tile policy, interleaved with ONNX Runtime (ms, ratio to ORT)."""
     import ingot
     from benchmarks.tune_models import ort_session
@@ -229,6 +245,12 @@ def run_model(rounds: int, only: "str | None" = None) -> str:
                 "F4 >= 14": (_policy(14, 999), True), "F4 >= 14, F2 at 7": (_policy(14, 7), True)}
     if only:
         policies = {k: v for k, v in policies.items() if any(w.strip() in k for w in only.split(","))}
+    # name -> the transforms' form (`WinogradSchedulePolicy.separable`): the default policy in each form
+    separable = {name: None for name in policies}
+    if forms != (None,) and "default (F4 >= 28, F2 at 14)" in policies:
+        for form in forms:
+            name = f"default, {FORM_NAMES[form]}"
+            policies[name], separable[name] = policies["default (F4 >= 28, F2 at 14)"], form
     with tempfile.TemporaryDirectory() as tmp:
         module, x = architectures.build("resnet50", "full")
         path = os.path.join(tmp, "resnet50.onnx")
@@ -238,7 +260,7 @@ def run_model(rounds: int, only: "str | None" = None) -> str:
         expected = sess.run(None, {"data": x})[0]
         runs, errors = {"ONNX Runtime": lambda: sess.run(None, {"data": x})}, {}
         for name, (policy, rows) in policies.items():
-            schedule = WS.WinogradSchedulePolicy(min_row_tiles=min_row_tiles[rows])
+            schedule = WS.WinogradSchedulePolicy(min_row_tiles=min_row_tiles[rows], separable=separable[name])
             with ingot.transform.PassContext(config={"graph.winograd": policy is not None,
                                                      W.TILE_POLICY_CONFIG: policy or default,
                                                      WS.WINOGRAD_POLICY_CONFIG: schedule}):
@@ -270,6 +292,8 @@ def main() -> None:
                    help="--layers: mallopt(M_MMAP_THRESHOLD, 128 KiB) first (page faults of pool-off kernels show)")
     p.add_argument("--sizes", default="56,28,14", help="--layers: output sizes of the layers to run (56,28,14,7)")
     p.add_argument("--policies", default=None, help="comma-separated substrings of the policy names to run")
+    p.add_argument("--transforms", default="default", choices=sorted(TRANSFORMS),
+                   help="the Winograd transforms' form: by CPU model, one-pass, separable, or both (A/B)")
     args = p.parse_args()
     if not (args.layers or args.model):
         p.error("pass --layers and/or --model")
@@ -279,9 +303,9 @@ def main() -> None:
         ctypes.CDLL("libc.so.6").mallopt(-3, 128 * 1024)  # M_MMAP_THRESHOLD: disables its dynamic raise
     print(f"load average before: {load_average()}")
     if args.layers:
-        print(run_layers(args.rounds or 15, tuple(int(v) for v in args.sizes.split(","))))
+        print(run_layers(args.rounds or 15, tuple(int(v) for v in args.sizes.split(",")), TRANSFORMS[args.transforms]))
     if args.model:
-        print(run_model(args.rounds or 6, args.policies))
+        print(run_model(args.rounds or 6, args.policies, TRANSFORMS[args.transforms]))
     print(f"load average after: {load_average()}")
 
 
