@@ -39,7 +39,9 @@ from .importer import graph_inputs, load_model, model_opset
 
 #: Element types Ingot imports, compiles and stores natively.
 SUPPORTED_DTYPES = frozenset({"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-                              "float16", "bfloat16", "float32", "float64"})
+                              "float16", "bfloat16", "float32", "float64",
+                              # emulated: bit patterns in bytes, exact conversions (`ingot.ops.lowp`)
+                              "float8e4m3fn", "float8e4m3fnuz", "float8e5m2", "float8e5m2fnuz", "float4e2m1"})
 
 # op type → (first opset it applies to, {input position: role}): inputs the converter needs at import time.
 _NEEDS_CONSTANT: dict[str, tuple[int, dict[int, str]]] = {
@@ -53,6 +55,11 @@ _NEEDS_CONSTANT: dict[str, tuple[int, dict[int, str]]] = {
     "MaxUnpool": (9, {2: "output_shape"}), "ReduceSum": (13, {1: "axes"}),
     **{op: (18, {1: "axes"}) for op in ("ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1", "ReduceL2",
                                         "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare")},
+    "AffineGrid": (20, {1: "size"}), "Col2Im": (18, {1: "image_shape", 2: "block_shape"}),
+    "DFT": (17, {1: "dft_length", 2: "axis"}), "STFT": (17, {1: "frame_step", 3: "frame_length"}),
+    "HannWindow": (17, {0: "size"}), "HammingWindow": (17, {0: "size"}), "BlackmanWindow": (17, {0: "size"}),
+    "MelWeightMatrix": (17, {0: "num_mel_bins", 1: "dft_length", 2: "sample_rate", 3: "lower_edge_hertz",
+                             4: "upper_edge_hertz"}),
 }
 
 # (op type, input position) the importer also takes when computed at run time (ops_dynamic).
