@@ -163,17 +163,32 @@ def test_plain_hwio_rgb_stem():
 
 
 def test_rule_refuses_what_it_cannot_tile():
-    # 20 output channels: no 16- or 8-lane split -> ScheduleError, the driver falls back
-    x, w = te.placeholder((1, 7, 7, 8), name="x"), te.placeholder((1, 1, 8, 20), name="w")
+    # 6 output channels: no vector of 4 or more lanes divides them -> ScheduleError, the driver falls back
+    x, w = te.placeholder((1, 7, 7, 8), name="x"), te.placeholder((1, 1, 8, 6), name="w")
     y = ops.nn.conv2d_nhwc(x, w)
     sch = Schedule(te.create_prim_func([x, w, y]))
     info = analyze_block(sch, sch.get_block("conv2d_nhwc"))
-    with pytest.raises(ScheduleError, match="20 output channels"):
+    with pytest.raises(ScheduleError, match="6 output channels"):
         conv_nhwc_rule(sch, "conv2d_nhwc", info, CPU)
     sch, rules = _schedule([x, w, y])
     assert rules["conv2d_nhwc"] != "conv_nhwc_rule"
-    xa, wa = _rand(1, 7, 7, 8), _rand(1, 1, 8, 20)
-    np.testing.assert_allclose(_run(sch, [xa, wa], (1, 7, 7, 20)), _torch_conv(xa, wa, 1, 0), rtol=1e-4, atol=1e-4)
+    xa, wa = _rand(1, 7, 7, 8), _rand(1, 1, 8, 6)
+    np.testing.assert_allclose(_run(sch, [xa, wa], (1, 7, 7, 6)), _torch_conv(xa, wa, 1, 0), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("target", CPU_TARGETS + ("llvm -mcpu=x86-64-v2 -num-cores=2",))
+@pytest.mark.parametrize("o", [20, 40])
+def test_output_channels_off_the_vector_width_are_tiled_on_every_isa(o, target):
+    # 20 / 40 outputs: no 16-lane (AVX-512) or, for 20, 8-lane vector divides them; the rule takes
+    # the widest vector that does instead of refusing the shape on one ISA only (issue 16)
+    x, w = te.placeholder((1, 7, 7, 8), name="x"), te.placeholder((1, 1, 8, o), name="w")
+    y = ops.nn.conv2d_nhwc(x, w)
+    sch, rules = _schedule([x, w, y], target)
+    assert rules["conv2d_nhwc"] == "conv_nhwc_rule", rules
+    if runs_here(target):
+        xa, wa = _rand(1, 7, 7, 8), _rand(1, 1, 8, o)
+        np.testing.assert_allclose(_run(sch, [xa, wa], (1, 7, 7, o), target), _torch_conv(xa, wa, 1, 0), rtol=1e-4,
+                                   atol=1e-4)
 
 
 def test_narrow_24_channel_projection_uses_8_lane_vectors():

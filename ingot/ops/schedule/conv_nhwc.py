@@ -212,9 +212,13 @@ def analyze_conv_nhwc(sch: Any, name: str, info: BlockInfo, lanes: int) -> ConvN
             raise ScheduleError(f"conv_nhwc_rule: block {name!r}: weight panel {panel} is not a multiple of "
                                 f"{lanes} lanes", "pack the weights with P = 16 or 32")
         nvec = panel // lanes
-    elif o % lanes and lanes > 8 and o % 8 == 0 and o // 8 <= 3:
-        # a narrow layer (MobileNetV2's 24-channel projections): the whole O as 8-lane vectors
-        lanes, nvec = 8, o // 8
+    elif o % lanes:
+        # O not a multiple of the vector: the widest power-of-two vector dividing it (the ISA's
+        # narrower registers, down to SSE's 4 floats), so a shape one ISA tiles every ISA tiles;
+        # a narrow layer (MobileNetV2's 24-channel projections on AVX-512) as one row of <= 3 vectors
+        while lanes > 4 and o % lanes:
+            lanes //= 2
+        nvec = o // lanes if o // lanes <= 3 else (2 if o % (2 * lanes) == 0 else 1)
     else:
         nvec = 2 if o % (2 * lanes) == 0 else 1
     if o % (nvec * lanes):
