@@ -34,8 +34,7 @@ schedule below wins (measured in `benchmarks/winograd.py`).
 
 **Separable transforms.** Each transform is two 1-D passes (`ingot.ops.winograd` module note).
 Where the one-pass form would keep more partial sums live than the CPU has vector registers
-(`separable_transforms`: α² + 2 > ``CpuModel.vector_registers``: F(2, 3) on AVX2, F(4, 3) on AVX2
-and AVX-512), the first pass is computed per (tile, channel vector) into a local α×α (α×m) tile, one
+(`separable_transforms`: α² > ``CpuModel.vector_registers``: F(4, 3) on AVX2 and AVX-512), the first pass is computed per (tile, channel vector) into a local α×α (α×m) tile, one
 row after the other, and the second walks the tile column by column (`_two_pass`): α values in,
 α out at a time, no spills; the tile itself is written and read once (through the stack or L1).
 Elsewhere the first pass is inlined into the second and the schedule is the one-pass form.
@@ -344,25 +343,22 @@ def _alpha(sch: Any, input_stage: str) -> int:
     return int(round(int(sch.get(sch.get_block(input_stage)).writes[0].buffer.shape[0]) ** 0.5))
 
 
-#: Vector registers the one-pass transform needs besides its α² partial sums: the value being
-#: added and a broadcast coefficient.
-_ONE_PASS_OPERANDS = 2
-
-
 def separable_transforms(cpu: CpuModel, alpha: int, policy: "Optional[WinogradSchedulePolicy]" = None) -> bool:
     """Whether the transforms of an α×α Winograd tile run as two 1-D passes on ``cpu`` (module note):
-    the policy's ``separable`` when set, else where the one-pass form's α² live partial sums and
-    its operands exceed the vector registers (it spills there).
+    the policy's ``separable`` when set, else where the one-pass form's α² partial sums (the inner
+    sums every output of a tile shares) outnumber the vector registers: it spills there (F(4, 3):
+    36 sums, on AVX2 and AVX-512); F(2, 3)'s 16 fit AVX2's 16 registers (the compiler reloads
+    inputs from the local tile instead: as much stack traffic as the two passes).
 
     Example:
         >>> from ingot.target import Target
         >>> [separable_transforms(Target(f"llvm -mcpu={c}").cpu, a) for c in ("haswell", "sapphirerapids") for a in (4, 6)]
-        [True, True, False, True]
+        [False, True, False, True]
     """
     policy = policy or current_winograd_policy()
     if policy.separable is not None:
         return bool(policy.separable)
-    return alpha * alpha + _ONE_PASS_OPERANDS > cpu.vector_registers
+    return alpha * alpha > cpu.vector_registers
 
 
 def winograd_rule(sch: Any, names: "list[str]", cpu: CpuModel, gemm_rules: "list[Callable]") -> "list[tuple]":
