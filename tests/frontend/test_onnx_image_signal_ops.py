@@ -66,8 +66,8 @@ def _check(model, inputs: dict, rtol=1e-5, atol=1e-5, compiled: bool = True, onn
 _GRID_CASES = [(m, p, a) for m, p, a in itertools.product(["nearest", "linear", "cubic"],
                                                           ["zeros", "border", "reflection"], [0, 1])]
 # compiled for a representative share (each case compiles a kernel); the numpy reference for all
-_GRID_COMPILED = {("nearest", "reflection", 0), ("linear", "zeros", 0), ("linear", "border", 1), ("cubic", "zeros", 1),
-                  ("cubic", "reflection", 0)}
+# (cubic kernels are left to the node suite: 16 taps of inlined coordinate arithmetic take GCC minutes at -O3)
+_GRID_COMPILED = {("nearest", "reflection", 0), ("linear", "zeros", 0), ("linear", "border", 1)}
 
 
 @pytest.mark.parametrize("mode,padding,align", _GRID_CASES)
