@@ -260,17 +260,18 @@ def fit_conv_tile(shape: ConvNhwcShape, cpu: CpuModel, name: str = "?") -> ConvN
 
 
 def folded_rows(shape: ConvNhwcShape, cpu: CpuModel) -> int:
-    """The tile height of a folded-operand tile (`fit_conv_tile`): the largest divisor of OW, at
-    least 4, whose ``rows x nvec`` tile fits ``cpu``'s registers with the weight vectors in memory
-    (0: none).
+    """The tile height of a folded-operand tile (`fit_conv_tile`): the largest divisor of OW whose
+    ``rows x nvec`` tile fits ``cpu``'s registers with the weight vectors in memory and has enough
+    independent accumulators for the FMA pipes (`CpuModel.min_accumulators`) (0: none).
 
     Example:
         >>> from ingot.cpu_model import named_cpu
         >>> folded_rows(ConvNhwcShape(1, 7, 7, 64, 64, 9, 6, 8, 2), named_cpu("znver3"))
         7
     """
-    for rows in range(shape.ow, 3, -1):
-        if shape.ow % rows == 0 and cpu.fits_registers(rows, shape.nvec, folded=True):
+    for rows in range(shape.ow, 0, -1):
+        if (shape.ow % rows == 0 and cpu.fits_registers(rows, shape.nvec, folded=True)
+                and rows * shape.nvec >= cpu.min_accumulators):
             return rows
     return 0
 
