@@ -14,7 +14,7 @@ from ingot.ops import winograd as W
 from ingot.ops.schedule import winograd as WS
 from ingot.target import Target
 
-from .schedule_testutil import TARGET, run, schedule
+from .schedule_testutil import TARGET, kernel_loop, run, schedule
 
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.compiler
@@ -268,3 +268,23 @@ def test_separable_transforms_do_not_spill(target):
         with PassContext(config={WS.WINOGRAD_POLICY_CONFIG: WS.WinogradSchedulePolicy(separable=False)}):
             one_pass, _ = schedule([x, u, W.conv2d_nhwc_winograd(x, u)], target)
         assert _transform_loops(one_pass, target)["input"]["vector_stack"] > 3 * alpha * alpha
+
+
+@pytest.mark.parametrize("target", ["llvm -mcpu=haswell -num-cores=2", "llvm -mcpu=sapphirerapids -num-cores=2"])
+def test_separable_transforms_do_not_spill_in_tile_rows(target):
+    # The tile-row schedule (forced at 16x16): the whole kernel is one function, its hottest loop is
+    # the input transform's (the most FMAs); the same bound as stage by stage (haswell one-pass: 210).
+    from ingot.ir.transform import PassContext
+
+    alpha = 6
+    x, u = te.placeholder((1, 16, 16, 32), name="x"), te.placeholder((alpha * alpha, 2, 32, 16), name="u")
+    loops = {}
+    for separable in (False, True):
+        policy = WS.WinogradSchedulePolicy(min_row_tiles=1, separable=separable)
+        with PassContext(config={WS.WINOGRAD_POLICY_CONFIG: policy}):
+            sch, picked = schedule([x, u, W.conv2d_nhwc_winograd(x, u)], target)
+        assert picked["winograd_input"] == "winograd_tile_rows"
+        loops[separable] = kernel_loop(sch, target)
+    assert loops[True]["fma"] > 0 and loops[True]["vector_stack"] <= 3 * alpha * alpha, loops
+    if Target(target).cpu.vector_registers == 16:
+        assert loops[False]["vector_stack"] > 3 * alpha * alpha, loops
