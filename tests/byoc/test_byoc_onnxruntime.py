@@ -1,5 +1,5 @@
 """The onnxruntime backend: ``ingot.compile(model, fallback="onnxruntime")`` for an ONNX op Ingot's
-importer lacks (``Det``) between native ops, ``byoc=["onnxruntime"]`` for ops Ingot can compile,
+importer lacks (``GlobalLpPool``) between native ops, ``byoc=["onnxruntime"]`` for ops Ingot can compile,
 export → load in a fresh process, and the errors (no fallback, unknown shapes, onnxruntime missing).
 Numbers are compared with ONNX Runtime running the whole model."""
 from __future__ import annotations
@@ -33,12 +33,13 @@ def _save(tmp, nodes, inputs, outputs, inits=(), name="m.onnx"):
 
 
 def _det_model(tmp):
-    """x[2,3,3] → MatMul → Add → Det (no Ingot converter) → Tanh → Mul: native ops around one Det."""
+    """x[2,3,3] → MatMul → Add → GlobalLpPool (no Ingot converter) → Tanh → Mul: native ops around one
+    GlobalLpPool (an op ONNX Runtime runs and Ingot lacks; Det was the example until it got a converter)."""
     nodes = [helper.make_node("MatMul", ["x", "w"], ["h"]), helper.make_node("Add", ["h", "b"], ["hb"]),
-             helper.make_node("Det", ["hb"], ["d"], name="det0"), helper.make_node("Tanh", ["d"], ["t"]),
+             helper.make_node("GlobalLpPool", ["hb"], ["d"], name="lppool0"), helper.make_node("Tanh", ["d"], ["t"]),
              helper.make_node("Mul", ["t", "d"], ["y"])]
     return _save(tmp, nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 3])],
-                 [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])],
+                 [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3, 1])],
                  [numpy_helper.from_array(W, "w"), numpy_helper.from_array(B, "b")])
 
 
@@ -53,15 +54,15 @@ def det_package(tmp_path_factory):
     return path, M.compile(str(path), fallback="onnxruntime")
 
 
-def test_det_is_unsupported_by_the_importer():
-    # The fallback tests need an op Ingot lacks; pick another (DFT, RoiAlign) if Det gets a converter.
-    assert "Det" not in supported_ops()
+def test_the_fallback_example_op_is_unsupported_by_the_importer():
+    # The fallback tests need an op Ingot lacks; pick another (RoiAlign, DeformConv) if GlobalLpPool gets one.
+    assert "GlobalLpPool" not in supported_ops()
 
 
 def test_fallback_matches_onnxruntime_and_loads_in_a_fresh_process(det_package, tmp_path):
     path, package = det_package
-    assert [(r["onnx_op"], r["node"]) for r in package.fallback_ops] == [("Det", "det0")]
-    assert sorted(package.executable.external) == ["onnxruntime_main_0"]  # Det alone; the rest is native
+    assert [(r["onnx_op"], r["node"]) for r in package.fallback_ops] == [("GlobalLpPool", "lppool0")]
+    assert sorted(package.executable.external) == ["onnxruntime_main_0"]  # GlobalLpPool alone; the rest is native
     data = {"x": RNG.standard_normal((2, 3, 3)).astype("float32")}
     out = M.run(package, data)
     name = next(iter(out))
@@ -74,10 +75,10 @@ def test_fallback_matches_onnxruntime_and_loads_in_a_fresh_process(det_package, 
 
 def test_without_fallback_the_error_names_the_op_and_the_fix(det_package):
     path, _ = det_package
-    with pytest.raises(UnsupportedOpsError, match=r'Det \(1 node, e\.g\. det0\)[\s\S]*fallback="onnxruntime"'):
+    with pytest.raises(UnsupportedOpsError, match=r'GlobalLpPool \(1 node, e\.g\. lppool0\)[\s\S]*fallback="onnxruntime"'):
         M.load(str(path))
     kept = M.load(str(path), fallback="onnxruntime")  # kept as onnx_node, then compiled without a fallback
-    with pytest.raises(Exception, match=r"ONNX ops Ingot cannot compile: Det \(node 'det0'\).*fallback=\"onnxruntime\""):
+    with pytest.raises(Exception, match=r"ONNX ops Ingot cannot compile: GlobalLpPool \(node 'lppool0'\).*fallback=\"onnxruntime\""):
         M.compile(kept)
 
 
@@ -127,7 +128,7 @@ def test_cli_compile_fallback(det_package, tmp_path):
     runner = click_testing.CliRunner()
     r = runner.invoke(main, ["compile", str(path), "-o", str(pkg), "--fallback", "onnxruntime"])
     assert r.exit_code == 0, r.output
-    assert "fallback: 1 op(s) run on onnxruntime: Det (det0)" in r.output
+    assert "fallback: 1 op(s) run on onnxruntime: GlobalLpPool (lppool0)" in r.output
     r = runner.invoke(main, ["run", str(pkg)])
     assert r.exit_code == 0, r.output
 

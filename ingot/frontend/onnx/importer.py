@@ -177,9 +177,9 @@ def find_unsupported(model: Any, opset: int) -> dict[str, list[str]]:
 
     Example:
         >>> from onnx import helper
-        >>> g = helper.make_graph([helper.make_node("Loop", [], [], name="l0")], "g", [], [])
+        >>> g = helper.make_graph([helper.make_node("RoiAlign", [], [], name="r0")], "g", [], [])
         >>> find_unsupported(helper.make_model(g), 17)
-        {'Loop': ['l0']}
+        {'RoiAlign': ['r0']}
     """
     missing: dict[str, list[str]] = {}
     for node in model.graph.node:

@@ -13,12 +13,12 @@ backend (`ingot.byoc.onnxruntime`).
 Example:
     >>> from onnx import helper, TensorProto
     >>> vi = lambda n, s: helper.make_tensor_value_info(n, TensorProto.FLOAT, s)
-    >>> g = helper.make_graph([helper.make_node("Det", ["x"], ["y"], name="det")], "g",
-    ...                       [vi("x", [2, 3, 3])], [vi("y", [2])])
+    >>> g = helper.make_graph([helper.make_node("GlobalLpPool", ["x"], ["y"], name="lp")], "g",
+    ...                       [vi("x", [2, 3, 3])], [vi("y", [2, 3, 1])])
     >>> from ingot.frontend.onnx import from_onnx
     >>> mod, _ = from_onnx(helper.make_model(g), keep_unsupported=True)
     >>> [b.value.attrs["op_type"] for b in mod["main"].body.blocks[0].bindings[:1]]
-    ['Det']
+    ['GlobalLpPool']
 """
 from __future__ import annotations
 
