@@ -22,6 +22,7 @@ from . import printer as _printer  # noqa: F401 - registers the text printers
 from . import parser as _parser  # noqa: F401 - registers @R.function with ingot.script's parser
 from . import script
 from .block_builder import BlockBuilder
+from .control_flow import If
 from .expr import (
     BindingBlock, Call, Constant, DataflowBlock, DataflowVar, Expr, ExternFunc, Function, Op, SeqExpr, ShapeExpr,
     Tuple, TupleGetItem, Var, VarBinding, const,
