@@ -23,22 +23,7 @@ def remap(expr: Any, vmap: Mapping[Var, Expr]) -> Any:
     Call struct infos are kept: replacing a variable by a value with the same struct info (a
     constant, a renamed variable) does not change them.
     """
-    if isinstance(expr, Var):
-        return vmap.get(expr, expr)
-    if isinstance(expr, Call):
-        args = tuple(remap(a, vmap) for a in expr.args)
-        if all(a is b for a, b in zip(args, expr.args)):
-            return expr
-        return Call(expr.op, args, expr.attrs, expr.sinfo_args, expr.struct_info)
-    if isinstance(expr, Tuple):
-        fields = [remap(f, vmap) for f in expr.fields]
-        return expr if all(a is b for a, b in zip(fields, expr.fields)) else Tuple(fields)
-    if isinstance(expr, TupleGetItem):
-        inner = remap(expr.tuple_value, vmap)
-        return expr if inner is expr.tuple_value else TupleGetItem(inner, expr.index)
-    if isinstance(expr, If):  # control flow: the branches read outer variables too
-        return substitute(expr, {id(k): v for k, v in vmap.items()}) if vmap else expr
-    return expr
+    return substitute(expr, {id(k): v for k, v in vmap.items()}) if vmap else expr
 
 
 def used_vars(expr: Any, out: "dict[int, int] | None" = None) -> dict:
