@@ -11,7 +11,15 @@ from typing import Any, Callable, Sequence
 from ingot.ir import IntImm, PrimExpr, as_const_int, convert, structural_equal
 
 
-def compute(shape: Sequence[Any], fbody: Callable[[tuple], Any], name: str, tag: str = "") -> Any:
+#: Block annotation: the default schedule keeps this stage as its own loop nest (`inline_injective`
+#: skips it). For a stage whose value its consumer reads many times and whose expression is large:
+#: inlined, each read would repeat the whole expression in C (GridSample's reflected coordinates grew
+#: to a megabyte of C that GCC compiled for minutes).
+KEEP_STAGE_KEY = "keep_stage"
+
+
+def compute(shape: Sequence[Any], fbody: Callable[[tuple], Any], name: str, tag: str = "",
+            attrs: "dict | None" = None) -> Any:
     """``te.compute(shape, ...)`` where ``fbody`` takes the index tuple (any rank, including 0).
 
     TE names loop variables after the lambda's parameters, so the lambda gets exactly
@@ -32,6 +40,8 @@ def compute(shape: Sequence[Any], fbody: Callable[[tuple], Any], name: str, tag:
     kwargs = {"name": name}
     if tag:
         kwargs["tag"] = tag
+    if attrs:
+        kwargs["attrs"] = attrs
     return te.compute(tuple(shape), namespace["fcompute"], **kwargs)
 
 

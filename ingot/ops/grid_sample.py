@@ -31,7 +31,7 @@ import numpy as np
 
 from ingot import tir
 
-from ._util import compute, const_like
+from ._util import KEEP_STAGE_KEY, compute, const_like
 
 MODES = ("nearest", "linear", "cubic")
 PADDING_MODES = ("zeros", "border", "reflection")
@@ -235,7 +235,7 @@ def grid_sample(data: Any, grid: Any, mode: str = "linear", padding_mode: str = 
         return value
 
     coords = compute([grid.shape[0], *grid.shape[1:-1], spatial], coord_body, "T_grid_sample_coord",
-                     tag="injective")
+                     tag="injective", attrs={KEEP_STAGE_KEY: 1})
 
     def body(idx: tuple) -> Any:
         n, c, out = idx[0], idx[1], tuple(idx[2:])

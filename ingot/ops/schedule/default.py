@@ -32,6 +32,7 @@ from ingot.tir.schedule import Schedule
 from ingot.tir.schedule.error import ScheduleError
 from ingot.tir.stmt import BlockRealize, For, ForKind, SeqStmt
 
+from .._util import KEEP_STAGE_KEY
 from .analysis import analyze_block
 from .blocked import blocked_gemm_rule
 from .conv import conv_oc_rule
@@ -162,6 +163,8 @@ def inline_injective(sch: Schedule, *, log: Optional[list] = None) -> list[str]:
             continue
         if _already_scheduled(sch, name):
             continue  # placed by a whole-function rule (winograd_rule)
+        if KEEP_STAGE_KEY in sch.get(block).annotations:
+            continue  # its op asks for its own loop nest (the value is read many times)
         consumers = sch.get_consumers(block)
         if not consumers or not all(_spatial(sch, b) for b in consumers):
             continue
