@@ -204,7 +204,7 @@ def test_every_task_runs_once_while_threads_steal(stress_lib, threads, slow_ever
 def test_loops_of_different_team_sizes_follow_each_other(stress_lib):
     # A loop on 8 threads leaves workers whose last slot index is past the next loop's slots: they
     # must only steal from the 2-thread loop that follows, never count into a slot it does not have.
-    for round_ in range(30):
+    for _ in range(30):
         for threads, n in ((8, 500), (2, 33), (5, 7), (1, 10)):
             hits = np.zeros(n, "int32")
             assert stress_lib.stress(n, threads, 3, hits.ctypes.data, 0) == 0

@@ -10,6 +10,7 @@ whose length depends on run-time data (a Loop that appends to one, a sequence gr
 representable this way and is refused with a message naming the node.
 
 Example:
+    >>> import numpy as np
     >>> s = SequenceValue([np.zeros(2, "float32"), np.ones(2, "float32")], "float32")
     >>> len(s.items), s.elem_dtype
     (2, 'float32')
@@ -17,8 +18,6 @@ Example:
 from __future__ import annotations
 
 from typing import Any, Sequence
-
-import numpy as np
 
 
 class ImportTimeValue:
