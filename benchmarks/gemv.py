@@ -33,18 +33,11 @@ SHAPES = {"resnet50 fc": (2048, 1000), "mobilenet_v2 classifier": (1280, 1000)}
 def build(K: int, N: int, variant: str, W: np.ndarray, b: np.ndarray):
     """(library, kernel name) of ``x @ W + b`` compiled as ``variant``."""
     from ingot import graph as G
-    from ingot.graph.transform.bind_params import BindParams
     from ingot.ir.transform import PassContext
     from ingot.ops.schedule import reduction as red
+    from ingot.testing.mlp import matmul_add_module
 
-    x, wv, bv = (G.Var("x", G.TensorStructInfo((1, K), "float32")), G.Var("w", G.TensorStructInfo((K, N), "float32")),
-                 G.Var("b", G.TensorStructInfo((N,), "float32")))
-    bb = G.BlockBuilder()
-    with bb.function("main", [x, wv, bv]):
-        with bb.dataflow():
-            out = bb.emit_output(G.op.add(bb.emit(G.op.matmul(x, wv)), bv))
-        bb.emit_func_output(out)
-    mod = BindParams("main", {"w": W, "b": b})(bb.get())
+    mod = matmul_add_module(W, b)
     policy = {"linear, 1 row": red.GemvPolicy(row_groups=()),
               "matmul (gemm_rule)": red.GemvPolicy(row_layout=False)}.get(variant)
     with PassContext(config={} if policy is None else {red.GEMV_POLICY_CONFIG: policy}):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["MLP_SHAPES", "mlp_params", "mlp_module", "mlp_reference"]
+__all__ = ["MLP_SHAPES", "mlp_params", "mlp_module", "mlp_reference", "matmul_add_module"]
 
 MLP_SHAPES = (("w0", (128, 784)), ("b0", (128,)), ("w1", (10, 128)), ("b1", (10,)))
 
@@ -47,6 +47,28 @@ def mlp_module(batch=1, params: "dict | None" = None):
         bb.emit_func_output(out)
     mod = bb.get()
     return mod if params is None else G.transform.BindParams("main", params)(mod)
+
+
+def matmul_add_module(w: np.ndarray, b: np.ndarray, batch: int = 1):
+    """The graph ``main(x) = x @ w + b`` (``x`` ``(batch, K)``, ``w`` ``(K, N)``, ``b`` ``(N,)``, both bound
+    as constants): one classifier layer as ONNX MatMul + Add give it, the GEMV / PackWeights workload.
+
+    Example:
+        >>> mod = matmul_add_module(np.zeros((8, 4), "float32"), np.zeros(4, "float32"))
+        >>> [bd.value.op.name for bd in mod["main"].body.blocks[0].bindings]
+        ['matmul', 'add']
+    """
+    from ingot import graph as G
+
+    (k, n), dtype = w.shape, str(w.dtype)
+    x = G.Var("x", G.TensorStructInfo((batch, k), dtype))
+    wv, bv = G.Var("w", G.TensorStructInfo((k, n), dtype)), G.Var("b", G.TensorStructInfo((n,), dtype))
+    bb = G.BlockBuilder()
+    with bb.function("main", [x, wv, bv]):
+        with bb.dataflow():
+            out = bb.emit_output(G.op.add(bb.emit(G.op.matmul(x, wv)), bv))
+        bb.emit_func_output(out)
+    return G.transform.BindParams("main", {"w": w, "b": b})(bb.get())
 
 
 def mlp_reference(x: np.ndarray, params: dict) -> np.ndarray:

@@ -275,17 +275,11 @@ def test_small_batch_matmul_with_ragged_n_becomes_linear():
 
 
 def test_compiled_fc_matmul_add_matches_numpy():
-    from ingot.graph.transform.bind_params import BindParams
+    from ingot.testing.mlp import matmul_add_module
 
     K, N = 256, 200
     wm, b = W(K, N), W(N)
-    x, wv, bv = G.Var("x", T((1, K))), G.Var("w", T((K, N))), G.Var("b", T((N,)))
-    bb = G.BlockBuilder()
-    with bb.function("main", [x, wv, bv]):
-        with bb.dataflow():
-            gv = bb.emit_output(G.op.add(bb.emit(G.op.matmul(x, wv)), bv))
-        bb.emit_func_output(gv)
-    mod = BindParams("main", {"w": wm, "b": b})(bb.get())
+    mod = matmul_add_module(wm, b)
     ex = G.build(mod, "llvm")
     assert ex.schedule_report == {"fused_matmul_add": "default"}
     xs = rng.standard_normal((1, K)).astype("float32")

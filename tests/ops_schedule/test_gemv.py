@@ -74,21 +74,14 @@ def test_policy_without_row_layout_keeps_the_matmul_for_gemm_rule():
     # is (how benchmarks/gemv.py builds its "matmul (gemm_rule)" variant), compiled right.
     from ingot import graph as G
     from ingot.graph.transform import PackWeights
-    from ingot.graph.transform.bind_params import BindParams
     from ingot.ir.transform import PassContext
     from ingot.ops.schedule.reduction import GEMV_POLICY_CONFIG, GemvPolicy
+    from ingot.testing.mlp import matmul_add_module
 
     K, N = 64, 40  # N: no 32- or 16-float panel
     rng = np.random.default_rng(2)
     wm, b, xs = (rng.standard_normal(s).astype("float32") for s in ((K, N), (N,), (1, K)))
-    x, wv, bv = (G.Var("x", G.TensorStructInfo((1, K), "float32")), G.Var("w", G.TensorStructInfo((K, N), "float32")),
-                 G.Var("b", G.TensorStructInfo((N,), "float32")))
-    bb = G.BlockBuilder()
-    with bb.function("main", [x, wv, bv]):
-        with bb.dataflow():
-            out = bb.emit_output(G.op.add(bb.emit(G.op.matmul(x, wv)), bv))
-        bb.emit_func_output(out)
-    mod = BindParams("main", {"w": wm, "b": b})(bb.get())
+    mod = matmul_add_module(wm, b)
 
     def ops(m):
         return [bd.value.op.name for blk in m["main"].body.blocks for bd in blk.bindings]
