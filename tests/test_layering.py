@@ -53,6 +53,14 @@ def iter_modules():
                 yield os.path.join(dirpath, f)
 
 
+def import_base(node: ast.ImportFrom, package: str) -> str:
+    """The absolute module a ``from ... import`` statement in ``package`` reads from."""
+    if not node.level:
+        return node.module or ""
+    parts = package.split(".")
+    return ".".join(parts[:len(parts) - (node.level - 1)] + ([node.module] if node.module else []))
+
+
 def imported_names(path: str) -> list[tuple[str, int]]:
     """(absolute module name, line) of every ingot import in the file, wherever it is written."""
     name = module_name(path)
@@ -63,11 +71,7 @@ def imported_names(path: str) -> list[tuple[str, int]]:
         if isinstance(node, ast.Import):
             found += [(a.name, node.lineno) for a in node.names]
         elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                parts = package.split(".")
-                base = ".".join(parts[:len(parts) - (node.level - 1)] + ([node.module] if node.module else []))
-            else:
-                base = node.module or ""
+            base = import_base(node, package)
             found.append((base, node.lineno))
             found += [(f"{base}.{a.name}", node.lineno) for a in node.names if a.name != "*"]
         elif isinstance(node, ast.Call) and _is_import_module(node.func) and node.args:
@@ -248,11 +252,7 @@ def import_time_imports(path: str, root: str = ROOT) -> list[tuple[str, int]]:
             if isinstance(node, ast.Import):
                 found.extend((a.name, node.lineno) for a in node.names)
             elif isinstance(node, ast.ImportFrom):
-                if node.level:
-                    parts = package.split(".")
-                    base = ".".join(parts[:len(parts) - (node.level - 1)] + ([node.module] if node.module else []))
-                else:
-                    base = node.module or ""
+                base = import_base(node, package)
                 submodules = [f"{base}.{a.name}" for a in node.names
                               if a.name != "*" and _module_exists(root, f"{base}.{a.name}")]
                 found.extend((m, node.lineno) for m in submodules)
