@@ -106,6 +106,22 @@ def _topk(args: list, p: dict) -> Any:
     return np.take_along_axis(x, idx, axis=axis), idx.astype("int64")
 
 
+def onnx_slice_bounds(dim: int, start: int, end: int, step: int) -> "tuple[int, int]":
+    """ONNX Slice's ``start, end`` on an axis of ``dim`` after its clamping rules (they differ from
+    Python's for negative steps: ``end`` -1 means "through index 0"); the importer uses it for static
+    bounds, the ``slice`` builtin for run-time ones.
+
+    Example:
+        >>> onnx_slice_bounds(6, -2**63, -2**63, -1), onnx_slice_bounds(6, 1, 2**63 - 1, 2)
+        ((0, -1), (1, 6))
+    """
+    start = start + dim if start < 0 else start
+    end = end + dim if end < 0 else end
+    if step > 0:
+        return max(0, min(start, dim)), max(0, min(end, dim))
+    return max(0, min(start, dim - 1)), max(-1, min(end, dim - 1))
+
+
 def _slice(args: list, p: dict) -> Any:
     x = args[0]
     starts, ends = (np.asarray(a).reshape(-1).tolist() for a in args[1:3])
@@ -115,17 +131,10 @@ def _slice(args: list, p: dict) -> Any:
     index = [slice(None)] * x.ndim
     for s, e, a, st in zip(starts, ends, axes, steps):
         a = a + x.ndim if a < 0 else a
-        dim = x.shape[a]
         if st == 0:
             raise IRError(f"Slice: step 0 on axis {a}")
-        # ONNX clamps like Python slicing, except that ends past INT64 bounds mean "to the end".
-        s = max(-dim - 1, min(dim, s))
-        e = max(-dim - 1, min(dim, e))
-        if st < 0 and e < -dim:
-            e = None
-        if st > 0 and s < -dim:
-            s = 0
-        index[a] = slice(s, e, st)
+        b, f = onnx_slice_bounds(x.shape[a], int(s), int(e), int(st))
+        index[a] = slice(b, None if f < 0 else f, st)
     return np.array(x[tuple(index)])
 
 

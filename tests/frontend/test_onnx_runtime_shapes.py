@@ -137,6 +137,9 @@ def test_expand_constant_of_shape_tile_range_slice_pad_with_run_time_inputs():
     _check(model, [
         [a, i(3, 4), i(2, 1), s(0), s(5), s(1), b, i(1), i(4), i(1), i(1), i(0, 1, 1, 0)],
         [a, i(1, 2), i(1, 3), s(10), s(2), s(-3), b, i(-1), i(-100), i(0), i(-2), i(1, 0, 0, 2)],
+        # INT64 bounds with a negative step: ONNX clamps start to the last index and end to "through 0"
+        [a, i(3, 4), i(2, 1), s(0), s(5), s(1), b, i(-2**63), i(-2**63), i(1), i(-1), i(0, 1, 1, 0)],
+        [a, i(3, 4), i(2, 1), s(0), s(5), s(1), b, i(2**63 - 1), i(-2**63), i(1), i(-2), i(0, 1, 1, 0)],
     ])
 
 

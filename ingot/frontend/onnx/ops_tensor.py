@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from ingot import graph as G
+from ingot.graph.runtime_shape import onnx_slice_bounds
 
 from . import ops_dynamic
 from ._common import as_array, is_static, norm_axes, static_ints
@@ -237,15 +238,6 @@ def _squeeze(ctx: Any, node: Any) -> Any:
     return ctx.emit(G.op.squeeze(ctx.expr(x), axis=axes))
 
 
-def _onnx_slice_bounds(dim: int, start: int, end: int, step: int) -> tuple[int, int]:
-    # ONNX's clamping rules (they differ from Python's for negative steps).
-    start = start + dim if start < 0 else start
-    end = end + dim if end < 0 else end
-    if step > 0:
-        return max(0, min(start, dim)), max(0, min(end, dim))
-    return max(0, min(start, dim - 1)), max(-1, min(end, dim - 1))
-
-
 @register("Slice")
 def _slice(ctx: Any, node: Any) -> Any:
     x = node.input(0)
@@ -265,7 +257,7 @@ def _slice(ctx: Any, node: Any) -> Any:
     if is_static(x) and bounds_known:   # (a constant sliced up to a symbolic dim stays a graph op)
         index = [slice(None)] * len(shape)
         for a, s, e, st in zip(axes, starts, ends, steps):
-            b, f = _onnx_slice_bounds(shape[a], int(s), int(e), int(st))
+            b, f = onnx_slice_bounds(shape[a], int(s), int(e), int(st))
             index[a] = slice(b, f if f >= 0 else None, int(st))
         return as_array(x)[tuple(index)]
     out = ctx.expr(x)
@@ -296,7 +288,7 @@ def _slice(ctx: Any, node: Any) -> Any:
             dim = shape[a]
             if not isinstance(dim, int):
                 raise node.error(f"a negative step on axis {a} needs a static size, got {dim}")
-            b, f = _onnx_slice_bounds(dim, int(s), int(e), int(st))
+            b, f = onnx_slice_bounds(dim, int(s), int(e), int(st))
             idx = np.arange(b, f, st, dtype="int64")
             out = ctx.expr(ctx.emit(G.op.take(out, G.const(idx), axis=a)))
     return out
