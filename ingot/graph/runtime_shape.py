@@ -39,6 +39,8 @@ import numpy as np
 from ingot.ir import Var as PrimVar
 from ingot.ir.error import IRError
 
+from .op.sort import _np_topk
+
 _VARS: dict = {}
 
 
@@ -96,14 +98,9 @@ def _topk(args: list, p: dict) -> Any:
     axis, largest, is_sorted = p["axis"], p.get("largest", 1), p.get("sorted", 1)
     if k < 0 or k > x.shape[axis]:
         raise IRError(f"TopK: k = {k} is outside [0, {x.shape[axis]}] (axis {axis} of shape {x.shape})")
-    # Stable order: equal values keep the lower index first (ONNX's rule).
-    keys = -x if largest else x
-    if x.dtype.kind == "u" and largest:
-        keys = x.max() - x if x.size else x
-    order = np.argsort(keys, axis=axis, kind="stable")
-    idx = np.take(order, np.arange(k), axis=axis)
     del is_sorted  # a sorted result is also a valid unsorted one
-    return np.take_along_axis(x, idx, axis=axis), idx.astype("int64")
+    # the topk op's reference with this run's k (ties: the lower index first, ONNX's rule)
+    return _np_topk([x], {"axis": axis, "largest": bool(largest), "k": k, "dtype": "int64", "ret_type": "both"})
 
 
 def onnx_slice_bounds(dim: int, start: int, end: int, step: int) -> "tuple[int, int]":
