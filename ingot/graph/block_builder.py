@@ -212,7 +212,7 @@ class BlockBuilder:
             existing = self._hash_to_name.get(key)
             if existing is not None:
                 return GlobalVar(existing)
-        name = _unique_name(func_name, self._functions)
+        name = unique_name(func_name, self._functions)
         if not isinstance(func, Function):
             func = func.with_attr("global_symbol", name) if hasattr(func, "with_attr") else func
             self._hash_to_name[_func_hash(func)] = name
@@ -291,7 +291,13 @@ def _func_hash(func: Any) -> str:
     return structural_hash(func)
 
 
-def _unique_name(base: str, taken: Any) -> str:
+def unique_name(base: str, taken: Any) -> str:
+    """``base``, or ``base1``, ``base2``, ... : the first name not in ``taken`` (a module's functions).
+
+    Example:
+        >>> unique_name("main", {"main", "main1"})
+        'main2'
+    """
     name, k = base, 1
     while name in taken:
         name, k = f"{base}{k}", k + 1

@@ -40,6 +40,7 @@ import numpy as np
 from ingot.ir import IRModule
 from ingot.ir.error import IRError
 
+from .block_builder import unique_name
 from .expr import (
     Call, DataflowBlock, Expr, Function, SeqExpr, Tuple, TupleGetItem, Var, VarBinding,
 )
@@ -213,7 +214,7 @@ def lift_control_flow(mod: IRModule) -> IRModule:
                 names = []
                 for kind, branch in (("then", node.true_branch), ("else", node.false_branch)):
                     k = counter.get(name, 0)
-                    fname = _unique(f"{name}_{kind}{k}", functions)
+                    fname = unique_name(f"{name}_{kind}{k}", functions)
                     params = [Var(v.name_hint, v.struct_info) for v in captured]
                     body = substitute(branch, {id(v): p for v, p in zip(captured, params)})
                     functions[fname] = _as_function(params, body)
@@ -228,13 +229,6 @@ def lift_control_flow(mod: IRModule) -> IRModule:
         if changed:
             functions[name] = Function(func.params, SeqExpr(blocks, func.body.body), func.ret_struct_info, func.attrs)
     return IRModule(functions, mod.attrs)
-
-
-def _unique(base: str, taken: Any) -> str:
-    name, k = base, 1
-    while name in taken:
-        name, k = f"{base}_{k}", k + 1
-    return name
 
 
 def _as_function(params: list, body: SeqExpr) -> Function:
