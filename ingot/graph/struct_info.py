@@ -17,7 +17,8 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from ingot.ir import DataType, IntImm, PrimExpr, convert, structural_equal
+from ingot.arith import Analyzer
+from ingot.ir import DataType, IntImm, PrimExpr, Var, convert, structural_equal
 from ingot.ir.error import IRError
 from ingot.ir.node import Node
 
@@ -43,6 +44,12 @@ def normalize_dim(dim: Any) -> "int | PrimExpr":
         return dim.value
     if not dim.dtype.is_integer:
         raise IRError(f"tensor dimension `{dim}` has dtype {dim.dtype}; dimensions must be integers")
+    if not isinstance(dim, Var):
+        # An inferred size in its simplest form: a reshape of a reshape must give `batch` back, not
+        # `8 * (batch * 96) // 768`, or later broadcasts cannot match it against `batch`.
+        dim = Analyzer().simplify(dim)
+        if isinstance(dim, IntImm):
+            return dim.value
     return dim
 
 

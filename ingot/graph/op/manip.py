@@ -13,7 +13,6 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ingot.arith import Analyzer
 from ingot.ir import convert
 
 from ..expr import Call, Expr, Tuple
@@ -22,17 +21,10 @@ from ..struct_info import TensorStructInfo, TupleStructInfo, dims_equal, normali
 from ._common import known_shape, norm_axis, tensor_sinfo, topi
 
 
-def _simplified(dim: Any) -> Any:
-    """A symbolic dimension in its simplest form (an int when it folds): reshapes of reshapes must
-    keep ``batch`` as ``batch``, not ``8 * (batch * 96) // 768``, or later broadcasts cannot match it."""
-    dim = normalize_dim(dim)
-    return dim if isinstance(dim, int) else normalize_dim(Analyzer().simplify(dim))
-
-
 def _product(dims: Sequence[Any]) -> Any:
     acc: Any = 1
     for d in dims:
-        acc = acc * d if isinstance(acc, int) and isinstance(d, int) else _simplified(convert(acc) * d)
+        acc = acc * d if isinstance(acc, int) and isinstance(d, int) else normalize_dim(convert(acc) * d)
     return acc
 
 
@@ -50,7 +42,7 @@ def _norm_reshape(attrs: Any, args: Any) -> dict:
                 raise op_error("reshape", f"cannot reshape {tuple(src)} into {tuple(attrs['shape'])}")
             shape[unknown[0]] = total // known
         else:
-            shape[unknown[0]] = _simplified(convert(total) // known)
+            shape[unknown[0]] = normalize_dim(convert(total) // known)
     elif isinstance(total, int) and isinstance(_product(shape), int) and total != _product(shape):
         raise op_error("reshape", f"cannot reshape {tuple(src)} ({total} elements) into {tuple(shape)} "
                                   f"({_product(shape)} elements)")
