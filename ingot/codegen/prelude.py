@@ -627,7 +627,6 @@ typedef struct {
 typedef struct {
   pthread_mutex_t mu;
   pthread_cond_t wake;
-  pid_t pid;                   /* the process whose workers these are (a forked child has none) */
   _Atomic int32_t n_workers;
   _Atomic int32_t quit;
   _Atomic int32_t busy;        /* a caller owns the pool */
@@ -740,13 +739,6 @@ static void* ingot_pool_worker(void* arg) {
 /* Start workers up to `want` (the caller owns the pool); returns how many there are. Workers are
  * detached: each leaves by itself (idle, or the library going away). */
 INGOT_INLINE int ingot_pool_grow(ingot_pool_t* p, int want) {
-  pid_t pid = getpid();
-  if (p->pid != pid) { /* first use, or a forked child: the parent's workers do not exist here */
-    pthread_mutex_init(&p->mu, NULL);
-    pthread_cond_init(&p->wake, NULL);
-    atomic_store(&p->n_workers, 0);
-    p->pid = pid;
-  }
   if (want > INGOT_POOL_MAX_WORKERS) want = INGOT_POOL_MAX_WORKERS;
   while (atomic_load(&p->n_workers) < want) {
     pthread_t thread;
@@ -764,11 +756,29 @@ INGOT_INLINE int ingot_pool_grow(ingot_pool_t* p, int want) {
   return atomic_load(&p->n_workers);
 }
 
+/* A forked child has only the thread that forked: the parent's workers do not exist there, and the
+ * pool's mutex may have been held by one of them. The child starts from an empty pool (its first
+ * loop starts its own workers). Registered at load time rather than checked with getpid() in every
+ * loop (a system call per parallel loop); each translation unit registers one, and they are idempotent.
+ * glibc drops a library's fork handlers when the library is unloaded. */
+static void ingot_pool_after_fork_in_child(void) {
+  ingot_pool_t* p = &ingot_pool;
+  pthread_mutex_init(&p->mu, NULL);
+  pthread_cond_init(&p->wake, NULL);
+  atomic_store(&p->n_workers, 0);
+  atomic_store(&p->busy, 0);
+  atomic_store(&p->quit, 0);
+}
+
+__attribute__((constructor)) static void ingot_pool_register_fork_handler(void) {
+  pthread_atfork(NULL, NULL, ingot_pool_after_fork_in_child);
+}
+
 /* The library is going away (process exit; Ingot never unloads a library it loaded): wake the
  * workers so that they leave, and wait a little for them (each translation unit registers one). */
 __attribute__((destructor)) static void ingot_pool_stop(void) {
   ingot_pool_t* p = &ingot_pool;
-  if (p->pid != getpid() || atomic_load(&p->n_workers) == 0) return;
+  if (atomic_load(&p->n_workers) == 0) return;
   pthread_mutex_lock(&p->mu);
   atomic_store(&p->quit, 1);
   pthread_cond_broadcast(&p->wake);
