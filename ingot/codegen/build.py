@@ -27,7 +27,7 @@ from typing import Any, Sequence
 
 from ingot.codegen.c import CSource, generate_c
 from ingot.codegen.toolchain import (CompileOptions, ToolchainError, compile_jobs, compile_shared_library,
-                                     compile_shared_library_units, compile_to_assembly, compiler_accepts_march,
+                                     compile_shared_library_units, compile_to_assembly, compiler_accepts_cpu,
                                      march_flags)
 from ingot.ir.module import IRModule
 from ingot.target import Target, as_target
@@ -66,7 +66,7 @@ def compile_options_for(target: "Target | str") -> CompileOptions:
     # A named CPU compiles for that CPU, not the host: -mcpu=haswell on an AVX-512 host is AVX2 code.
     march, feature_flags = march_flags(target.cpu)
     mtune = target.attrs.get("mtune")
-    if mtune and not compiler_accepts_march(mtune, "mtune"):
+    if mtune and not compiler_accepts_cpu(mtune, "mtune"):
         raise ToolchainError(f"target {str(target)!r}: the C compiler does not know -mtune={mtune}; name a gcc "
                              "CPU such as haswell, skylake-avx512, znver3 or generic")
     options = CompileOptions(march=march, mtune=target.cpu.mtune)

@@ -244,19 +244,19 @@ def compiler_version() -> str:
 
 
 @lru_cache(maxsize=64)
-def compiler_accepts_march(march: str, option: str = "march") -> bool:
-    """Whether the C compiler knows ``-march=<march>`` (gcc 12 predates ``znver4``/``znver5``);
+def compiler_accepts_cpu(name: str, option: str = "march") -> bool:
+    """Whether the C compiler knows the CPU ``name`` as ``-march=<name>`` (gcc 12 predates ``znver4``/``znver5``);
     ``option="mtune"`` asks the same of ``-mtune=``.
 
     Example::
 
-        >>> compiler_accepts_march("x86-64-v2")     # doctest: +SKIP
+        >>> compiler_accepts_cpu("x86-64-v2")     # doctest: +SKIP
         True
-        >>> compiler_accepts_march("no-such-cpu", "mtune")   # doctest: +SKIP
+        >>> compiler_accepts_cpu("no-such-cpu", "mtune")   # doctest: +SKIP
         False
     """
     try:
-        proc = subprocess.run([*find_compiler(), f"-{option}={march}", "-x", "c", "-E", "-", "-o", os.devnull],
+        proc = subprocess.run([*find_compiler(), f"-{option}={name}", "-x", "c", "-E", "-", "-o", os.devnull],
                               input="", capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.SubprocessError, ToolchainError):
         return False
@@ -277,10 +277,10 @@ def march_flags(cpu: Any) -> "tuple[str, tuple[str, ...]]":
     """
     from ingot.cpu_model import named_cpu
 
-    if cpu.march == "native" or compiler_accepts_march(cpu.march):
+    if cpu.march == "native" or compiler_accepts_cpu(cpu.march):
         return cpu.march, ()
     for fallback in cpu.march_fallbacks:
-        if compiler_accepts_march(fallback):
+        if compiler_accepts_cpu(fallback):
             try:
                 known = named_cpu(fallback).features
             except ValueError:
