@@ -40,6 +40,7 @@ from ingot.ir import Var as PrimVar
 from ingot.ir.error import IRError
 
 from .op.sort import _np_topk
+from .runtime_ops import EXTRA_BUILTINS
 
 _VARS: dict = {}
 
@@ -281,6 +282,7 @@ BUILTINS: "dict[str, Callable[[list, dict], Any]]" = {
     "tile": _tile, "range": _range, "expand_shape": _expand_shape, "reshape_shape": _reshape_shape,
     "non_max_suppression": _non_max_suppression, "pad": _pad, "tensor_to_shape": _tensor_to_shape,
     "reduce": _reduce, "squeeze": _squeeze, "unsqueeze": _unsqueeze,
+    **EXTRA_BUILTINS,  # ops whose attributes arrive at run time (`ingot.graph.runtime_ops`)
 }
 
 

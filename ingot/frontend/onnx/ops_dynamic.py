@@ -26,8 +26,9 @@ from typing import Any
 import numpy as np
 
 from ingot import graph as G
+from ingot.graph.runtime_ops import runtime_attr
 
-from ._common import is_static, norm_axes
+from ._common import as_array, is_static, norm_axes
 from .importer import register
 
 
@@ -44,7 +45,11 @@ def fresh_dims(ctx: Any, count: int) -> tuple:
     return tuple(f"rt{k}" for k in range(start, start + count))
 
 
-def _length(ctx: Any, node: Any, value: Any, what: str) -> int:
+def static_length(ctx: Any, node: Any, value: Any, what: str) -> int:
+    """The static length of the 1-D run-time tensor ``value`` (the rank it gives a result), else an error.
+
+    Example: ``static_length(ctx, node, node.input(1), "Reshape's shape")``.
+    """
     shape = ctx.shape(value)
     if shape is None or len(shape) != 1 or not isinstance(shape[0], int):
         raise node.error(f"{what} computed at run time must be a 1-D tensor of static length (its length is the "
@@ -54,7 +59,7 @@ def _length(ctx: Any, node: Any, value: Any, what: str) -> int:
 
 def _as_shape(ctx: Any, node: Any, tensor: Any, what: str) -> tuple:
     """The run-time values of a 1-D int tensor as fresh symbolic dims (``tensor_to_shape``)."""
-    n = _length(ctx, node, tensor, what)
+    n = static_length(ctx, node, tensor, what)
     t = ctx.expr(tensor)
     # One tensor feeding several ops gives them the same dims, so their results broadcast together.
     seen = ctx.__dict__.setdefault("_runtime_shapes", {})
@@ -76,13 +81,35 @@ def _outputs(ctx: Any, call: Any, count: int) -> list:
     return [ctx.emit(G.TupleGetItem(call, i)) for i in range(count)]
 
 
+def op_builtin(ctx: Any, op: str, tensors: list, attrs: dict, runtime: dict, outputs: tuple) -> Any:
+    """Graph op ``op`` run by the executor's ``op_ref`` builtin (its numpy reference), for attributes
+    only the run knows: ``runtime`` maps attribute names to ``(ONNX input or None, "ints" | "int" |
+    "float")``; the static ones among them join ``attrs``, the others travel as trailing arguments.
+
+    Example: ``op_builtin(ctx, "col2im", [x], {}, {"image_shape": (node.input(1), "ints"), ...},
+    (((n, c, "rt0", "rt1"), "float32"),))``.
+    """
+    static, names, values = dict(attrs), [], []
+    for name, (value, kind) in runtime.items():
+        if value is None:
+            continue
+        if is_static(value):
+            static[name] = runtime_attr(as_array(value), kind)
+        else:
+            names.append((name, kind))
+            values.append(value)
+    static = {k: tuple(v) if isinstance(v, list) else v for k, v in static.items() if v is not None}
+    params = {"op": op, "attrs": tuple(sorted(static.items())), "runtime_attrs": tuple(names)}
+    return _builtin(ctx, "op_ref", [*tensors, *values], params, outputs)
+
+
 # -- shape attributes known at run time, ops compiled for symbolic sizes -------------------------------
 
 
 def dynamic_reshape(ctx: Any, node: Any) -> Any:
     """Reshape whose ``shape`` input is computed at run time."""
     x, shape = node.input(0), node.input(1)
-    n = _length(ctx, node, shape, "Reshape's shape")
+    n = static_length(ctx, node, shape, "Reshape's shape")
     allow_zero = int(node.opset >= 14 and node.attr("allowzero", 0))
     target = _builtin(ctx, "reshape_shape", [ctx.expr(shape), x], {"allowzero": allow_zero}, (((n,), "int64"),))
     dims = _as_shape(ctx, node, target, "Reshape's shape")
@@ -92,7 +119,7 @@ def dynamic_reshape(ctx: Any, node: Any) -> Any:
 def dynamic_expand(ctx: Any, node: Any) -> Any:
     """Expand whose ``shape`` input is computed at run time (broadcast both ways with the input's shape)."""
     x, shape = node.input(0), node.input(1)
-    n = max(_length(ctx, node, shape, "Expand's shape"), len(ctx.shape(x)))
+    n = max(static_length(ctx, node, shape, "Expand's shape"), len(ctx.shape(x)))
     target = _builtin(ctx, "expand_shape", [ctx.expr(shape), x], {}, (((n,), "int64"),))
     dims = list(_as_shape(ctx, node, target, "Expand's shape"))
     # Where the input's dim is not 1 the result's is the input's (the builtin checked the broadcast):
@@ -123,7 +150,7 @@ def dynamic_slice(ctx: Any, node: Any) -> Any:
     """Slice (opset >= 10) with run-time starts/ends/axes/steps."""
     x = node.input(0)
     shape = list(ctx.shape(x))
-    n = _length(ctx, node, node.input(1), "Slice's starts")
+    n = static_length(ctx, node, node.input(1), "Slice's starts")
     axes, steps = node.input(3), node.input(4)
     if axes is None:
         axes = np.arange(n, dtype="int64")
@@ -229,7 +256,7 @@ def dynamic_reduce(ctx: Any, node: Any) -> Any:
     """ReduceX whose ``axes`` input is computed at run time (its length is static: the result's rank)."""
     x = node.input(0)
     ndim = len(ctx.shape(x))
-    n = _length(ctx, node, node.input(1), f"{node.op_type}'s axes")
+    n = static_length(ctx, node, node.input(1), f"{node.op_type}'s axes")
     keep, noop = int(node.attr("keepdims", 1)), int(node.attr("noop_with_empty_axes", 0))
     rank = ndim if keep or (n == 0 and noop) else (0 if n == 0 else ndim - n)
     params = {"kind": _REDUCE_KINDS[node.op_type], "keepdims": keep, "noop_with_empty_axes": noop}
@@ -239,12 +266,12 @@ def dynamic_reduce(ctx: Any, node: Any) -> Any:
 def dynamic_squeeze(ctx: Any, node: Any) -> Any:
     """Squeeze (opset >= 13) whose ``axes`` are computed at run time."""
     x = node.input(0)
-    rank = len(ctx.shape(x)) - _length(ctx, node, node.input(1), "Squeeze's axes")
+    rank = len(ctx.shape(x)) - static_length(ctx, node, node.input(1), "Squeeze's axes")
     return _builtin(ctx, "squeeze", [x, node.input(1)], {}, ((fresh_dims(ctx, rank), ctx.dtype(x)),))
 
 
 def dynamic_unsqueeze(ctx: Any, node: Any) -> Any:
     """Unsqueeze (opset >= 13) whose ``axes`` are computed at run time: the input's dims keep their order."""
     x = node.input(0)
-    rank = len(ctx.shape(x)) + _length(ctx, node, node.input(1), "Unsqueeze's axes")
+    rank = len(ctx.shape(x)) + static_length(ctx, node, node.input(1), "Unsqueeze's axes")
     return _builtin(ctx, "unsqueeze", [x, node.input(1)], {}, ((fresh_dims(ctx, rank), ctx.dtype(x)),))
