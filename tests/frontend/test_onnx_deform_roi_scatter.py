@@ -1,0 +1,93 @@
+"""ONNX DeformConv, RoiAlign and TensorScatter (issue 17): imported, run through the graph reference
+(the ops' numpy references) and compiled with the C backend, compared with ONNX's reference
+implementation (ONNX Runtime lacks DeformConv and TensorScatter, and its RoiAlign departs from the
+specification's half_pixel rule in older releases).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+onnx = pytest.importorskip("onnx")
+from onnx import helper  # noqa: E402
+
+from test_onnx_image_signal_ops import _check, _model  # noqa: E402 - its ONNX model and reference helpers
+
+_RNG = np.random.default_rng(17)
+
+
+def _f32(*shape, scale=1.0):
+    return (_RNG.standard_normal(shape) * scale).astype("float32")
+
+
+@pytest.mark.compiler
+@pytest.mark.parametrize("with_bias,with_mask,group,offset_group,strides,pads,dilations", [
+    (False, False, 1, 1, (1, 1), (1, 1, 1, 1), (1, 1)),
+    (True, True, 1, 1, (1, 1), (0, 0, 0, 0), (1, 1)),
+    (True, True, 2, 2, (1, 2), (1, 0, 2, 1), (2, 1)),
+    (False, True, 1, 2, (2, 1), (0, 1, 0, 1), (1, 2)),
+])
+def test_deform_conv_matches_onnx_reference(with_bias, with_mask, group, offset_group, strides, pads, dilations):
+    n, c, h, w, oc, kh, kw = 2, 4, 6, 7, 6, 3, 2
+    oh = (h + pads[0] + pads[2] - dilations[0] * (kh - 1) - 1) // strides[0] + 1
+    ow = (w + pads[1] + pads[3] - dilations[1] * (kw - 1) - 1) // strides[1] + 1
+    inputs = {"X": _f32(n, c, h, w), "W": _f32(oc, c // group, kh, kw),
+              "offset": _f32(n, offset_group * kh * kw * 2, oh, ow, scale=2.0)}
+    names = ["X", "W", "offset", "", ""]
+    if with_bias:
+        inputs["B"], names[3] = _f32(oc), "B"
+    if with_mask:
+        inputs["mask"], names[4] = _RNG.random((n, offset_group * kh * kw, oh, ow)).astype("float32"), "mask"
+    while names[-1] == "":
+        names.pop()
+    node = helper.make_node("DeformConv", names, ["Y"], kernel_shape=[kh, kw], group=group, offset_group=offset_group,
+                            strides=list(strides), pads=list(pads), dilations=list(dilations))
+    _check(_model(node, inputs), inputs, rtol=1e-4, atol=1e-4, onnx_reference=True)
+
+
+def _rois(count: int, size: float) -> np.ndarray:
+    lo = _RNG.random((count, 2)) * size - 1.0
+    rois = np.concatenate([lo, lo + _RNG.random((count, 2)) * size * 0.7 - 0.5], axis=1)
+    rois[0] = [2.0, 3.0, 1.5, 2.5]              # inverted: empty under half_pixel, 1x1 under output_half_pixel
+    return rois.astype("float32")
+
+
+@pytest.mark.compiler
+@pytest.mark.parametrize("mode", ["avg", "max"])
+@pytest.mark.parametrize("coords", ["half_pixel", "output_half_pixel"])
+@pytest.mark.parametrize("sampling_ratio", [2, 0])
+def test_roi_align_matches_onnx_reference(mode, coords, sampling_ratio):
+    inputs = {"X": _f32(2, 3, 10, 9), "rois": _rois(6, 12.0), "batch_indices": np.array([0, 1, 1, 0, 1, 0], "int64")}
+    node = helper.make_node("RoiAlign", ["X", "rois", "batch_indices"], ["Y"], mode=mode, output_height=3,
+                            output_width=4, sampling_ratio=sampling_ratio, spatial_scale=0.8,
+                            coordinate_transformation_mode=coords)
+    _check(_model(node, inputs), inputs, rtol=1e-5, atol=1e-5, onnx_reference=True)
+
+
+@pytest.mark.compiler
+@pytest.mark.parametrize("mode,shape,update_len,axis,starts", [
+    ("linear", (2, 3, 6, 4), 2, -2, [0, 4]),
+    ("circular", (2, 3, 6, 4), 3, -2, [5, 2]),
+    ("linear", (3, 5, 4), 1, 1, [4, 0, 2]),
+    ("circular", (2, 4, 3), 4, 1, None),
+])
+def test_tensor_scatter_matches_onnx_reference(mode, shape, update_len, axis, starts):
+    upd_shape = list(shape)
+    upd_shape[axis] = update_len
+    inputs = {"past": _f32(*shape), "update": _f32(*upd_shape)}
+    names = ["past", "update"]
+    if starts is not None:
+        inputs["write_indices"], names = np.array(starts, "int64"), names + ["write_indices"]
+    node = helper.make_node("TensorScatter", names, ["present"], mode=mode, axis=axis)
+    _check(_model(node, inputs, opset=24), inputs, rtol=0, atol=0, onnx_reference=True)
+
+
+def test_deform_conv_wrong_offset_shape_names_the_op_and_the_shape():
+    from ingot.frontend.onnx import from_onnx
+
+    inputs = {"X": _f32(1, 2, 5, 5), "W": _f32(2, 2, 3, 3), "offset": _f32(1, 16, 3, 3)}   # 18 channels needed
+    node = helper.make_node("DeformConv", ["X", "W", "offset"], ["Y"], kernel_shape=[3, 3])
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info(k, 1, v.shape) for k, v in inputs.items()],
+                              [helper.make_tensor_value_info("Y", 1, [1, 2, 3, 3])])
+    with pytest.raises(Exception, match=r"deform_conv2d.*offset must be \(N, 18, 3, 3\)"):
+        from_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 22)]))
