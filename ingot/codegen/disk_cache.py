@@ -8,8 +8,9 @@ Note: this module owns the cache; its users only compute keys and make what a mi
 
 Everything Ingot caches lives under one directory (`cache_dir`:
 ``cache_dir=``, ``$INGOT_CACHE_DIR`` or ``~/.cache/ingot/kernels``): ``<key[:2]>/<key>.so|.o|.c|.s``
-(the compile cache), ``kernel-c/<key[:2]>/<key>.json`` (`ingot.driver.kernel_cache`) and
-``cuda/<key[:2]>/<key>.*``. Without a cap it only grows (3.4 GB, 30k files on the team machine
+(the compile cache), ``kernel-c/<key[:2]>/<key>.json`` (`ingot.driver.kernel_cache`),
+``cuda/<key[:2]>/<key>.*`` and ``package/<key[:2]>/<key>.*`` (whole compiled models,
+`ingot.workflow.package_cache`). Without a cap it only grows (3.4 GB, 30k files on the team machine
 after four sessions). This module keeps it under `CacheLimits.max_size` (default
 `DEFAULT_MAX_SIZE`, 2 GiB), ccache-style:
 
@@ -80,7 +81,9 @@ LOCK_FILE = ".evict.lock"
 #: kernel C (`ingot.driver.kernel_cache`) and nvcc output (`ingot.codegen.cuda.compile`).
 KERNEL_C = "kernel-c"
 CUDA = "cuda"
-SUBCACHES = (KERNEL_C, CUDA)
+#: Compiled model packages (`ingot.workflow.package_cache`): library, weights and manifests per key.
+PACKAGE = "package"
+SUBCACHES = (KERNEL_C, CUDA, PACKAGE)
 _BUCKET = re.compile(r"^[0-9a-f]{2}$")
 _ENTRY = re.compile(r"^[0-9a-f]{64}")
 _TEMP_MIN_AGE_S = 3600.0
@@ -118,7 +121,7 @@ class CacheLimits:
 @dataclasses.dataclass
 class CacheStats:
     """What `stats` found: files and bytes per kind (``library``, ``object``, ``source``,
-    ``kernel-c``, ``asm``, ``cuda``, ``temp``), totals, the cap, and when the least/most recently
+    ``kernel-c``, ``asm``, ``cuda``, ``package``, ``temp``), totals, the cap, and when the least/most recently
     used file was used (seconds since the epoch; None when empty).
 
     Example:
@@ -569,7 +572,8 @@ _KINDS = {".so": "library", ".dylib": "library", ".dll": "library", ".o": "objec
 
 
 def stats(cache_dir: Any = None) -> CacheStats:
-    """Walk the cache directory: files and bytes per kind, the cap, least/most recent use
+    """Walk the cache directory: files and bytes per kind (``package``: compiled models), the cap,
+    least/most recent use
     (``ingot cache --show-stats``).
 
     Example:
@@ -582,7 +586,8 @@ def stats(cache_dir: Any = None) -> CacheStats:
     uses: list = []
     for path, size, used, is_temp in _entries(root):
         rel = Path(path).relative_to(root).parts
-        kind = "temp" if is_temp else "cuda" if rel[0] == "cuda" else _KINDS.get(Path(path).suffix, "other")
+        kind = ("temp" if is_temp else rel[0] if rel[0] in (CUDA, PACKAGE)
+                else _KINDS.get(Path(path).suffix, "other"))
         n, b = by_kind.get(kind, (0, 0))
         by_kind[kind] = (n + 1, b + size)
         files += 1

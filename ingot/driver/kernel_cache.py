@@ -57,7 +57,7 @@ from ingot.ir.structural import _Hasher
 from ingot.support import write_atomic
 
 __all__ = ["CACHE_VERSION", "FINGERPRINTED", "cache_stats", "clear", "code_fingerprint", "kernel_cache_key",
-           "kernel_source", "stats"]
+           "kernel_source", "source_fingerprint", "stats"]
 
 #: Bump when the entry format or the key's meaning changes (source edits invalidate on their own).
 CACHE_VERSION = 1
@@ -129,10 +129,21 @@ def code_fingerprint() -> str:
         >>> len(code_fingerprint())
         64
     """
+    return source_fingerprint(FINGERPRINTED, f"kernel-c {CACHE_VERSION}")
+
+
+def source_fingerprint(entries: "tuple[str, ...]", salt: str) -> str:
+    """SHA-256 of ``salt``, the Python version and every ``.py`` file of ``entries`` (packages or
+    files under ``ingot/``), paths included: a cache keyed on it misses after any edit of them.
+
+    Example:
+        >>> source_fingerprint(("support.py",), "x") != source_fingerprint(("support.py",), "y")
+        True
+    """
     root = Path(__file__).resolve().parent.parent
-    h = hashlib.sha256(f"kernel-c {CACHE_VERSION} python {sys.version_info[:2]}".encode())
+    h = hashlib.sha256(f"{salt} python {sys.version_info[:2]}".encode())
     files: list[Path] = []
-    for entry in FINGERPRINTED:
+    for entry in entries:
         path = root / entry
         files.extend(sorted(path.rglob("*.py")) if path.is_dir() else [path])
     for path in files:

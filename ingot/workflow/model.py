@@ -73,10 +73,16 @@ def _sinfo_tensors(sinfo: Any, names: Sequence[str]) -> list[TensorInfo]:
     return out
 
 
-@dataclasses.dataclass
 class Model:
     """An imported model: ``mod`` (IRModule with ``main``), ``params`` (bound later when not
     empty), ``inputs``/``outputs`` (`TensorInfo`), ``source`` (file or description).
+
+    ``content_key`` names a model loaded from a file or bytes by their content (the package
+    cache's key, `ingot.workflow.package_cache.model_key`). A model whose import succeeded before
+    (same bytes, same load arguments, same Ingot) is imported lazily, on the first use of ``mod``
+    or ``params``: ``compile`` with a warm package cache never needs them. Handing out ``mod`` or
+    ``params`` drops the content key (the caller may edit them): ``compile`` then keys the model
+    by its graph's structural hash.
 
     Example:
         >>> m = load("model.onnx")  # doctest: +SKIP
@@ -84,11 +90,46 @@ class Model:
         ['data']
     """
 
-    mod: Any
-    params: dict
-    inputs: list
-    outputs: list
-    source: str = "<model>"
+    def __init__(self, mod: Any, params: dict, inputs: list, outputs: list, source: str = "<model>",
+                 content_key: "str | None" = None, importer: Any = None):
+        self._mod, self._params = mod, params
+        self.inputs, self.outputs, self.source = list(inputs), list(outputs), source
+        self._content_key = content_key
+        self._importer = importer  # () -> (mod, params) for a lazily imported model
+
+    def _imported(self) -> "tuple[Any, dict]":
+        """``(mod, params)`` without dropping the content key (importing now if still lazy)."""
+        if self._importer is not None:
+            self._mod, self._params = self._importer()
+            self._importer = None
+        return self._mod, self._params
+
+    @property
+    def content_key(self) -> "str | None":
+        """The model's content key, or None once ``mod``/``params`` were handed out or replaced."""
+        return self._content_key
+
+    @property
+    def mod(self) -> Any:
+        """The graph IRModule (imported now if the model was loaded lazily)."""
+        self._content_key = None
+        return self._imported()[0]
+
+    @mod.setter
+    def mod(self, value: Any) -> None:
+        self._imported()
+        self._content_key, self._mod = None, value
+
+    @property
+    def params(self) -> dict:
+        """Parameters bound as constants by `compile` (imported now if the model was loaded lazily)."""
+        self._content_key = None
+        return self._imported()[1]
+
+    @params.setter
+    def params(self, value: dict) -> None:
+        self._imported()
+        self._content_key, self._params = None, value
 
     def summary(self) -> str:
         """One line per input and output."""
@@ -97,10 +138,13 @@ class Model:
         lines += [f"  output {o.name}: {list(o.shape)} {o.dtype}" for o in self.outputs]
         return "\n".join(lines)
 
+    def __repr__(self) -> str:
+        return f"<ingot.Model {self.source} inputs={[i.name for i in self.inputs]}>"
+
 
 def load(path_or_model: Any, shape_dict: "Mapping[str, Sequence[Any]] | None" = None,
          dtype_dict: "Mapping[str, str] | None" = None, example_inputs: Any = None,
-         fallback: "str | None" = None) -> Model:
+         fallback: "str | None" = None, *, cache: bool = True, cache_dir: Any = None) -> Model:
     """Import a model: an ``.onnx`` path / bytes / ``onnx.ModelProto``, or a ``torch.nn.Module``
     with ``example_inputs`` (exported to ONNX in memory).
 
@@ -108,25 +152,73 @@ def load(path_or_model: Any, shape_dict: "Mapping[str, Sequence[Any]] | None" = 
     calls (typed by ONNX shape inference) instead of failing; `compile` with the same ``fallback``
     runs them on ONNX Runtime.
 
+    A file or bytes get a content key (`Model.content_key`: SHA-256 of the bytes and the load
+    arguments). When the package cache (``cache_dir``, default the kernel cache directory) records
+    that these bytes imported before, the import is deferred to the first use of ``model.mod`` /
+    ``model.params``, so a warm ``compile`` skips it; ``cache=False`` always imports now.
+
     Example:
         >>> model = load("resnet50.onnx", shape_dict={"data": [1, 3, 224, 224]})  # doctest: +SKIP
     """
-    from ingot.frontend.onnx import from_onnx, load_model
-
     if _is_graph_module(path_or_model):
         return from_module(path_or_model)
     source = os.fspath(path_or_model) if isinstance(path_or_model, (str, os.PathLike)) else "<model>"
     if _is_torch_module(path_or_model):
         path_or_model, source = _torch_to_onnx(path_or_model, example_inputs), type(path_or_model).__name__
     _check_fallback(fallback)
+    args = {"shape_dict": shape_dict, "dtype_dict": dtype_dict, "fallback": fallback}
+    data = _model_bytes(path_or_model) if cache else None
+    if data is None:
+        return _import_onnx(path_or_model, source, args)[0]
+    from . import package_cache
+
+    key = package_cache.model_key(data, args)
+    known = package_cache.recall_model(key, cache_dir)
+    if known is not None:  # imported fine before: defer the import (from these bytes: the file may change)
+        return Model(None, {}, known[0], known[1], source, key,
+                     importer=lambda: _import_parts(data, source, args, origin=source))
+    model, keyable = _import_onnx(path_or_model, source, args)
+    if keyable:
+        model._content_key = key
+        package_cache.remember_model(key, model.inputs, model.outputs, cache_dir)
+    return model
+
+
+def _model_bytes(path_or_model: Any) -> "bytes | None":
+    """The bytes of a model file or bytes object (what its content key hashes); None otherwise."""
+    if isinstance(path_or_model, (bytes, bytearray)):
+        return bytes(path_or_model)
+    if isinstance(path_or_model, (str, os.PathLike)) and os.path.isfile(path_or_model):
+        with open(path_or_model, "rb") as f:
+            return f.read()
+    return None  # a ModelProto (no bytes without serializing it), or a missing file (load_model says so)
+
+
+def _import_parts(path_or_model: Any, source: str, args: dict, origin: str) -> "tuple[Any, dict]":
+    model = _import_onnx(path_or_model, source, args, origin)[0]
+    return model._mod, model._params
+
+
+def _import_onnx(path_or_model: Any, source: str, args: dict, origin: "str | None" = None) -> "tuple[Model, bool]":
+    """Import ONNX (``origin``: the file name for messages, when importing a file's bytes); returns
+    the model and whether its bytes decide it (not when weights are in external data files)."""
+    from ingot.frontend.onnx import from_onnx, load_model
+
     proto, loaded_from = load_model(path_or_model)
-    mod, params = from_onnx(proto, shape_dict=shape_dict, dtype_dict=dtype_dict, checked=True, source=loaded_from,
-                            keep_unsupported=fallback is not None)
+    mod, params = from_onnx(proto, shape_dict=args["shape_dict"], dtype_dict=args["dtype_dict"], checked=True,
+                            source=origin or loaded_from,
+                            keep_unsupported=args["fallback"] is not None)
     main = mod["main"]
     inputs = [TensorInfo(p.name_hint, tuple(d if isinstance(d, int) else str(d) for d in p.struct_info.shape),
                          str(p.struct_info.dtype)) for p in main.params if p.name_hint not in params]
     outputs = _sinfo_tensors(main.ret_struct_info, [o.name for o in proto.graph.output])
-    return Model(mod, params, inputs, outputs, source)
+    return Model(mod, params, inputs, outputs, source), not _has_external_data(proto)
+
+
+def _has_external_data(proto: Any) -> bool:
+    from onnx import TensorProto
+
+    return any(t.data_location == TensorProto.EXTERNAL for t in proto.graph.initializer)
 
 
 def _is_graph_module(obj: Any) -> bool:
@@ -230,6 +322,8 @@ class Package:
         # str() counts tuned / default / failed kernels.
         self.schedule_report = dict(getattr(executable, "schedule_report", None) or {})
         self.partition_report: list = []  # BYOC: each candidate op, taken by a backend or not, and why
+        self.from_cache = False  # loaded from the package cache by `compile` (`ingot.workflow.package_cache`)
+        self.schedule_summary: "str | None" = None  # a cached tuned package: the line `compile` printed
 
     @property
     def fallback_ops(self) -> list:
@@ -320,7 +414,8 @@ class Package:
 
 def compile(model: Any, target: Any = "llvm", tuning_records: Any = None, opt_level: int = 3,  # noqa: A001
             layout: str = "auto", byoc: "Sequence[str] | str | None" = None,
-            byoc_policy: "str | None" = None, fallback: "str | None" = None) -> Package:
+            byoc_policy: "str | None" = None, fallback: "str | None" = None, *, cache: bool = True,
+            cache_dir: Any = None) -> Package:
     """Compile a `Model` (or a path, loaded with defaults) for ``target``: bind params, run the graph
     pipeline and build all kernels (``ingot.graph.build``).
 
@@ -339,8 +434,16 @@ def compile(model: Any, target: Any = "llvm", tuning_records: Any = None, opt_le
     own (`ingot.byoc.onnxruntime`); everything else compiles natively. Their rows in
     ``package.partition_report`` have ``onnx_op`` and ``node`` (``package.fallback_ops`` lists them).
 
+    The compiled package is cached (`ingot.workflow.package_cache`, beside the kernel cache:
+    ``cache_dir``, ``$INGOT_CACHE_DIR`` or ``~/.cache/ingot/kernels``) under a key of everything
+    that decides it (model bytes or graph, target and host CPU, options, tuning records, Ingot's
+    sources, the C compiler); a hit loads it without importing or lowering (``package.from_cache``).
+    ``cache=False`` bypasses it (neither read nor written).
+
     Example:
         >>> package = compile(load("model.onnx"), target="llvm -num-cores=2")  # doctest: +SKIP
+        >>> package.from_cache, compile(load("model.onnx"), target="llvm -num-cores=2").from_cache  # doctest: +SKIP
+        (False, True)
         >>> package = compile("model_with_det.onnx", fallback="onnxruntime")  # doctest: +SKIP
         >>> [(r["onnx_op"], r["node"]) for r in package.fallback_ops]  # doctest: +SKIP
         [('Det', 'det0')]
@@ -348,15 +451,30 @@ def compile(model: Any, target: Any = "llvm", tuning_records: Any = None, opt_le
     from ingot import graph as G
     from ingot.target import as_target
 
+    from . import package_cache
+
     _check_fallback(fallback)
     target = as_target(target)  # parsed once here; partitioning, tuning records and the build share it
     if not isinstance(model, Model):
-        model = load(model, fallback=fallback)
-    mod = model.mod
-    if model.params:
+        model = load(model, fallback=fallback, cache=cache, cache_dir=cache_dir)
+    options = {"opt_level": opt_level, "layout": layout, "byoc": byoc, "byoc_policy": byoc_policy,
+               "fallback": fallback}
+    key = _package_key(model, target, options, tuning_records) if cache else None
+    if key is not None:
+        hit = package_cache.lookup(key, cache_dir)
+        if hit is not None:
+            package_cache.count("hits")
+            hit.source, hit.from_cache = model.source, True
+            if tuning_records is not None and hit.schedule_summary:
+                import sys
+
+                print(f"ingot.compile: {hit.schedule_summary}", file=sys.stderr)
+            return hit
+    mod, params = model._imported()
+    if params:
         from ingot.graph.transform.bind_params import BindParams
 
-        mod = BindParams("main", model.params)(mod)
+        mod = BindParams("main", params)(mod)
     partition_report: list = []
     backends = ([byoc] if isinstance(byoc, str) else list(byoc)) if byoc else []
     opaque: list = []
@@ -393,7 +511,27 @@ def compile(model: Any, target: Any = "llvm", tuning_records: Any = None, opt_le
 
         package.schedule_report = hook.report(executable.schedule_report)
         print(f"ingot.compile: {package.schedule_report}", file=sys.stderr)
+    if key is None:
+        package_cache.count("bypassed")
+    else:
+        package_cache.count("misses")
+        package_cache.store(key, package, cache_dir)
     return package
+
+
+def _package_key(model: Model, target: Any, options: dict, tuning_records: Any) -> "str | None":
+    """The package cache key of compiling ``model`` (None: not cacheable): by its content key when
+    it has one, else by its graph and params (`ingot.workflow.package_cache.ir_key`)."""
+    from . import package_cache
+
+    records = package_cache.records_digest(tuning_records)
+    if records is None:
+        return None
+    model_part = model.content_key
+    if model_part is None:
+        signature = [[i.to_json() for i in model.inputs], [o.to_json() for o in model.outputs], model.source]
+        model_part = package_cache.ir_key(*model._imported(), signature)
+    return package_cache.compile_key(model_part, target, options, records)
 
 
 def _has_onnx_nodes(mod: Any) -> bool:
@@ -460,7 +598,9 @@ def check_inputs(inputs: Mapping[str, Any], expected: Sequence[TensorInfo]) -> l
     for e in expected:
         a = inputs[e.name]
         a = a.numpy() if hasattr(a, "numpy") and not isinstance(a, np.ndarray) else np.asarray(a)
-        if str(a.dtype) != e.dtype:
+        if e.dtype == "string":  # str/bytes/object arrays of str (ingot.graph.op.string)
+            a = _string_input(e.name, a)
+        elif str(a.dtype) != e.dtype:
             raise ModelInputError(f"input {e.name!r}: expected dtype {e.dtype}, given {a.dtype}; convert it with "
                                   f".astype({e.dtype!r})")
         ok = a.ndim == len(e.shape)
@@ -473,6 +613,16 @@ def check_inputs(inputs: Mapping[str, Any], expected: Sequence[TensorInfo]) -> l
             raise ModelInputError(f"input {e.name!r}: expected shape {list(e.shape)}, given {list(a.shape)}")
         arrays.append(np.require(a, requirements="C"))  # ascontiguousarray would make 0-d inputs 1-d
     return arrays
+
+
+def _string_input(name: str, a: np.ndarray) -> np.ndarray:
+    """A string input as an object array of str; anything else is a `ModelInputError` naming it."""
+    from ingot.graph.op.string import as_string_array
+
+    try:
+        return as_string_array(a, f"input {name!r}")
+    except IngotError as exc:
+        raise ModelInputError(f"{exc} (the model's input {name!r} has dtype string)") from None
 
 
 def _named_inputs(inputs: Any, names: "list[str]") -> dict:
