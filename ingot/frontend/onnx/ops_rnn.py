@@ -36,6 +36,9 @@ import numpy as np
 
 from ingot import graph as G
 
+from ingot.graph.op.recurrent import OPTIONAL_INPUTS, recurrence
+from ingot.ops.recurrent import ACTIVATIONS
+
 from ._common import as_array, is_static, scalar_like
 from .importer import register
 
@@ -102,8 +105,8 @@ def _activation(name: str, alpha: float, beta: float) -> Callable[[_Builder, G.E
     return table[name]
 
 
-def _activations(node: Any, per_dir: int, defaults: tuple, num_dirs: int) -> list[list[Callable]]:
-    """Per direction, the layer's activation functions (f, g, h for LSTM)."""
+def _activation_specs(node: Any, per_dir: int, defaults: tuple, num_dirs: int) -> list[list[tuple]]:
+    """Per direction, the layer's activations (f, g, h for LSTM) as ``(name in lower case, alpha, beta)``."""
     names = [str(a) for a in (node.attr("activations") or [])]
     if not names:
         names = list(defaults) * num_dirs
@@ -114,21 +117,20 @@ def _activations(node: Any, per_dir: int, defaults: tuple, num_dirs: int) -> lis
                          f"direction(s) needs {per_dir * num_dirs} ({per_dir} per direction)")
     alphas = [float(a) for a in (node.attr("activation_alpha") or [])]
     betas = [float(a) for a in (node.attr("activation_beta") or [])]
-    funcs = []
+    specs = []
     for name in names:
         key = name.lower()
+        if key not in ACTIVATIONS:
+            raise node.error(f"activation {name!r} is not one ONNX defines for recurrent layers; use one of "
+                             "Sigmoid, Tanh, Relu, Affine, LeakyRelu, ThresholdedRelu, ScaledTanh, HardSigmoid, "
+                             "Elu, Softsign, Softplus")
         n_alpha, n_beta, alpha, beta = _ACT_PARAMS.get(key, (0, 0, 0.0, 0.0))
         if n_alpha and alphas:
             alpha = alphas.pop(0)
         if n_beta and betas:
             beta = betas.pop(0)
-        try:
-            funcs.append(_activation(key, alpha, beta))
-        except KeyError:
-            raise node.error(f"activation {name!r} is not one ONNX defines for recurrent layers; use one of "
-                             "Sigmoid, Tanh, Relu, Affine, LeakyRelu, ThresholdedRelu, ScaledTanh, HardSigmoid, "
-                             "Elu, Softsign, Softplus") from None
-    return [funcs[d * per_dir:(d + 1) * per_dir] for d in range(num_dirs)]
+        specs.append((key, alpha, beta))
+    return [specs[d * per_dir:(d + 1) * per_dir] for d in range(num_dirs)]
 
 
 class _Layer:
@@ -158,11 +160,8 @@ class _Layer:
         if shape is None or len(shape) != 3:
             raise node.error(f"input X must be 3-D, got shape {shape}")
         self.steps, self.batch, self.in_size = shape
-        if not isinstance(self.steps, (int, np.integer)):
-            raise node.error(f"the sequence length of X ({self.steps}) is only known at run time; the layer is "
-                             "unrolled over a static sequence length: give X a fixed sequence length with "
-                             "shape_dict")
-        self.steps = int(self.steps)
+        if isinstance(self.steps, (int, np.integer)):
+            self.steps = int(self.steps)
         wshape = ctx.shape(node.input(1))
         rshape = ctx.shape(node.input(2))
         hidden = node.attr("hidden_size") or rshape[-1]
@@ -174,7 +173,8 @@ class _Layer:
             raise node.error(f"W {wshape} / R {rshape} do not match direction={direction!r} and hidden_size="
                              f"{self.hidden}: expected W ({self.num_dirs}, {gh}, {self.in_size}) (input size from X) and R "
                              f"({self.num_dirs}, {gh}, {self.hidden})")
-        self.acts = _activations(node, per_dir, defaults, self.num_dirs)
+        self.act_specs = _activation_specs(node, per_dir, defaults, self.num_dirs)
+        self.acts = [[_activation(*a) for a in per] for per in self.act_specs]
 
     # -- weights -----------------------------------------------------------------------------------
 
@@ -292,17 +292,69 @@ class _Layer:
 
     # -- the unrolled layer -------------------------------------------------------------------------
 
-    def run(self) -> list:
-        node, b = self.node, self.b
-        gh, h, nd = self.gates * self.hidden, self.hidden, self.num_dirs
-        # Step 1. the input projection of every step and direction: one GEMM.
-        w_t = self.transposed(node.input(1), gh, self.in_size)            # (I, D*G*H)
+    def projection(self) -> "tuple[G.Expr, Optional[G.Expr]]":
+        """The input projection of every step and direction as one GEMM: ``(T*B, D*G*H)`` with the
+        state-independent biases added, and GRU's recurrent h-bias ``(D, H)`` (or None)."""
+        b = self.b
+        w_t = self.transposed(self.node.input(1), self.gates * self.hidden, self.in_size)     # (I, D*G*H)
         # Sizes spelled out, not -1: a symbolic batch then stays the same Var in every shape.
         flat = b(G.op.reshape(self.x, (self.steps * self.batch, self.in_size)))
         proj = b(G.op.matmul(flat, w_t))
         in_bias, rbh = self.bias()
         if in_bias is not None:
             proj = b(G.op.add(proj, in_bias))
+        return proj, rbh
+
+    def run(self) -> list:
+        """The layer as the time-loop kernel (`ingot.ops.recurrent`) after the input projection."""
+        node, b, nd, h = self.node, self.b, self.num_dirs, self.hidden
+        gh = self.gates * h
+        proj, rbh = self.projection()
+        args = [b(G.op.reshape(proj, (self.steps, self.batch, nd * gh)))]
+        r = node.input(2)
+        if is_static(r):
+            args.append(G.const(np.ascontiguousarray(as_array(r).astype(self.dtype).transpose(0, 2, 1))))
+        else:
+            args.append(b(G.op.permute_dims(self.ctx.expr(r), (0, 2, 1))))            # (D, H, G*H)
+        states = [self.states(5), self.states(6) if self.kind == "LSTM" else None]
+        lens = self.node.input(4)
+        peep = self.node.input(7) if self.kind == "LSTM" else None
+        if peep is not None:
+            peep = self.ctx.expr(peep) if not is_static(peep) else \
+                G.const(as_array(peep).astype(self.dtype).reshape(nd, 3 * h))
+        optional = states + [self.ctx.expr(lens) if lens is not None else None, peep, rbh]
+        names = [n for n, v in zip(OPTIONAL_INPUTS, optional) if v is not None]
+        call = self.ctx.bb.emit(recurrence(
+            *args, *[v for v in optional if v is not None], kind=self.kind, hidden=h, reverse=self.reverse,
+            activations=self.act_specs, clip=float(self.clip) if self.clip is not None else None,
+            input_forget=self.input_forget, linear_before_reset=self.lbr, names=names))
+        count = 3 if self.kind == "LSTM" else 2
+        results = [self.ctx.bb.emit(G.TupleGetItem(call, k)) for k in range(count)]
+        if self.layout == 1:  # Y (T, D, B, H) → (B, T, D, H); Y_h, Y_c (D, B, H) → (B, D, H)
+            results = [b(G.op.permute_dims(results[0], (2, 0, 1, 3)))] + \
+                [b(G.op.permute_dims(v, (1, 0, 2))) for v in results[1:]]
+        return results[:max(node.num_outputs, 1)]
+
+    def states(self, index: int) -> "Optional[G.Expr]":
+        """The initial state input ``index`` as ``(D, B, H)`` (None when absent)."""
+        value = self.node.input(index)
+        if value is None:
+            return None
+        value = self.ctx.expr(value)
+        if self.layout == 1:  # (B, D, H) → (D, B, H)
+            value = self.b(G.op.permute_dims(value, (1, 0, 2)))
+        return value
+
+    def run_unrolled(self) -> list:
+        """The layer unrolled over its static sequence length (see the module note)."""
+        node, b = self.node, self.b
+        gh, h, nd = self.gates * self.hidden, self.hidden, self.num_dirs
+        if not isinstance(self.steps, int):
+            raise node.error(f"the sequence length of X ({self.steps}) is only known at run time; unroll_rnn=True "
+                             "unrolls over a static sequence length: give X a fixed sequence length with "
+                             "shape_dict, or import without unroll_rnn (the time-loop kernel takes any length)")
+        # Step 1. the input projection of every step and direction: one GEMM.
+        proj, rbh = self.projection()
         # Every step's slice of the projection, (B, G*H) each, from one split (one kernel, D*T outputs):
         # each step's recurrent GEMM then takes its slice as an epilogue operand, and step kernels do
         # not differ by a slice offset (they are one PrimFunc for all steps).
@@ -501,8 +553,9 @@ def concat_tree(b: Callable, parts: list) -> G.Expr:
 
 
 def _convert(ctx: Any, node: Any) -> list:
-    """Unroll an ``LSTM``/``GRU``/``RNN`` node (see the module note)."""
-    return _Layer(ctx, node).run()
+    """Convert an ``LSTM``/``GRU``/``RNN`` node (see the module note)."""
+    layer = _Layer(ctx, node)
+    return layer.run_unrolled() if getattr(ctx, "unroll_rnn", False) else layer.run()
 
 
 for _op in _LAYERS:

@@ -74,10 +74,17 @@ def legalize_call(call: Call, bb: BlockBuilder) -> Call:
     placeholders: list = []
     graph_args: list = []
     inputs = te_inputs_for(call.args, [f"A{i}" for i in range(len(call.args))], placeholders, graph_args)
+    from ingot.tir.function import PrimFunc  # on first use: importing the graph does not load TensorIR
+
     out = op_def.legalize(inputs, call.attrs, call.struct_info)
-    # Tuple-valued operators (split) return one TE tensor per field: all are outputs.
-    outs = list(out) if isinstance(out, (list, tuple)) else [out]
-    func = create_prim_func(placeholders, outs, call.op.name).with_attr("op_pattern", op_def.pattern)
+    if isinstance(out, PrimFunc):
+        # A kernel written in TensorIR (a recurrence has no TE form): its parameters are the tensor
+        # arguments then the outputs, as create_prim_func would make them.
+        func = out.with_attr("global_symbol", call.op.name).with_attr("op_pattern", op_def.pattern)
+    else:
+        # Tuple-valued operators (split) return one TE tensor per field: all are outputs.
+        outs = list(out) if isinstance(out, (list, tuple)) else [out]
+        func = create_prim_func(placeholders, outs, call.op.name).with_attr("op_pattern", op_def.pattern)
     # Scalars are read off this function before `add_func` may swap it for an equal one with
     # other Var objects: they are the call's own symbolic expressions.
     tir_vars = call_tir_scalars(func, [a.struct_info for a in graph_args] + _fields(call.struct_info))
