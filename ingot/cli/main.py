@@ -48,19 +48,22 @@ def main() -> None:
               help="all: every op the backend accepts; cost: only regions measured faster than Ingot's kernels")
 @click.option("--fallback", default=None, type=click.Choice(["onnxruntime"]),
               help="run the ONNX ops Ingot cannot compile on this runtime (the rest compiles natively)")
+@click.option("--no-cache", is_flag=True,
+              help="neither read nor write the compiled-package cache (always import and compile)")
 def compile_cmd(model: str, output: str, target: str, input_shapes: "str | None", tuning_records: "str | None",
                 layout: str = "auto", byoc: "tuple[str, ...]" = (), byoc_policy: str = "all",
-                fallback: "str | None" = None) -> None:
+                fallback: "str | None" = None, no_cache: bool = False) -> None:
     """Compile MODEL (.onnx) into a package directory."""
     from ingot.workflow import model as M
 
     shapes = parse_shapes(input_shapes)
     with _errors():
         with _step(f"importing {model}"):
-            m = M.load(model, shape_dict=shapes or None, fallback=fallback)
+            m = M.load(model, shape_dict=shapes or None, fallback=fallback, cache=not no_cache)
         with _step(f"compiling for {target}"):
             package = M.compile(m, target=target, tuning_records=tuning_records, layout=layout, byoc=list(byoc) or None,
-                                byoc_policy="cost" if byoc_policy == "cost" else None, fallback=fallback)
+                                byoc_policy="cost" if byoc_policy == "cost" else None, fallback=fallback,
+                                cache=not no_cache)
         if package.fallback_ops:
             ops = ", ".join(f"{r['onnx_op']} ({r['node'] or r['binding']})" for r in package.fallback_ops)
             click.echo(f"fallback: {len(package.fallback_ops)} op(s) run on {fallback}: {ops}")
