@@ -389,7 +389,11 @@ def _as_numpy(value: Any) -> np.ndarray:
 def _bind_input(desc: dict, value: np.ndarray, env: dict, func_name: str) -> None:
     if desc["dtype"] is None:
         return
-    if str(value.dtype) != desc["dtype"]:
+    if desc["dtype"] == "string":  # str/bytes/object arrays; builtins convert them (ingot.graph.op.string)
+        if value.dtype.kind not in "OUS":
+            raise IRError(f"{func_name}: argument {desc['name']!r} must be a string tensor (a numpy array of str), "
+                          f"got {value.dtype}")
+    elif str(value.dtype) != desc["dtype"]:
         raise IRError(f"{func_name}: argument {desc['name']!r} must be {desc['dtype']}, got {value.dtype}")
     shape = desc["shape"]
     if shape is None:
@@ -558,7 +562,8 @@ class Executor:
         from ingot.runtime.ndarray import NDArray
 
         if isinstance(value, np.ndarray):
-            return NDArray(value)
+            # a string tensor stays a numpy object array (an NDArray holds fixed-size elements only)
+            return value if value.dtype.kind in "OUS" else NDArray(value)
         if isinstance(value, tuple):
             return tuple(self._wrap(v) for v in value)
         return value

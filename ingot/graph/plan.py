@@ -343,7 +343,9 @@ def plan_memory(plan: dict) -> "dict | None":
         return None
     outs = output_values(plan)
     live = value_lifetimes(plan)
-    planned = [i for i, v in enumerate(values) if i not in outs and v["shape"] is not None]
+    # A builtin returns its own arrays (and string tensors are object arrays): nothing to plan for them.
+    own = {v for s in plan["steps"] if s["op"] == "builtin" for v in s.get("outs", ())}
+    planned = [i for i, v in enumerate(values) if i not in outs and i not in own and v["shape"] is not None]
     sizes = [nbytes_of(values[i]) for i in planned]
     lifetimes = [live[i] for i in planned]
     offsets, peak = place_buffers(sizes, lifetimes)

@@ -39,8 +39,10 @@ import numpy as np
 from ingot.ir import Var as PrimVar
 from ingot.ir.error import IRError
 
+from .op.ml import ML_BUILTINS
 from .op.sort import _np_topk
 from .runtime_ops import EXTRA_BUILTINS
+from .op.string import STRING_BUILTINS
 
 _VARS: dict = {}
 
@@ -282,6 +284,7 @@ BUILTINS: "dict[str, Callable[[list, dict], Any]]" = {
     "tile": _tile, "range": _range, "expand_shape": _expand_shape, "reshape_shape": _reshape_shape,
     "non_max_suppression": _non_max_suppression, "pad": _pad, "tensor_to_shape": _tensor_to_shape,
     "reduce": _reduce, "squeeze": _squeeze, "unsqueeze": _unsqueeze,
+    **STRING_BUILTINS, **ML_BUILTINS,  # string tensors and the table-lookup ai.onnx.ml ops
     **EXTRA_BUILTINS,  # ops whose attributes arrive at run time (`ingot.graph.runtime_ops`)
 }
 
@@ -344,7 +347,10 @@ def run_builtin_step(step: dict, plan: dict, resolve: Callable, values: list, en
     outs = result if isinstance(result, tuple) else (result,)
     for v, out in zip(step["outs"], outs):
         desc = plan["values"][v]
-        out = np.ascontiguousarray(out, dtype=desc["dtype"])
+        # a string tensor is an object array of str (ingot.graph.op.string)
+        # (np.require, not ascontiguousarray: that makes a 0-d result 1-d)
+        out = np.require(np.asarray(out, dtype=object if desc["dtype"] == "string" else desc["dtype"]),
+                         requirements="C")
         bind_dims(desc["shape"], out.shape, env, what)
         values[v] = out
 

@@ -9,6 +9,10 @@ Low-precision floats that no C type stores (``float8_e4m3fn``, ``float8_e4m3fnuz
 one element is held in a byte (the bit pattern), and only the conversions of `ingot.ops.lowp` compute
 with them. `EMULATED_FLOATS` lists them.
 
+``"string"`` is the element type of ONNX string tensors: no kernel computes with it (C has no
+string type Ingot would generate code for); its values live in the graph executor as numpy object
+arrays of Python ``str`` and only executor builtins read or write them (``ingot.graph.op.string``).
+
 Example:
     >>> DataType("float32x4").lanes
     4
@@ -82,7 +86,7 @@ class DataType:
         return hash((self.code, self.bits, self.lanes))
 
     def __str__(self):
-        if self.code == "bool" or self.code in EMULATED_FLOATS:
+        if self.code in ("bool", "string") or self.code in EMULATED_FLOATS:
             base = self.code
         elif self.code == "handle":
             base = "handle"
@@ -131,6 +135,16 @@ class DataType:
         return self.code == "handle"
 
     @property
+    def is_string(self) -> bool:
+        """A string tensor's element (values held by the executor, never by a kernel).
+
+        Example:
+            >>> DataType("string").is_string, DataType("string").numpy_dtype()
+            (True, dtype('O'))
+        """
+        return self.code == "string"
+
+    @property
     def is_scalar(self) -> bool:
         return self.lanes == 1
 
@@ -168,6 +182,8 @@ class DataType:
             return np.dtype(ml_dtypes.bfloat16)
         if self.code == "handle":
             raise TypeError("a handle has no numpy dtype")
+        if self.code == "string":  # numpy object arrays of str, as ONNX Runtime and onnx.reference hold them
+            return np.dtype(object)
         if self.code in EMULATED_FLOATS:
             try:
                 import ml_dtypes
@@ -179,6 +195,8 @@ class DataType:
 
 @lru_cache(maxsize=None)
 def _parse(spec: str) -> DataType:
+    if spec.strip() == "string":  # one element is a pointer to a Python str (a numpy object array)
+        return DataType._make("string", 64, 1)
     emulated = _EMULATED_PATTERN.match(spec.strip())
     if emulated is not None:
         name, lanes = emulated.groups()
@@ -211,7 +229,10 @@ def dtype_of_numpy(np_dtype) -> DataType:
     """
     import numpy as np
 
-    name = np.dtype(np_dtype).name
+    dt = np.dtype(np_dtype)
+    if dt.kind in "OUS":  # str/bytes/object arrays are string tensors (see the module note)
+        return DataType("string")
+    name = dt.name
     if name == "bfloat16":
         return DataType("bfloat16")
     return DataType(name)

@@ -40,12 +40,25 @@ from ..errors import ConversionError, ModelLoadError, ShapeDictError, Unsupporte
 from ..folding import FoldingContext
 
 # op type → sorted list of (since_version, converter). Filled by the ops_* modules via `register`.
+# An op of another domain than the default one is keyed "domain:OpType" (`op_key`).
 _CONVERTERS: dict[str, list[tuple[int, Callable]]] = collections.defaultdict(list)
 
 
-def register(op_type: str, since: int = 1) -> Callable[[Callable], Callable]:
-    """Register ``fn(ctx, node) -> value | list[value]`` as the converter of ``op_type`` for opsets
-    ``>= since`` (the newest registration not newer than the model's opset is used).
+def op_key(op_type: str, domain: str = "") -> str:
+    """The converter table's key of ``op_type`` in ``domain``: the op type for the default domain,
+    else ``"domain:OpType"``.
+
+    Example:
+        >>> op_key("Relu"), op_key("LabelEncoder", "ai.onnx.ml")
+        ('Relu', 'ai.onnx.ml:LabelEncoder')
+    """
+    return op_type if domain in ("", "ai.onnx") else f"{domain}:{op_type}"
+
+
+def register(op_type: str, since: int = 1, domain: str = "") -> Callable[[Callable], Callable]:
+    """Register ``fn(ctx, node) -> value | list[value]`` as the converter of ``op_type`` (of
+    ``domain``, default ONNX's own) for opsets ``>= since`` of that domain (the newest registration
+    not newer than the model's opset is used).
 
     Example:
         >>> @register("MyIdentityDemo")
@@ -54,7 +67,7 @@ def register(op_type: str, since: int = 1) -> Callable[[Callable], Callable]:
     """
 
     def wrap(fn: Callable) -> Callable:
-        entries = _CONVERTERS[op_type]
+        entries = _CONVERTERS[op_key(op_type, domain)]
         entries.append((since, fn))
         entries.sort(key=lambda e: e[0])
         return fn
@@ -62,23 +75,23 @@ def register(op_type: str, since: int = 1) -> Callable[[Callable], Callable]:
     return wrap
 
 
-def get_converter(op_type: str, opset: int) -> "Callable | None":
-    """The converter of ``op_type`` at ``opset``, or None.
+def get_converter(op_type: str, opset: int, domain: str = "") -> "Callable | None":
+    """The converter of ``op_type`` (of ``domain``) at ``opset`` (that domain's version), or None.
 
     Example:
-        >>> get_converter("Relu", 17) is not None
-        True
+        >>> get_converter("Relu", 17) is not None, get_converter("Binarizer", 1, "ai.onnx.ml") is not None
+        (True, True)
     """
     _load_converters()
     found = None
-    for since, fn in _CONVERTERS.get(op_type, ()):
+    for since, fn in _CONVERTERS.get(op_key(op_type, domain), ()):
         if since <= opset:
             found = fn
     return found
 
 
 def supported_ops() -> list[str]:
-    """The ONNX op types the importer converts (default domain), sorted.
+    """The ONNX op types the importer converts, sorted (other domains' as ``"domain:OpType"``).
 
     Example:
         >>> "Conv" in supported_ops()
@@ -90,6 +103,7 @@ def supported_ops() -> list[str]:
 
 def _load_converters() -> None:
     from . import ops_control, ops_einsum, ops_extra, ops_math, ops_nn, ops_rnn, ops_tensor  # noqa: F401 - register on import
+    from . import ops_ml, ops_string  # noqa: F401 - string tensors, ai.onnx.ml
     from . import ops_vision  # noqa: F401 - DeformConv, RoiAlign, TensorScatter
 
 
@@ -183,11 +197,27 @@ def find_unsupported(model: Any, opset: int) -> dict[str, list[str]]:
         {'RoiAlign': ['r0']}
     """
     missing: dict[str, list[str]] = {}
+    versions = domain_opsets(model)
     for node in model.graph.node:
         key = node.op_type if node.domain in ("", "ai.onnx") else f"{node.domain}.{node.op_type}"
-        if not _convertible(node.op_type, node.domain, opset):
+        if node.domain not in ("", "ai.onnx"):  # another domain (ai.onnx.ml): a converter or nothing
+            if get_converter(node.op_type, versions.get(node.domain, 1), node.domain) is None:
+                missing.setdefault(key, []).append(node.name)
+        elif not _convertible(node.op_type, node.domain, opset):
             missing.setdefault(key, []).append(node.name)
     return missing
+
+
+def domain_opsets(model: Any) -> "dict[str, int]":
+    """``{domain: version}`` of the model's opset imports (the default domain as ``""``).
+
+    Example:
+        >>> from onnx import helper
+        >>> domain_opsets(helper.make_model(helper.make_graph([], "g", [], []), opset_imports=[
+        ...     helper.make_opsetid("", 17), helper.make_opsetid("ai.onnx.ml", 3)]))
+        {'': 17, 'ai.onnx.ml': 3}
+    """
+    return {("" if imp.domain == "ai.onnx" else imp.domain): int(imp.version) for imp in model.opset_import}
 
 
 def _convertible(op_type: str, domain: str, opset: int, depth: int = 0) -> bool:
@@ -241,10 +271,29 @@ def np_dtype(elem_type: int) -> str:
     """
     from onnx import helper
 
+    from onnx import TensorProto
+
+    if elem_type == TensorProto.STRING:  # held by the executor as object arrays of str (ingot.graph.op.string)
+        return "string"
     try:
         return str(np.dtype(helper.tensor_dtype_to_np_dtype(elem_type)))
     except Exception:
         raise ShapeDictError(f"ONNX element type {elem_type} is not supported") from None
+
+
+def is_static_string(value: Any) -> bool:
+    """Whether an import-time value is a string tensor: a numpy ``str``/``bytes`` array, or an object
+    array of ``str`` (object arrays of ints and symbolic dims are shapes).
+
+    Example:
+        >>> is_static_string(np.array(["a"], dtype=object)), is_static_string(np.array([3], dtype=object))
+        (True, False)
+    """
+    if not isinstance(value, np.ndarray):
+        return False
+    if value.dtype.kind in "US":
+        return True
+    return value.dtype == object and value.size > 0 and isinstance(value.reshape(-1)[0], (str, bytes))
 
 
 # -- the conversion context ---------------------------------------------------------------------
@@ -311,6 +360,9 @@ class Context(FoldingContext):
     source: str = "<model>"
     #: The builder that receives loop bodies (the outermost one; nested bodies build their own).
     root_bb: Any = None
+    #: ``{domain: version}`` of the model's opset imports (`domain_opsets`): a node of another domain
+    #: than ONNX's own (ai.onnx.ml) is converted at its domain's version.
+    domain_versions: "dict | None" = None
 
     # Values (``static`` and ``emit`` come from FoldingContext) -------------------------------------
     @staticmethod
@@ -319,6 +371,11 @@ class Context(FoldingContext):
         if isinstance(value, G.Expr):
             return value
         if isinstance(value, np.ndarray):
+            if is_static_string(value):
+                raise ConversionError(node.op_type if node else "?", node.name if node else "?",
+                                      "a string constant is used as the input of an op that computes on numbers; "
+                                      "string tensors feed the string operators only (docs/frontend.md \"String "
+                                      "tensors\")")
             if value.dtype == object:
                 dims = value.reshape(-1).tolist()
                 if all(isinstance(d, (int, np.integer)) for d in dims):
@@ -336,6 +393,8 @@ class Context(FoldingContext):
     def sinfo(value: Any) -> tuple:
         """``(shape, dtype)`` of a value (shape entries are ints or symbolic dims)."""
         if isinstance(value, np.ndarray):
+            if is_static_string(value):
+                return tuple(value.shape), "string"
             return tuple(value.shape), ("int64" if value.dtype == object else str(value.dtype))
         s = value.struct_info
         return tuple(s.shape) if s.shape is not None else None, str(s.dtype)
@@ -450,6 +509,7 @@ def from_onnx(model_or_path: Any, shape_dict: "Mapping[str, Sequence[Any]] | Non
     bb = G.BlockBuilder()
     ctx = Context(bb)
     ctx.exact_division = exact_division
+    ctx.domain_versions = domain_opsets(model)
     if keep_unsupported:
         ctx.opaque_opsets = {imp.domain if imp.domain != "ai.onnx" else "": int(imp.version)
                              for imp in model.opset_import}
@@ -544,9 +604,11 @@ def _convert_node(ctx: Context, proto: Any, values: dict, opset: int, source: st
             raise ConversionError(proto.op_type, proto.name or "<unnamed>",
                                   f"input {name!r} is produced by no earlier node, initializer or graph input "
                                   f"({source} is not topologically sorted or is incomplete)")
+    if proto.domain not in ("", "ai.onnx"):  # ai.onnx.ml etc.: converters go by that domain's version
+        opset = (ctx.domain_versions or {}).get(proto.domain, 1)
     node = Node(proto, ins, opset)
     ctx.scope, ctx.source = values, source  # If/Loop/Scan bodies read outer values by name (ops_control)
-    fn = get_converter(proto.op_type, opset)
+    fn = get_converter(proto.op_type, opset, proto.domain)
     if ctx.opaque_opsets is not None and fn is None and not _convertible(proto.op_type, proto.domain, opset):
         result = _opaque(ctx, node, "no converter")
     elif fn is None:

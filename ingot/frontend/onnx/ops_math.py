@@ -285,6 +285,10 @@ _BINARY: dict[str, tuple[Callable, Callable]] = {
 def _binary(builder: Callable, shape_ref: "Callable | None") -> Callable:
     def convert(ctx: Any, node: Any) -> Any:
         a, b = node.input(0), node.input(1)
+        if builder is G.op.equal and "string" in (ctx.dtype(a), ctx.dtype(b)):  # a builtin (ops_string)
+            from .ops_string import string_equal
+
+            return string_equal(ctx, node)
         if shape_ref is not None and is_static(a) and is_static(b) and (
                 as_array(a).dtype == object or as_array(b).dtype == object):
             try:
