@@ -24,6 +24,7 @@ from ingot import graph as G
 from ingot.graph.op import onnx_extra as X
 from ingot.graph.op_registry import get_op_def
 
+from . import ops_dynamic
 from ._common import as_array, is_static, norm_axes, static_ints
 from .importer import register
 
@@ -132,7 +133,8 @@ def _bitwise_not(ctx: Any, node: Any) -> Any:
 _COORD_MODES = ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric")
 
 
-def _resize_sizes(node: Any, in_shape: list, scales: "list | None", sizes: "list | None", axes: "list | None") -> list:
+def _resize_sizes(node: Any, in_shape: list, scales: "list | None", sizes: "list | None",
+                  axes: "list | None") -> "list | None":
     ndim = len(in_shape)
     axes = norm_axes(axes, ndim) if axes else list(range(ndim))
     out = list(in_shape)
@@ -152,33 +154,75 @@ def _resize_sizes(node: Any, in_shape: list, scales: "list | None", sizes: "list
         out[a] = int(np.floor(exact))
         # resize2d maps coordinates with in/out; ONNX with 1/scale: the same only when in*scale is whole.
         if abs(exact - round(exact)) > 1e-4 and out[a] != in_shape[a]:
-            raise node.error(f"scale {float(s)} on axis {a} gives a fractional output size ({exact:g}); only scales "
-                             f"giving whole sizes (or the 'sizes' input) are supported")
+            return None  # not the kernel's coordinate map (the builtin follows ONNX's)
     return out
 
 
 def _resize(ctx: Any, node: Any, scales: Any, sizes: Any, mode_default: str, rounding_default: str) -> Any:
+    """Resize by the ``resize2d`` kernel, or None where it does not cover the case (the caller then runs the
+    ``resize`` builtin): a batch or channel axis resized, antialiased downsampling, a scale giving a
+    fractional size."""
     x = node.input(0)
     in_shape = [d for d in ctx.shape(x)]
-    if len(in_shape) != 4 or not all(isinstance(d, int) for d in in_shape):
-        raise node.error(f"only static 4-D (NCHW) inputs are resized, got shape {tuple(map(str, in_shape))}")
     mode = node.attr("mode", "nearest")
     coord = node.attr("coordinate_transformation_mode", mode_default)
-    if mode not in ("nearest", "linear", "bilinear"):
-        raise node.error(f"mode {mode!r} is not supported (nearest and linear are)")
+    if len(in_shape) != 4 or not all(isinstance(d, int) for d in in_shape) or mode not in ("nearest", "linear",
+                                                                                           "bilinear"):
+        return None
     if coord not in _COORD_MODES:
         raise node.error(f"coordinate_transformation_mode {coord!r} is not supported (supported: {_COORD_MODES})")
     out = _resize_sizes(node, in_shape, scales, sizes, node.attr("axes"))
-    if out[:2] != in_shape[:2]:
-        raise node.error(f"resizing the batch or channel axis ({in_shape} -> {out}) is not supported")
-    if node.attr("antialias", 0) and (out[2] < in_shape[2] or out[3] < in_shape[3]):
-        raise node.error("antialias=1 when downsampling is not supported")
+    if out is None or out[:2] != in_shape[:2] or (
+            node.attr("antialias", 0) and (out[2] < in_shape[2] or out[3] < in_shape[3])):
+        return None
     if out == in_shape and coord != "tf_crop_and_resize":
         return x
     method = "nearest_neighbor" if mode == "nearest" else "linear"
     rounding = node.attr("nearest_mode", rounding_default) if method == "nearest_neighbor" else ""
     return ctx.emit(G.op.resize2d(ctx.expr(x), (out[2], out[3]), layout="NCHW", method=method,
                                   coordinate_transformation_mode=coord, rounding_method=rounding))
+
+
+def _kernel_resizes(ctx: Any, node: Any, roi: Any, scales: Any, sizes: Any) -> bool:
+    """Whether the ``resize2d`` kernel may cover this Resize (`_resize` decides the rest): static 4-D input,
+    scales and sizes known at import time, nearest or linear; else it runs as the ``resize`` builtin."""
+    shape = ctx.shape(node.input(0))
+    return (all(v is None or is_static(v) for v in (roi, scales, sizes)) and len(shape) == 4
+            and all(isinstance(d, int) for d in shape)
+            and node.attr("mode", "nearest") in ("nearest", "linear", "bilinear")
+            and node.attr("coordinate_transformation_mode") in (None, *_COORD_MODES))
+
+
+def _builtin_resize(ctx: Any, node: Any, roi: Any, scales: Any, sizes: Any, coord: str, rounding: str) -> Any:
+    """Resize by the executor's ``resize`` builtin (`ingot.graph.runtime_resize`, ONNX's numpy semantics):
+    run-time roi/scales/sizes, cubic, antialias, N-D. The resized axes are static when their sizes are
+    known here, else fresh dims."""
+    from ingot.graph.runtime_resize import resize_output_shape
+
+    x = node.input(0)
+    shape = list(ctx.shape(x))
+    axes = norm_axes(node.attr("axes"), len(shape)) if node.attr("axes") else list(range(len(shape)))
+    policy = node.attr("keep_aspect_ratio_policy", "stretch")
+    dims: list = list(shape)
+    known = [None if v is None else as_array(v).reshape(-1) if is_static(v) else False for v in (scales, sizes)]
+    if all(isinstance(d, int) for d in shape) and False not in known and (known[0] is not None and known[0].size
+                                                                          or known[1] is not None):
+        dims = resize_output_shape(shape, known[0], known[1], axes, policy)[0]
+    else:
+        for a, name in zip(axes, ops_dynamic.fresh_dims(ctx, len(axes))):
+            dims[a] = name
+    empty = np.zeros(0, "float32")
+    args = [x] + [v if v is not None else empty for v in (roi, scales)] + [
+        sizes if sizes is not None else np.zeros(0, "int64")]
+    mode = node.attr("mode", "nearest")
+    params = {"mode": "linear" if mode == "bilinear" else mode, "coordinate_transformation_mode": coord,
+              "nearest_mode": node.attr("nearest_mode", rounding), "cubic_coeff_a": float(node.attr("cubic_coeff_a", -0.75)),
+              "exclude_outside": int(node.attr("exclude_outside", 0)),
+              "extrapolation_value": float(node.attr("extrapolation_value", 0.0)),
+              "antialias": int(node.attr("antialias", 0)), "keep_aspect_ratio_policy": policy,
+              "axes": tuple(axes)}
+    return ctx.emit(G.op.builtin("resize", *[ctx.expr(a) for a in args], params=params,
+                                 outputs=((tuple(dims), ctx.dtype(x)),)))
 
 
 def _floats(value: Any, node: Any, what: str) -> "list | None":
@@ -193,22 +237,34 @@ def _floats(value: Any, node: Any, what: str) -> "list | None":
 @register("Resize", since=10)
 def _resize10(ctx: Any, node: Any) -> Any:
     # Opset 10: (X, scales), asymmetric coordinates, nearest rounds down.
-    return _resize(ctx, node, _floats(node.input(1), node, "scales"), None, "asymmetric", "floor")
+    out = None
+    if _kernel_resizes(ctx, node, None, node.input(1), None):
+        out = _resize(ctx, node, _floats(node.input(1), node, "scales"), None, "asymmetric", "floor")
+    return out if out is not None else _builtin_resize(ctx, node, None, node.input(1), None, "asymmetric", "floor")
 
 
 @register("Resize", since=11)
 def _resize11(ctx: Any, node: Any) -> Any:
-    scales = _floats(node.input(2), node, "scales")
-    sizes = static_ints(node.input(3), node, "sizes") if node.input(3) is not None else None
-    if node.attr("coordinate_transformation_mode") == "tf_crop_and_resize":
-        raise node.error("coordinate_transformation_mode 'tf_crop_and_resize' (roi) is not supported")
-    return _resize(ctx, node, scales, sizes or None, "half_pixel", "round_prefer_floor")
+    roi, scales, sizes = node.input(1), node.input(2), node.input(3)
+    out = None
+    if node.attr("coordinate_transformation_mode") != "tf_crop_and_resize" and _kernel_resizes(
+            ctx, node, None, scales, sizes):
+        sizes_list = static_ints(sizes, node, "sizes") if sizes is not None else None
+        out = _resize(ctx, node, _floats(scales, node, "scales"), sizes_list or None, "half_pixel",
+                      "round_prefer_floor")
+    if out is None:
+        coord = node.attr("coordinate_transformation_mode", "half_pixel")
+        out = _builtin_resize(ctx, node, roi, scales, sizes, coord, "round_prefer_floor")
+    return out
 
 
 @register("Upsample", since=7)
 def _upsample(ctx: Any, node: Any) -> Any:
-    scales = node.attr("scales") if node.opset < 9 else _floats(node.input(1), node, "scales")
-    return _resize(ctx, node, list(scales), None, "asymmetric", "floor")
+    scales = np.array(node.attr("scales"), "float32") if node.opset < 9 else node.input(1)
+    out = None
+    if _kernel_resizes(ctx, node, None, scales, None):
+        out = _resize(ctx, node, _floats(scales, node, "scales"), None, "asymmetric", "floor")
+    return out if out is not None else _builtin_resize(ctx, node, None, scales, None, "asymmetric", "floor")
 
 
 # -- ConvTranspose (graph op conv2d_transpose; 1-D runs as 2-D with H = 1) ------------------------
