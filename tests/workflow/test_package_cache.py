@@ -108,7 +108,8 @@ def test_bypass_reads_and_writes_nothing(tmp_path):
     _check(package, path)
 
 
-@pytest.mark.parametrize("damage", ["truncate_library", "truncate_weights", "garbage_commit", "delete_manifest"])
+@pytest.mark.parametrize("damage", ["truncate_library", "truncate_weights", "flip_weight_byte", "garbage_commit",
+                                    "delete_manifest"])
 def test_corrupt_entry_is_rebuilt_with_a_warning(tmp_path, damage):
     path = _model(tmp_path / "m.onnx")
     cache = tmp_path / "cache"
@@ -121,6 +122,11 @@ def test_corrupt_entry_is_rebuilt_with_a_warning(tmp_path, damage):
     elif damage == "truncate_weights":
         with open(stem + ".weights.bin", "r+b") as f:
             f.truncate(10)
+    elif damage == "flip_weight_byte":  # same size: only the weights' SHA-256 tells
+        with open(stem + ".weights.bin", "r+b") as f:
+            first = f.read(1)
+            f.seek(0)
+            f.write(bytes([first[0] ^ 0xFF]))
     elif damage == "garbage_commit":
         commit.write_bytes(b"{not json")
     else:
