@@ -1,8 +1,9 @@
 """ONNX LSTM / GRU / RNN (ingot/frontend/onnx/ops_rnn.py) against ONNX Runtime: directions, layouts,
-initial states, biases, peepholes, linear_before_reset, clip, activations, sequence_lens; the imported
-graph is evaluated with the ops' numpy references (fast); a 2-layer bidirectional LSTM stack (a CRNN's)
-goes through the compiler (one build: CI time). The compiled GRU/RNN paths are exercised by ONNX's node
-tests (../shared/onnx-node-suite, test_gru_*, test_rnn_*, test_simple_rnn_*)."""
+initial states, biases, peepholes, linear_before_reset, clip, activations, sequence_lens. Each case is
+imported both ways (the time-loop kernel, and ``unroll_rnn=True``) and evaluated with the ops' numpy
+references (fast); the same cases compiled check the time-loop kernel itself (`ingot.ops.recurrent`);
+a run-time sequence length is compiled once and run at several lengths; a 2-layer bidirectional LSTM
+stack (a CRNN's) goes through the compiler both ways."""
 from __future__ import annotations
 
 import numpy as np
@@ -78,8 +79,8 @@ def _ort(model, feeds):
     return sess.run(None, feeds)
 
 
-def _ingot(model, feeds, compiled=False):
-    mod, _ = from_onnx(model)
+def _ingot(model, feeds, compiled=False, unroll=False):
+    mod, _ = from_onnx(model, unroll_rnn=unroll)
     arrays = list(feeds.values())
     if compiled:
         import ingot
@@ -99,7 +100,7 @@ def _batchwise(array, name):
         else array
 
 
-def _check(op, compiled=False, layout=0, outputs=None, rng_seed=0, **kw):
+def _check(op, compiled=False, layout=0, outputs=None, rng_seed=0, unroll=False, **kw):
     rng = np.random.default_rng(rng_seed)
     x = rng.uniform(-1, 1, (T, B, I)).astype(np.float32)
     nodes, inits, extra = _layer(op, "l", "X", rng=rng, **kw)
@@ -115,7 +116,7 @@ def _check(op, compiled=False, layout=0, outputs=None, rng_seed=0, **kw):
         feeds = {name: np.ascontiguousarray(_batchwise(value, name)) for name, value in feeds.items()}
         expected = [_batchwise(e, name) for e, name in zip(expected, outputs)]
     model = _model(nodes, inits, list(feeds.items()), outputs)
-    actual = _ingot(model, feeds, compiled)
+    actual = _ingot(model, feeds, compiled, unroll)
     assert len(actual) == len(expected)
     for name, e, a in zip(outputs, expected, actual):
         assert a.shape == e.shape, name
@@ -148,13 +149,21 @@ CASES = [
 
 @pytest.mark.parametrize("op,kw", CASES, ids=[f"{op}-{k}" for k, (op, _) in enumerate(CASES)])
 def test_matches_onnxruntime(op, kw):
-    _check(op, **kw)
+    _check(op, **kw)                 # the recurrence op (its numpy reference)
+    _check(op, unroll=True, **kw)    # unrolled over the steps
+
+
+@pytest.mark.compiler
+@pytest.mark.parametrize("op,kw", CASES, ids=[f"{op}-{k}" for k, (op, _) in enumerate(CASES)])
+def test_time_loop_kernel_matches_onnxruntime(op, kw):
+    _check(op, compiled=True, **kw)
 
 
 def test_output_subsets():
-    _check("LSTM", direction="bidirectional", outputs=("Y_c",), init_c=True)
-    _check("LSTM", outputs=("Y",))
-    _check("GRU", direction="reverse", outputs=("Y_h",))
+    for unroll in (False, True):
+        _check("LSTM", direction="bidirectional", outputs=("Y_c",), init_c=True, unroll=unroll)
+        _check("LSTM", outputs=("Y",), unroll=unroll)
+        _check("GRU", direction="reverse", outputs=("Y_h",), unroll=unroll)
 
 
 def test_runtime_weights_and_sequence_lens():
@@ -162,6 +171,16 @@ def test_runtime_weights_and_sequence_lens():
     _check("LSTM", direction="bidirectional", init_h=True, init_c=True, peep=True, seq_lens=[3, 4],
            runtime=("W", "R", "B", "sequence_lens", "initial_h", "initial_c", "P"))
     _check("GRU", direction="bidirectional", init_h=True, seq_lens=[2, 4], linear_before_reset=1,
+           runtime=("W", "R", "B", "sequence_lens"))
+    _check("LSTM", direction="reverse", init_c=True, seq_lens=[1, 4], unroll=True,
+           runtime=("W", "R", "sequence_lens", "initial_c"))
+
+
+@pytest.mark.compiler
+def test_runtime_weights_and_sequence_lens_compiled():
+    _check("LSTM", compiled=True, direction="bidirectional", init_h=True, init_c=True, peep=True, seq_lens=[3, 0],
+           runtime=("W", "R", "B", "sequence_lens", "initial_h", "initial_c", "P"))
+    _check("GRU", compiled=True, direction="bidirectional", init_h=True, seq_lens=[2, 4], linear_before_reset=1,
            runtime=("W", "R", "B", "sequence_lens"))
 
 
@@ -183,8 +202,9 @@ def _crnn_model(batch_dim=None):
 
 def test_stacked_bidirectional_lstm_reference():
     model, feeds, outs = _crnn_model()
-    for name, e, a in zip(outs, _ort(model, feeds), _ingot(model, feeds)):
-        np.testing.assert_allclose(a, e, rtol=1e-5, atol=1e-5, err_msg=name)
+    for unroll in (False, True):
+        for name, e, a in zip(outs, _ort(model, feeds), _ingot(model, feeds, unroll=unroll)):
+            np.testing.assert_allclose(a, e, rtol=1e-5, atol=1e-5, err_msg=name)
 
 
 @pytest.mark.compiler
@@ -193,22 +213,58 @@ def test_stacked_bidirectional_lstm_compiled_with_a_symbolic_batch():
     from ingot import graph as G
 
     model, _, outs = _crnn_model(batch_dim="batch")
+    for unroll in (False, True):
+        mod, _ = from_onnx(model, unroll_rnn=unroll)
+        run = G.Executor(G.build(mod, "llvm"), ingot.cpu())["main"]
+        for batch in (B, 3):  # one build, run at two batch sizes
+            x = np.random.default_rng(batch).uniform(-1, 1, (T, batch, I)).astype(np.float32)
+            for name, e, a in zip(outs, _ort(model, {"X": x}), run(x)):
+                np.testing.assert_allclose(a.numpy(), e, rtol=1e-5, atol=1e-5, err_msg=f"{name} unroll={unroll}")
+
+
+def _dynamic_length_model(op, **kw):
+    """One layer whose X is declared ``("seq", B, I)``: a sequence length known only at run time."""
+    nodes, inits, extra = _layer(op, "l", "X", **kw)
+    outputs = [o for o in nodes[0].output if o]
+    vi = [helper.make_tensor_value_info("X", F, ["seq", B, I])] + \
+        [helper.make_tensor_value_info(n, TensorProto.INT32 if a.dtype == np.int32 else F, a.shape) for n, a in extra]
+    vo = [helper.make_tensor_value_info(n, F, [f"{n}_{k}" for k in range(4 if n.endswith("_Y") else 3)])
+          for n in outputs]
+    graph = helper.make_graph(nodes, "g", vi, vo, initializer=inits)
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)], ir_version=8), dict(extra)
+
+
+@pytest.mark.compiler
+@pytest.mark.parametrize("op,kw", [
+    ("LSTM", {"direction": "bidirectional", "init_h": True, "init_c": True, "peep": True}),
+    ("GRU", {"direction": "reverse", "seq_lens": [2, 6], "runtime": ("sequence_lens",), "init_h": True}),
+    ("GRU", {"direction": "bidirectional", "linear_before_reset": 1, "clip": 0.7}),
+    ("RNN", {"direction": "bidirectional", "layout": 0, "activations": ["Relu", "Tanh"], "init_h": True}),
+], ids=["LSTM-bidirectional", "GRU-sequence_lens", "GRU-lbr", "RNN-bidirectional"])
+def test_runtime_sequence_length_compiles_once(op, kw):
+    """X's sequence length is a run-time dim: one build runs every length (issue #17)."""
+    import ingot
+    from ingot import graph as G
+
+    model, extra = _dynamic_length_model(op, **kw)
     mod, _ = from_onnx(model)
     run = G.Executor(G.build(mod, "llvm"), ingot.cpu())["main"]
-    for batch in (B, 3):  # one build, run at two batch sizes
-        x = np.random.default_rng(batch).uniform(-1, 1, (T, batch, I)).astype(np.float32)
-        for name, e, a in zip(outs, _ort(model, {"X": x}), run(x)):
-            np.testing.assert_allclose(a.numpy(), e, rtol=1e-5, atol=1e-5, err_msg=name)
+    for steps in (1, 3, 6):
+        x = np.random.default_rng(steps).uniform(-1, 1, (steps, B, I)).astype(np.float32)
+        feeds = {"X": x, **extra}
+        if "sequence_lens" in str(extra):   # lengths within this run's sequence length
+            feeds["l_sequence_lens"] = np.minimum(extra["l_sequence_lens"], steps).astype(np.int32)
+        out = run(*feeds.values())
+        out = out if isinstance(out, tuple) else (out,)
+        for k, (e, a) in enumerate(zip(_ort(model, feeds), out)):
+            np.testing.assert_allclose(a.numpy(), e, rtol=1e-5, atol=1e-5, err_msg=f"output {k}, T={steps}")
 
 
-def test_dynamic_sequence_length_is_refused_naming_the_node():
-    nodes, inits, _ = _layer("LSTM", "l", "X")
-    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("X", F, ["seq", B, I])],
-                              [helper.make_tensor_value_info("l_Y_h", F, ["a", "b", "c"])], initializer=inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)], ir_version=8)
+def test_unrolling_refuses_a_runtime_sequence_length_naming_the_node():
+    model, _ = _dynamic_length_model("LSTM")
     with pytest.raises(ConversionError, match="sequence length.*shape_dict"):
-        from_onnx(model)
-    mod, _ = from_onnx(model, shape_dict={"X": [T, B, I]})  # fixed with a static length
+        from_onnx(model, unroll_rnn=True)
+    mod, _ = from_onnx(model, shape_dict={"X": [T, B, I]}, unroll_rnn=True)  # fixed with a static length
     assert mod["main"] is not None
 
 

@@ -351,6 +351,8 @@ class Context(FoldingContext):
 
     #: Keep Div by a one-element float constant as an IEEE division (``from_onnx(exact_division=)``).
     exact_division: bool = False
+    #: Import LSTM/GRU/RNN unrolled over their static sequence length (``from_onnx(unroll_rnn=)``).
+    unroll_rnn: bool = False
     #: ``{domain: opset}`` of the model when unsupported nodes are kept as ``onnx_node`` calls
     #: (``from_onnx(keep_unsupported=True)``), else None.
     opaque_opsets: "dict | None" = None
@@ -416,7 +418,7 @@ def from_onnx(model_or_path: Any, shape_dict: "Mapping[str, Sequence[Any]] | Non
               keep_params_in_input: bool = False,
               const_inputs: "Mapping[str, Any] | None" = None, *, checked: bool = False,
               source: "str | None" = None, exact_division: bool = False,
-              keep_unsupported: bool = False) -> tuple[IRModule, dict]:
+              keep_unsupported: bool = False, unroll_rnn: bool = False) -> tuple[IRModule, dict]:
     """Import an ONNX model (TVM's ``relax.frontend.onnx.from_onnx``).
 
     Args:
@@ -442,6 +444,9 @@ def from_onnx(model_or_path: Any, shape_dict: "Mapping[str, Sequence[Any]] | Non
             kept whole as ``onnx_node`` calls typed by ONNX shape inference (`ingot.frontend.onnx.opaque`)
             instead of raising `UnsupportedOpsError`; ``ingot.compile(model, fallback="onnxruntime")``
             runs them on ONNX Runtime.
+        unroll_rnn: import ``LSTM``/``GRU``/``RNN`` unrolled over their static sequence length (kernels
+            per step) instead of as one time-loop kernel that takes any length
+            (`ingot.frontend.onnx.ops_rnn` says when each is the better one).
 
     Returns:
         ``(mod, params)``: ``mod["main"]`` takes the model's inputs in order and returns its output
@@ -509,6 +514,7 @@ def from_onnx(model_or_path: Any, shape_dict: "Mapping[str, Sequence[Any]] | Non
     bb = G.BlockBuilder()
     ctx = Context(bb)
     ctx.exact_division = exact_division
+    ctx.unroll_rnn = unroll_rnn
     ctx.domain_versions = domain_opsets(model)
     if keep_unsupported:
         ctx.opaque_opsets = {imp.domain if imp.domain != "ai.onnx" else "": int(imp.version)
