@@ -7,7 +7,13 @@ every IR constructor accepts either form.
 Low-precision floats that no C type stores (``float8_e4m3fn``, ``float8_e4m3fnuz``, ``float8_e5m2``,
 ``float8_e5m2fnuz``, ``float4_e2m1fn``; ml_dtypes' names) are *emulated*: their code is the full name,
 one element is held in a byte (the bit pattern), and only the conversions of `ingot.ops.lowp` compute
-with them. `EMULATED_FLOATS` lists them.
+with them. `EMULATED_FLOATS` lists them; ``float8_e8m0fnu`` (a power-of-two scale: 8 exponent bits, no
+sign, no mantissa) is one of them.
+
+Sub-byte integers (``int4``, ``uint4``, ``int2``, ``uint2``: `DataType.is_sub_byte_int`) are plain
+``int``/``uint`` types of 4 or 2 bits. One element is held in a byte, ml_dtypes' layout: the value's low
+bits, the upper bits zero. Kernels compute on them as ``int8``/``uint8`` values; a load sign-extends,
+a store and every conversion to them wrap to the width (the C backend, `ingot.codegen.c.types`).
 
 ``"string"`` is the element type of ONNX string tensors: no kernel computes with it (C has no
 string type Ingot would generate code for); its values live in the graph executor as numpy object
@@ -33,6 +39,7 @@ EMULATED_FLOATS = {
     "float8_e5m2": (5, 2, 15),
     "float8_e5m2fnuz": (5, 2, 16),
     "float4_e2m1fn": (2, 1, 1),
+    "float8_e8m0fnu": (8, 0, 127),
 }
 _EMULATED_PATTERN = re.compile(r"^(" + "|".join(EMULATED_FLOATS) + r")(?:x(\d+))?$")
 _PATTERN = re.compile(r"^(int|uint|float|bfloat|bool|handle)(\d*)(?:x(\d+))?$")
@@ -127,6 +134,17 @@ class DataType:
         return self.code in EMULATED_FLOATS
 
     @property
+    def is_sub_byte_int(self) -> bool:
+        """An integer narrower than a byte (``int4``, ``uint4``, ``int2``, ``uint2``), held one element
+        a byte as its low bits (see the module note).
+
+        Example:
+            >>> (DataType("int4").is_sub_byte_int, DataType("int4").bytes, DataType("int8").is_sub_byte_int)
+            (True, 1, False)
+        """
+        return self.code in ("int", "uint") and self.bits < 8
+
+    @property
     def is_bool(self) -> bool:
         return self.code == "bool"
 
@@ -166,7 +184,8 @@ class DataType:
         return self.with_lanes(1)
 
     def numpy_dtype(self):
-        """The numpy dtype of one lane (``bfloat16`` needs the ``ml_dtypes`` package).
+        """The numpy dtype of one lane (``bfloat16`` needs the ``ml_dtypes`` package; float8/float4 and
+        the sub-byte integers are ml_dtypes' types when it is installed, else ``uint8`` bytes as stored).
 
         Example:
             >>> DataType("int8").numpy_dtype()
@@ -184,12 +203,12 @@ class DataType:
             raise TypeError("a handle has no numpy dtype")
         if self.code == "string":  # numpy object arrays of str, as ONNX Runtime and onnx.reference hold them
             return np.dtype(object)
-        if self.code in EMULATED_FLOATS:
+        if self.code in EMULATED_FLOATS or self.is_sub_byte_int:
             try:
                 import ml_dtypes
-            except ImportError:  # the bit patterns, uninterpreted
+            except ImportError:  # the bytes, uninterpreted (numpy's "int4" would be int32)
                 return np.dtype("uint8")
-            return np.dtype(getattr(ml_dtypes, self.code))
+            return np.dtype(getattr(ml_dtypes, str(self.element_of())))
         return np.dtype(str(self.element_of()))
 
 

@@ -6,7 +6,10 @@ int 0, uint 1, float 2, bfloat 4, bool 6 (bool is stored in 8 bits). ``bfloat16`
 need the ``ml_dtypes`` package on the numpy side. The emulated low-precision floats
 (``float8_e4m3fn``, ``float8_e4m3fnuz``, ``float8_e5m2``, ``float8_e5m2fnuz``, ``float4_e2m1fn``) are
 one byte per element and use DLPack 1.1's codes; numpy arrays of them are ml_dtypes' when it is
-installed, else their uint8 bit patterns.
+installed, else their uint8 bit patterns. So are ``float8_e8m0fnu`` and the sub-byte integers ``int4``,
+``uint4``, ``int2``, ``uint2`` (DLPack int/uint with 4 or 2 bits): one element a byte in ml_dtypes'
+layout (the low bits; ``-1`` as ``int4`` is the byte ``0x0F``), so an ml_dtypes array is passed to and
+returned from kernels without a copy; without ml_dtypes the same bytes come back as ``uint8``.
 
 Example::
 
@@ -44,8 +47,11 @@ _BASE_OF_CODE = {code: base for base, code in _CODE_OF_BASE.items()}
 #: DLPack 1.1 type codes of the emulated low-precision floats (``(code, bits)``; one byte each in memory).
 EMULATED_DLPACK = {
     "float8_e4m3fn": (10, 8), "float8_e4m3fnuz": (11, 8), "float8_e5m2": (12, 8),
-    "float8_e5m2fnuz": (13, 8), "float4_e2m1fn": (17, 4),
+    "float8_e5m2fnuz": (13, 8), "float8_e8m0fnu": (14, 8), "float4_e2m1fn": (17, 4),
 }
+
+#: Integers narrower than a byte, stored one element a byte (ml_dtypes' layout, see the module note).
+SUB_BYTE_INTS = ("int4", "uint4", "int2", "uint2")
 _EMULATED_OF_CODE = {code: name for name, (code, _) in EMULATED_DLPACK.items()}
 
 #: The scalar dtypes that can back an NDArray.
@@ -56,6 +62,7 @@ SUPPORTED_DTYPES = (
     "float16", "float32", "float64",
     "bfloat16",
     *EMULATED_DLPACK,
+    *SUB_BYTE_INTS,
 )
 
 _DTYPE_RE = re.compile(r"^(int|uint|float|bfloat|complex|handle)(\d+)(?:x(\d+))?$")
@@ -155,7 +162,7 @@ def numpy_dtype(dtype: str) -> np.dtype:
         )
     if dtype == "bfloat16":
         return _bfloat16_numpy()
-    if dtype in EMULATED_DLPACK:
+    if dtype in EMULATED_DLPACK or dtype in SUB_BYTE_INTS:
         try:
             import ml_dtypes  # noqa: PLC0415 - optional dependency
         except ImportError:
@@ -199,7 +206,7 @@ def _numpy_dtype_name(npd: np.dtype) -> str:
         return "bool"
     if npd.kind in "iuf" and npd.name in SUPPORTED_DTYPES:
         return npd.name
-    if npd.name == "bfloat16" or npd.name in EMULATED_DLPACK:  # ml_dtypes' types
+    if npd.name == "bfloat16" or npd.name in EMULATED_DLPACK or npd.name in SUB_BYTE_INTS:  # ml_dtypes' types
         return npd.name
     raise DTypeError(
         f"numpy dtype {npd} has no Ingot equivalent; supported: {', '.join(SUPPORTED_DTYPES)}"

@@ -185,6 +185,8 @@ class CPrinter:
             return text
         if dtype.code == "bfloat":
             return f"{self.helpers.require('ingot_bf16_round')}({text})"
+        if dtype.is_sub_byte_int:
+            return f"{self.helpers.require('wrap_sub_byte', str(dtype))}({text})"
         if (dtype.is_integer and dtype.bits < 32) or (dtype.code == "float" and dtype.bits == 16):
             return f"(({elem_value_type(dtype)}){text})"
         return text
@@ -261,7 +263,8 @@ class CPrinter:
     def expr_Cast(self, node: Cast) -> str:
         src, dst = node.value.dtype, node.dtype
         if dst.lanes > 1:
-            plain = lambda t: t.code in ("int", "uint", "float") and not (t.code == "float" and t.bits == 16)
+            plain = lambda t: (t.code in ("int", "uint", "float") and not (t.code == "float" and t.bits == 16)
+                               and not t.is_sub_byte_int)
             if plain(src) and plain(dst):
                 return f"__builtin_convertvector({self.expr(node.value)}, {self.value_type(dst)})"
             return self._lanewise(dst, [node.value], lambda a: self._cast_text(src, dst, a[0]))
@@ -276,6 +279,10 @@ class CPrinter:
             return self.wrap_narrow(dst, f"(({target})(({text}) != 0))")
         if dst.code == "bfloat":
             return f"{self.helpers.require('ingot_bf16_round')}((float)({text}))"
+        if dst.is_sub_byte_int:
+            if src.is_float:
+                text = f"{self.helpers.require('ingot_f2i32_or_zero')}((double)({text}))"
+            return self.wrap_narrow(dst, text)
         return f"(({target})({text}))"
 
     # -- arithmetic --------------------------------------------------------------------------
@@ -434,6 +441,8 @@ class CPrinter:
             return f"{self.helpers.require('ingot_bf16_to_f32')}({text})"
         if dtype.is_bool:
             return f"((int32_t){text})"
+        if dtype.is_sub_byte_int:  # the stored low bits, sign-extended (see codegen.c.types)
+            return self.wrap_narrow(dtype, text)
         return text
 
     def _store_conv(self, dtype: DataType, text: str) -> str:
@@ -441,11 +450,13 @@ class CPrinter:
             return f"{self.helpers.require('ingot_f32_to_bf16')}({text})"
         if dtype.is_bool:
             return f"((int8_t)(({text}) != 0))"
+        if dtype.is_sub_byte_int:
+            return f"((uint8_t)(({text}) & {(1 << dtype.bits) - 1}))"
         return text
 
     def _contiguous(self, index: PrimExpr, dtype: DataType) -> bool:
         return (isinstance(index, Ramp) and as_const_int(index.stride) == 1
-                and dtype.code != "bfloat" and not dtype.is_bool)
+                and dtype.code != "bfloat" and not dtype.is_bool and not dtype.is_sub_byte_int)
 
     def expr_BufferLoad(self, node: BufferLoad) -> str:
         ptr = self._pointer(node.buffer)

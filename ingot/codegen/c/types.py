@@ -12,6 +12,12 @@ The emulated low-precision floats (``float8_e4m3fn``, ..., ``float4_e2m1fn``) ar
 roles: a value is its bit pattern, which only ``reinterpret`` to/from ``uint8`` looks into
 (`ingot.ops.lowp` converts them with integer arithmetic).
 
+The sub-byte integers (``int4``, ``uint4``, ``int2``, ``uint2``) are stored as ``uint8_t`` holding the
+value's low bits (ml_dtypes' layout: ``-1`` as ``int4`` is ``0x0F``) and held as ``int8_t``/``uint8_t``:
+a load sign-extends (``ingot_wrap_int4``), a store masks, and a conversion to them wraps to the width
+(a float is first truncated through ``int32``, whose overflow gives 0, as ml_dtypes and the ONNX
+reference do).
+
 ``float16`` is ``_Float16`` in both roles (GCC >= 12 / clang on x86-64 and AArch64). Vector
 dtypes (lanes > 1) are GCC vector extensions: ``typedef float ingot_float32x16
 __attribute__((vector_size(64)))``, plus a ``_u`` variant aligned to the element for unaligned
@@ -38,7 +44,9 @@ _SCALAR_VALUE = {
     ("bfloat", 16): "float", ("bool", 1): "int32_t", ("handle", 64): "void*",
 }
 _SCALAR_VALUE.update({(name, 4 if name.startswith("float4") else 8): "uint8_t" for name in EMULATED_FLOATS})
+_SCALAR_VALUE.update({("int", 4): "int8_t", ("int", 2): "int8_t", ("uint", 4): "uint8_t", ("uint", 2): "uint8_t"})
 _SCALAR_STORAGE = dict(_SCALAR_VALUE)
+_SCALAR_STORAGE.update({(code, bits): "uint8_t" for code in ("int", "uint") for bits in (4, 2)})
 _SCALAR_STORAGE[("bfloat", 16)] = "uint16_t"
 _SCALAR_STORAGE[("bool", 1)] = "int8_t"
 
@@ -46,7 +54,8 @@ _SCALAR_STORAGE[("bool", 1)] = "int8_t"
 def _unsupported(dtype: DataType, role: str) -> NotImplementedError:
     return NotImplementedError(
         f"the C backend has no {role} type for dtype {dtype}; supported element types are "
-        "int8/16/32/64, uint8/16/32/64, float16/32/64, bfloat16, bool and handle"
+        "int2/4/8/16/32/64, uint2/4/8/16/32/64, float16/32/64, bfloat16, the emulated float8/float4 "
+        "formats, bool and handle"
     )
 
 
@@ -230,7 +239,31 @@ def _minmax(kind: str) -> Callable[[str, str], "tuple[str, str]"]:
     return make
 
 
+def _wrap_sub_byte(dtype: str) -> "tuple[str, str]":
+    # The value of the low bits of v as the sub-byte integer `dtype` (modulo 2**bits, sign from the top bit).
+    t = DataType(dtype)
+    name, mask = f"ingot_wrap_{t}", (1 << t.bits) - 1
+    if t.is_uint:
+        return name, f"static inline uint8_t {name}(int64_t v) {{ return (uint8_t)((uint64_t)v & {mask}u); }}\n"
+    half = 1 << (t.bits - 1)
+    return name, (
+        f"static inline int8_t {name}(int64_t v) {{\n"
+        f"  int32_t b = (int32_t)((uint64_t)v & {mask}u);\n  return (int8_t)(b >= {half} ? b - {mask + 1} : b);\n}}\n"
+    )
+
+
+def _float_to_int32_or_zero() -> "tuple[str, str]":
+    # Truncation toward zero; NaN and values outside int32 give 0 (ml_dtypes' float -> int4 goes through
+    # a C int, whose x86 overflow value INT32_MIN has zero low bits): defined behaviour, unlike a C cast.
+    return "ingot_f2i32_or_zero", (
+        "static inline int32_t ingot_f2i32_or_zero(double v) {\n"
+        "  return (v > -2147483649.0 && v < 2147483648.0) ? (int32_t)v : 0;\n}\n"
+    )
+
+
 _HELPER_TEMPLATES: dict[str, Callable[..., "tuple[str, str]"]] = {
+    "wrap_sub_byte": _wrap_sub_byte,
+    "ingot_f2i32_or_zero": _float_to_int32_or_zero,
     "ingot_bf16_to_f32": _bf16_to_f32,
     "ingot_f32_to_bf16": _f32_to_bf16,
     "ingot_bf16_round": _bf16_round,

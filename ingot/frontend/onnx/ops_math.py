@@ -208,8 +208,10 @@ def _cast_to(ctx: Any, node: Any, x: Any, dtype: str) -> Any:
     if ctx.dtype(x) == dtype:
         return x
     if dtype in EMULATED_FLOATS or ctx.dtype(x) in EMULATED_FLOATS:
-        # float8/float4 are emulated (bit patterns in bytes); saturate=0 turns overflow into Inf/NaN.
-        return ctx.emit(G.op.unary.cast_emulated(ctx.expr(x), dtype, bool(node.attr("saturate", 1))))
+        # float8/float4 are emulated (bit patterns in bytes); saturate=0 turns overflow into Inf/NaN;
+        # round_mode (opset 25) is how a value rounds to the power of two of float8_e8m0fnu.
+        return ctx.emit(G.op.unary.cast_emulated(ctx.expr(x), dtype, bool(node.attr("saturate", 1)),
+                                                 str(node.attr("round_mode", "up"))))
     return ctx.emit(G.op.cast(ctx.expr(x), dtype))
 
 

@@ -172,17 +172,23 @@ def _emulated(x: Any, dtype: str) -> bool:
     return dtype in EMULATED_FLOATS or src in EMULATED_FLOATS
 
 
+def _sub_byte(x: Any, dtype: str) -> bool:
+    # int4/uint4/int2/uint2 on either side: numpy's astype("int4") means int32, and the wrap is ml_dtypes'.
+    return any(name in ("int4", "uint4", "int2", "uint2") for name in (dtype, str(getattr(x, "dtype", ""))))
+
+
 def _legalize_cast(inputs: Any, attrs: Any, out: Any) -> Any:
     x, dtype = inputs[0], attrs["dtype"]
     if _emulated(x, dtype):
-        return topi("lowp").cast(x, dtype, bool(attrs.get("saturate", True)))
-    return topi("elemwise").cast(x, dtype)
+        return topi("lowp").cast(x, dtype, bool(attrs.get("saturate", True)), attrs.get("round_mode", "up"))
+    return topi("elemwise").cast(x, dtype)   # sub-byte integers: the C backend wraps
 
 
 def _np_cast(args: Any, attrs: Any) -> np.ndarray:
     x, dtype = np.asarray(args[0]), attrs["dtype"]
-    if _emulated(x, dtype):
-        return topi("lowp").cast_numpy(x, dtype, bool(attrs.get("saturate", True)))
+    if _emulated(x, dtype) or _sub_byte(x, dtype):
+        return topi("lowp").cast_numpy(x, dtype, bool(attrs.get("saturate", True)),
+                                       round_mode=attrs.get("round_mode", "up"))
     return x.astype(dtype)
 
 
@@ -192,11 +198,14 @@ register_op(
     legalize=_legalize_cast, numpy=_np_cast,
 )
 
-# ONNX Cast/QuantizeLinear with saturate=0: an overflow becomes Inf/NaN instead of the largest value.
+# ONNX Cast/QuantizeLinear with saturate=0: an overflow becomes Inf/NaN instead of the largest value;
+# round_mode (up/down/nearest) is Cast's rounding to float8_e8m0fnu.
 register_op(
-    "cast_emulated", num_inputs=1, pattern=OpPattern.ELEMWISE, attrs={"dtype": None, "saturate": True},
+    "cast_emulated", num_inputs=1, pattern=OpPattern.ELEMWISE,
+    attrs={"dtype": None, "saturate": True, "round_mode": "up"},
     infer=lambda args, attrs: tensor_sinfo("cast_emulated", args[0]).with_dtype(attrs["dtype"]),
-    normalize_attrs=lambda attrs, args: {"dtype": str(attrs["dtype"]), "saturate": bool(attrs["saturate"])},
+    normalize_attrs=lambda attrs, args: {"dtype": str(attrs["dtype"]), "saturate": bool(attrs["saturate"]),
+                                         "round_mode": str(attrs["round_mode"])},
     legalize=_legalize_cast, numpy=_np_cast,
 )
 
@@ -216,10 +225,11 @@ def cast(x: Expr, dtype: str) -> Call:
 astype = cast
 
 
-def cast_emulated(x: Expr, dtype: str, saturate: bool = True) -> Call:
+def cast_emulated(x: Expr, dtype: str, saturate: bool = True, round_mode: str = "up") -> Call:
     """``x`` converted to or from an emulated float (float8_*, float4_e2m1fn), rounding to nearest
     even; an overflow gives the largest finite value (``saturate``) or Inf/NaN. ``cast`` does the
-    same with ``saturate=True``.
+    same with ``saturate=True``. ``float8_e8m0fnu`` rounds as ``round_mode`` (``up``, ``down`` or
+    ``nearest``) says.
 
     Example:
         >>> from ingot import graph as G
@@ -227,4 +237,6 @@ def cast_emulated(x: Expr, dtype: str, saturate: bool = True) -> Call:
         >>> str(G.op.unary.cast_emulated(x, "float8_e5m2", saturate=False).struct_info)
         'R.Tensor((4,), dtype="float8_e5m2")'
     """
-    return make_call("cast_emulated", [x], dtype=str(dtype), saturate=bool(saturate))
+    if round_mode not in ("up", "down", "nearest"):
+        raise ValueError(f"cast_emulated: round_mode must be 'up', 'down' or 'nearest', got {round_mode!r}")
+    return make_call("cast_emulated", [x], dtype=str(dtype), saturate=bool(saturate), round_mode=str(round_mode))

@@ -1,0 +1,168 @@
+"""Sub-byte integers (int4/uint4/int2/uint2) and float8_e8m0fnu, emulated by the C backend (issue 17):
+ONNX Cast / QuantizeLinear / DequantizeLinear compiled and compared bit for bit with the ONNX reference
+(`onnx.reference.ReferenceEvaluator`, whose casts are ml_dtypes'), and the runtime's ml_dtypes arrays.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+ml_dtypes = pytest.importorskip("ml_dtypes")
+onnx = pytest.importorskip("onnx")
+from onnx import TensorProto as TP, helper  # noqa: E402
+from onnx.reference import ReferenceEvaluator  # noqa: E402
+
+import ingot  # noqa: E402
+from ingot import graph as G  # noqa: E402
+from ingot.frontend.onnx import from_onnx  # noqa: E402
+from ingot.ops import lowp  # noqa: E402
+
+SUB_BYTE = {"int4": TP.INT4, "uint4": TP.UINT4, "int2": TP.INT2, "uint2": TP.UINT2}
+_SRC = {"float32": TP.FLOAT, "float16": TP.FLOAT16, "float64": TP.DOUBLE, "int32": TP.INT32, "int64": TP.INT64,
+        "uint8": TP.UINT8, "bool": TP.BOOL}
+
+
+def _model(nodes: list, inputs: list, outputs: list, opset: int = 25, inits: "list | None" = None):
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info(*i) for i in inputs],
+                          [helper.make_tensor_value_info(*o) for o in outputs], inits or [])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], ir_version=11)
+
+
+def _compiled(model, inputs: dict) -> list:
+    mod, _ = from_onnx(model, shape_dict={k: list(v.shape) for k, v in inputs.items()})
+    out = G.Executor(G.build(mod, "llvm"), ingot.cpu())["main"](*inputs.values())
+    outs = list(out) if isinstance(out, (list, tuple)) else [out]
+    return [o.numpy() if hasattr(o, "numpy") else np.asarray(o) for o in outs]
+
+
+def _reference(model, inputs: dict) -> list:
+    return ReferenceEvaluator(model).run(None, inputs)
+
+
+def _assert_same(got: list, want: list) -> None:
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype and g.shape == w.shape
+        np.testing.assert_array_equal(g.view(np.uint8) if g.dtype.itemsize == 1 else g,
+                                      w.view(np.uint8) if w.dtype.itemsize == 1 else w)
+
+
+def _values(src: str) -> np.ndarray:
+    """Fractions, ties, values that wrap many times, int32 overflow, NaN/Inf (for floats)."""
+    rng = np.random.default_rng(5)
+    if src == "bool":
+        return rng.integers(0, 2, 64).astype(bool)
+    if np.dtype(src).kind in "iu":
+        info = np.iinfo(src)
+        return rng.integers(max(info.min, -(2 ** 40)), min(info.max, 2 ** 40), 400, dtype=np.int64).astype(src)
+    x = np.concatenate([rng.standard_normal(300) * 6, np.arange(-20, 20, 0.5), rng.standard_normal(50) * 1e4,
+                        [np.nan, np.inf, -np.inf, 2.0 ** 31 + 4, -(2.0 ** 33), 65504.0, -0.0]])
+    with np.errstate(over="ignore"):
+        return x.astype(src)
+
+
+@pytest.mark.compiler
+@pytest.mark.parametrize("src", list(_SRC))
+def test_cast_to_sub_byte_and_back_matches_onnx_reference(src):
+    # One model: x -> each sub-byte type (wraps, as ml_dtypes), and each of them back to x's type.
+    names = list(SUB_BYTE)
+    nodes = [helper.make_node("Cast", ["x"], [f"q_{n}"], to=SUB_BYTE[n]) for n in names]
+    nodes += [helper.make_node("Cast", [f"q_{n}"], [f"b_{n}"], to=_SRC[src]) for n in names]
+    x = _values(src)
+    outputs = [(f"q_{n}", SUB_BYTE[n], [x.size]) for n in names] + [(f"b_{n}", _SRC[src], [x.size]) for n in names]
+    model = _model(nodes, [("x", _SRC[src], [x.size])], outputs)
+    got = _compiled(model, {"x": x})
+    _assert_same(got, _reference(model, {"x": x}))
+    assert [g.dtype.name for g in got[:4]] == names
+
+
+@pytest.mark.compiler
+def test_sub_byte_inputs_sign_extend_and_move_unchanged():
+    # int4/int2 inputs arrive in ml_dtypes' layout (low bits); a transpose moves them, casts widen them.
+    rng = np.random.default_rng(2)
+    xs = {n: rng.integers(-8 if n == "int4" else -2 if n == "int2" else 0,
+                          {"int4": 8, "uint4": 16, "int2": 2, "uint2": 4}[n], (3, 5)).astype(getattr(ml_dtypes, n))
+          for n in SUB_BYTE}
+    nodes, outputs = [], []
+    for n in SUB_BYTE:
+        nodes += [helper.make_node("Transpose", [n], [f"t_{n}"], perm=[1, 0]),
+                  helper.make_node("Cast", [n], [f"w_{n}"], to=TP.INT32)]
+        outputs += [(f"t_{n}", SUB_BYTE[n], [5, 3]), (f"w_{n}", TP.INT32, [3, 5])]
+    model = _model(nodes, [(n, SUB_BYTE[n], [3, 5]) for n in SUB_BYTE], outputs)
+    got = _compiled(model, xs)
+    _assert_same(got, _reference(model, xs))
+
+
+@pytest.mark.compiler
+@pytest.mark.parametrize("qtype", list(SUB_BYTE))
+def test_blocked_quantize_dequantize_with_sub_byte_weights_matches_onnx_reference(qtype):
+    # Weights and zero points are sub-byte initializers (the packed weights blob holds their bytes).
+    rng = np.random.default_rng(11)
+    lo, hi = {"int4": (-8, 7), "uint4": (0, 15), "int2": (-2, 1), "uint2": (0, 3)}[qtype]
+    w = rng.integers(lo, hi + 1, (4, 8))
+    zp = rng.integers(lo, hi + 1, (4, 2))
+    scale = rng.uniform(0.05, 0.5, (4, 2)).astype(np.float32)
+    inits = [helper.make_tensor("w", SUB_BYTE[qtype], [4, 8], w.reshape(-1).tolist()),
+             helper.make_tensor("zp", SUB_BYTE[qtype], [4, 2], zp.reshape(-1).tolist()),
+             helper.make_tensor("s", TP.FLOAT, [4, 2], scale.reshape(-1).tolist())]
+    nodes = [helper.make_node("DequantizeLinear", ["w", "s", "zp"], ["dw"], axis=1, block_size=4),
+             helper.make_node("QuantizeLinear", ["x", "s", "zp"], ["q"], axis=1, block_size=4),
+             helper.make_node("DequantizeLinear", ["q", "s", "zp"], ["dq"], axis=1, block_size=4)]
+    x = (rng.standard_normal((4, 8)) * 2).astype(np.float32)
+    x[0, :3] = [100.0, -100.0, 0.5 * scale[0, 0]]   # saturation and a tie
+    model = _model(nodes, [("x", TP.FLOAT, [4, 8])],
+                   [("dw", TP.FLOAT, [4, 8]), ("q", SUB_BYTE[qtype], [4, 8]), ("dq", TP.FLOAT, [4, 8])],
+                   opset=21, inits=inits)
+    _assert_same(_compiled(model, {"x": x}), _reference(model, {"x": x}))
+
+
+def test_sub_byte_numpy_cast_matches_ml_dtypes():
+    for name in SUB_BYTE:
+        for src in ("float32", "float64", "int64"):
+            x = _values(src)
+            with np.errstate(invalid="ignore", over="ignore"):
+                want = x.astype(getattr(ml_dtypes, name))
+            np.testing.assert_array_equal(lowp.cast_numpy(x, name).view(np.uint8), want.view(np.uint8))
+
+
+def test_runtime_arrays_keep_ml_dtypes_layout():
+    x = np.array([-8, -1, 0, 7], ml_dtypes.int4)
+    a = ingot.runtime.array(x)
+    assert a.dtype == "int4" and a.numpy().dtype == x.dtype
+    np.testing.assert_array_equal(a.numpy().view(np.uint8), [8, 15, 0, 7])
+
+
+# -- float8_e8m0fnu ----------------------------------------------------------------------------------
+
+def _e8m0_inputs() -> np.ndarray:
+    rng = np.random.default_rng(9)
+    x = np.concatenate([rng.standard_normal(200) * s for s in (1e-39, 1e-20, 1, 1e30)])
+    x = np.concatenate([x, np.exp2(np.arange(-149, 128)), np.exp2(np.arange(-126, 127)) * 1.5,
+                        [0.0, -0.0, np.inf, -np.inf, np.nan, 3.4e38, -2.0, 2.0 ** 127 * 1.25]])
+    with np.errstate(over="ignore"):
+        return x.astype(np.float32)
+
+
+@pytest.mark.compiler
+def test_cast_to_e8m0_every_round_mode_matches_onnx_reference():
+    modes = [(r, s) for r in ("up", "down", "nearest") for s in (1, 0)]
+    nodes = [helper.make_node("Cast", ["x"], [f"y_{r}_{s}"], to=TP.FLOAT8E8M0, round_mode=r, saturate=s)
+             for r, s in modes]
+    x = _e8m0_inputs()
+    model = _model(nodes, [("x", TP.FLOAT, [x.size])], [(f"y_{r}_{s}", TP.FLOAT8E8M0, [x.size]) for r, s in modes])
+    got = _compiled(model, {"x": x})
+    assert got[0].dtype == np.dtype(ml_dtypes.float8_e8m0fnu)
+    _assert_same(got, _reference(model, {"x": x}))
+
+
+@pytest.mark.compiler
+def test_cast_from_e8m0_every_code_matches_ml_dtypes():
+    codes = np.arange(256, dtype=np.uint8).view(ml_dtypes.float8_e8m0fnu)
+    nodes = [helper.make_node("Cast", ["x"], ["f32"], to=TP.FLOAT),
+             helper.make_node("Cast", ["x"], ["f16"], to=TP.FLOAT16),
+             helper.make_node("Cast", ["x"], ["e4m3"], to=TP.FLOAT8E4M3FN)]
+    model = _model(nodes, [("x", TP.FLOAT8E8M0, [256])],
+                   [("f32", TP.FLOAT, [256]), ("f16", TP.FLOAT16, [256]), ("e4m3", TP.FLOAT8E4M3FN, [256])])
+    f32, f16, e4m3 = _compiled(model, {"x": codes})
+    np.testing.assert_array_equal(f32, codes.astype(np.float32))
+    np.testing.assert_array_equal(f16, codes.astype(np.float32).astype(np.float16))
+    np.testing.assert_array_equal(e4m3.view(np.uint8), lowp.encode_numpy(codes.astype(np.float32), "float8_e4m3fn"))
