@@ -30,6 +30,7 @@ from ingot.ir.error import IngotError
 from ingot.graph.control_flow import If, join_struct_info
 from ingot.graph.op.control import loop as loop_call, scan as scan_call
 
+from . import ops_dynamic
 from .importer import Context, _convert_node, register
 from .sequence import OptionalValue, SequenceValue
 
@@ -401,8 +402,11 @@ def _split_to_sequence(ctx: Any, node: Any) -> Any:
     if split is None:
         sizes = [1] * size
     else:
+        if ctx.static(split) is None and len(ctx.shape(split)) == 1:  # run-time sizes, a static count of parts
+            return SequenceValue(ops_dynamic.dynamic_split(ctx, node, x, split, axis), ctx.dtype(x))
         if ctx.static(split) is None:
-            raise node.error("split must be known at import time")
+            raise node.error("a run-time split must be a 1-D tensor of sizes (a scalar chunk length gives a number "
+                             "of parts only the run knows, which a sequence cannot have here)")
         static = [int(v) for v in np.asarray(ctx.static(split)).reshape(-1)]
         if np.asarray(ctx.static(split)).ndim == 0:
             chunk = static[0]

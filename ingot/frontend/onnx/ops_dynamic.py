@@ -140,10 +140,10 @@ def dynamic_constant_of_shape(ctx: Any, node: Any, value: np.ndarray) -> Any:
 # -- builtins: the data decides the output size ------------------------------------------------------
 
 
-def dynamic_range(ctx: Any, node: Any) -> Any:
-    """Range with run-time start/limit/delta."""
-    dt = ctx.dtype(node.input(0))
-    return _builtin(ctx, "range", list(node.inputs[:3]), {}, (((fresh_dims(ctx, 1)[0],), dt),))
+def dynamic_range(ctx: Any, node: Any, bounds: "list | None" = None) -> Any:
+    """Range with run-time start/limit/delta (``bounds``, else the node's first three inputs)."""
+    bounds = list(node.inputs[:3]) if bounds is None else bounds
+    return _builtin(ctx, "range", bounds, {}, (((fresh_dims(ctx, 1)[0],), ctx.dtype(bounds[0])),))
 
 
 def dynamic_slice(ctx: Any, node: Any) -> Any:
@@ -191,6 +191,35 @@ def dynamic_topk(ctx: Any, node: Any, axis: int) -> Any:
     params = {"axis": axis, "largest": int(node.attr("largest", 1)), "sorted": int(node.attr("sorted", 1))}
     call = _builtin(ctx, "topk", [x, node.input(1)], params, ((tuple(shape), ctx.dtype(x)), (tuple(shape), "int64")))
     return _outputs(ctx, call, 2)
+
+
+def dynamic_split(ctx: Any, node: Any, x: Any, split: Any, axis: int) -> list:
+    """Split (and SplitToSequence) with run-time ``split`` sizes: one part per value (its length is
+    static), each with a fresh size on ``axis``."""
+    count = static_length(ctx, node, split, f"{node.op_type}'s split")
+    shape = list(ctx.shape(x))
+    outputs = []
+    for name in fresh_dims(ctx, count):
+        shape[axis] = name
+        outputs.append((tuple(shape), ctx.dtype(x)))
+    call = _builtin(ctx, "split", [x, split], {"axis": axis}, tuple(outputs))
+    return [call] if count == 1 else _outputs(ctx, call, count)
+
+
+def dynamic_trilu(ctx: Any, node: Any, x: Any, k: Any, upper: bool) -> Any:
+    """Trilu with a run-time ``k``: the mask ``col - row >= k`` (upper) or ``<= k`` (lower) is one
+    elementwise kernel over a constant offset table and ``k``; nothing is recompiled per ``k``."""
+    rows, cols = ctx.shape(x)[-2:]
+    if not (isinstance(rows, int) and isinstance(cols, int)):
+        raise node.error(f"Trilu with a run-time k needs static matrix sizes, got {(str(rows), str(cols))}")
+    offset = G.const(np.arange(cols, dtype="int64")[None, :] - np.arange(rows, dtype="int64")[:, None])
+    kk = ctx.expr(k)
+    if str(kk.struct_info.dtype) != "int64":
+        kk = ctx.expr(ctx.emit(G.op.astype(kk, "int64")))
+    kk = ctx.expr(ctx.emit(G.op.reshape(kk, (1, 1))))
+    keep = ctx.emit((G.op.greater_equal if upper else G.op.less_equal)(offset, kk))
+    zero = G.const(np.array(0, ctx.dtype(x)))
+    return ctx.emit(G.op.where(ctx.expr(keep), ctx.expr(x), zero))
 
 
 @register("NonZero", since=9)

@@ -51,8 +51,6 @@ def _constant(ctx: Any, node: Any) -> Any:
         return np.array(a["value_int"], "int64")
     if "value_ints" in a:
         return np.array(a["value_ints"], "int64")
-    if "value_string" in a or "value_strings" in a:  # a string tensor (feeds string ops: ops_string)
-        return np.array(a.get("value_string", a.get("value_strings")), dtype=object)
     raise node.error(f"Constant with attribute(s) {sorted(a)} is not supported (string and sparse constants)")
 
 
@@ -301,6 +299,8 @@ def _split(ctx: Any, node: Any) -> Any:
     x = node.input(0)
     shape = list(ctx.shape(x))
     axis = norm_axes([node.attr("axis", 0)], len(shape))[0]
+    if node.opset >= 13 and node.input(1) is not None and not is_static(node.input(1)):
+        return ops_dynamic.dynamic_split(ctx, node, x, node.input(1), axis)
     dim = shape[axis]
     if not isinstance(dim, int):
         raise node.error(f"Split needs a static size on axis {axis}, got {dim}")
@@ -515,6 +515,8 @@ def _space_to_depth(ctx: Any, node: Any) -> Any:
 @register("Trilu", since=14)
 def _trilu(ctx: Any, node: Any) -> Any:
     x = node.input(0)
+    if node.input(1) is not None and not is_static(node.input(1)):
+        return ops_dynamic.dynamic_trilu(ctx, node, x, node.input(1), bool(node.attr("upper", 1)))
     shape = _static_dims(ctx, node, x, "Trilu")
     k = 0 if node.input(1) is None else int(as_array(node.input(1)).reshape(-1)[0])
     ones = np.ones(shape[-2:], bool)
@@ -535,18 +537,26 @@ def _eye_like(ctx: Any, node: Any) -> Any:
 @register("OneHot", since=9)
 def _one_hot(ctx: Any, node: Any) -> Any:
     idx, depth, values = node.input(0), node.input(1), node.input(2)
-    if not (is_static(depth) and is_static(values)):
-        raise node.error("OneHot needs a constant depth and values")
-    d = int(as_array(depth).reshape(-1)[0])
-    on_off = as_array(values)
     ndim = len(ctx.shape(idx)) + 1
     axis = norm_axes([node.attr("axis", -1)], ndim)[0]
     i = ctx.expr(idx)
     dt = ctx.dtype(i)
-    i = ctx.expr(ctx.emit(G.op.where(ctx.emit(G.op.less(i, G.const(np.array(0, dt)))),
-                                     ctx.emit(G.op.add(i, G.const(np.array(d, dt)))), i)))
+    if is_static(depth):
+        d: Any = G.const(np.array(int(as_array(depth).reshape(-1)[0]), dt))
+        positions: Any = G.const(np.arange(int(as_array(depth).reshape(-1)[0]), dtype=dt))
+    else:  # a run-time depth: the one-hot axis is a fresh dim, the positions a range the executor makes
+        d = ctx.expr(ctx.emit(G.op.reshape(ctx.expr(ctx.emit(G.op.astype(ctx.expr(depth), "int64"))), ())))
+        positions = ctx.expr(ops_dynamic.dynamic_range(ctx, node, [np.array(0, "int64"), d, np.array(1, "int64")]))
+        d = ctx.expr(ctx.emit(G.op.astype(d, dt)))
+        positions = ctx.expr(ctx.emit(G.op.astype(positions, dt)))
+    # ONNX wraps negative indices once; out-of-range ones match no position (all off_value).
+    i = ctx.expr(ctx.emit(G.op.where(ctx.emit(G.op.less(i, G.const(np.array(0, dt)))), ctx.emit(G.op.add(i, d)), i)))
     i = ctx.expr(ctx.emit(G.op.expand_dims(i, axis)))
     ar_shape = [1] * ndim
-    ar_shape[axis] = d
-    hot = ctx.emit(G.op.equal(i, G.const(np.arange(d, dtype=dt).reshape(ar_shape))))
-    return ctx.emit(G.op.where(ctx.expr(hot), G.const(np.array(on_off[1])), G.const(np.array(on_off[0]))))
+    ar_shape[axis] = ctx.shape(positions)[0]
+    hot = ctx.emit(G.op.equal(i, ctx.expr(ctx.emit(G.op.reshape(positions, tuple(ar_shape))))))
+    if is_static(values):
+        off, on = (G.const(np.array(v)) for v in as_array(values).reshape(-1)[:2])
+    else:
+        off, on = (ctx.expr(ctx.emit(G.op.strided_slice(ctx.expr(values), [k], [k + 1], [1], [0]))) for k in (0, 1))
+    return ctx.emit(G.op.where(ctx.expr(hot), on, off))
