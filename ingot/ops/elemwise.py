@@ -11,6 +11,7 @@ import math
 from typing import Any, Callable
 
 from ingot import tir
+from ingot.ir.dtype import DataType
 
 from ._util import compute, const_like
 
@@ -123,6 +124,52 @@ def cast(x: Any, dtype: str) -> Any:
         >>> y = cast(te.placeholder((4,), name="x"), "float16")
     """
     return unary(x, lambda v: v.astype(dtype), "T_cast")
+
+
+def _bit_pattern(v: Any, src: "DataType") -> Any:
+    """The bits of a value of a type narrower than 16 bits, as a uint8 (see `bitcast`)."""
+    if src.is_emulated:
+        return tir.reinterpret("uint8", v)
+    if src.is_sub_byte_int:   # -1 as int4 is 0x0F: the low bits of the C value
+        return v.astype("uint8") & tir.const((1 << src.bits) - 1, "uint8")
+    return v.astype("uint8")   # bool (0/1), int8 (C's conversion keeps the bits), uint8
+
+
+def _from_bit_pattern(code: Any, dst: "DataType") -> Any:
+    if dst.is_emulated:
+        return tir.reinterpret(str(dst), code)
+    if dst.is_bool:
+        return code != tir.const(0, "uint8")
+    return code.astype(str(dst))   # a sub-byte integer wraps (sign from its top bit); int8 keeps the bits
+
+
+def bitcast(x: Any, dtype: str) -> Any:
+    """``x``'s bits read as ``dtype`` (ONNX BitCast, numpy ``view``): both types have the same width;
+    bool counts as 8 bits, bfloat16 is reinterpreted through its float32 bits (kernels hold it as float32,
+    so a signalling-NaN pattern read as bfloat16 comes out as the quiet NaN).
+
+    Example:
+        >>> from ingot import te
+        >>> y = bitcast(te.placeholder((4,), "float32", "x"), "int32")
+    """
+    src, dst = DataType(str(x.dtype)), DataType(dtype)
+    if max(src.bits, 8) != max(dst.bits, 8):   # the graph op names both widths; this guards direct TE use
+        raise ValueError(f"bitcast: {src} and {dst} differ in width; Cast converts values")
+
+    def body(v: Any) -> Any:
+        if src.bits <= 8:
+            return _from_bit_pattern(_bit_pattern(v, src), dst)
+        if src.code == "bfloat":   # a bfloat16 value is held as float32: its bits are the top half
+            v = (tir.reinterpret("int32", v.astype("float32")) >> 16).astype("int16")
+            src_t = DataType("int16")
+        else:
+            src_t = src
+        if dst.code == "bfloat":
+            wide = tir.reinterpret("int16", v) if src_t != DataType("int16") else v
+            return tir.reinterpret("float32", wide.astype("int32") << 16).astype("bfloat16")
+        return tir.reinterpret(str(dst), v) if src_t != dst else v
+
+    return unary(x, body, "T_bitcast")
 
 
 def _math(name: str) -> Callable[[Any], Any]:

@@ -166,3 +166,63 @@ def test_cast_from_e8m0_every_code_matches_ml_dtypes():
     np.testing.assert_array_equal(f32, codes.astype(np.float32))
     np.testing.assert_array_equal(f16, codes.astype(np.float32).astype(np.float16))
     np.testing.assert_array_equal(e4m3.view(np.uint8), lowp.encode_numpy(codes.astype(np.float32), "float8_e4m3fn"))
+
+
+# -- BitCast (opset 26) ------------------------------------------------------------------------------
+
+_BITCAST_PAIRS = [("float32", "int32"), ("int32", "float32"), ("float64", "uint64"), ("float16", "int16"),
+                  ("uint16", "float16"), ("bfloat16", "int16"), ("uint16", "bfloat16"), ("float16", "bfloat16"),
+                  ("bool", "uint8"), ("int8", "bool"), ("uint8", "int8"), ("float8_e4m3fn", "int8"),
+                  ("uint8", "float8_e5m2"), ("int4", "uint4"), ("uint4", "int4"), ("uint2", "int2")]
+
+
+def _random_bits(dtype: str, n: int) -> np.ndarray:
+    """Every kind of bit pattern of ``dtype`` (quiet NaNs only: a signalling NaN may be quieted on the way)."""
+    from ingot.ir.dtype import DataType
+
+    npd = DataType(dtype).numpy_dtype()
+    rng = np.random.default_rng(4)
+    if dtype == "bool":
+        return rng.integers(0, 2, n).astype(bool)
+    if DataType(dtype).is_sub_byte_int:
+        return rng.integers(0, 1 << DataType(dtype).bits, n).astype(np.uint8).view(npd)
+    raw = rng.integers(0, 256, n * npd.itemsize).astype(np.uint8).view(npd)
+    if npd.kind == "f" or npd.name == "bfloat16":
+        with np.errstate(over="ignore"):   # float64 patterns beyond float32 only need the NaN test
+            vals = raw.astype(np.float32)
+        raw = np.where(np.isnan(vals), npd.type(np.nan), raw).astype(npd)
+    return raw
+
+
+@pytest.mark.compiler
+def test_bitcast_matches_onnx_reference_bit_for_bit():
+    from ingot.ir.dtype import DataType
+
+    onnx_type = {name: helper.np_dtype_to_tensor_dtype(DataType(name).numpy_dtype()) for pair in _BITCAST_PAIRS
+                 for name in pair}
+    nodes, inputs, outputs, feeds = [], [], [], {}
+    for k, (src, dst) in enumerate(_BITCAST_PAIRS):
+        nodes.append(helper.make_node("BitCast", [f"x{k}"], [f"y{k}"], to=onnx_type[dst]))
+        inputs.append((f"x{k}", onnx_type[src], [64]))
+        outputs.append((f"y{k}", onnx_type[dst], [64]))
+        feeds[f"x{k}"] = _random_bits(src, 64)
+    model = _model(nodes, inputs, outputs, opset=26)
+    got, want = _compiled(model, feeds), _reference(model, feeds)
+    for (src, dst), g, w in zip(_BITCAST_PAIRS, got, want):
+        assert g.dtype == w.dtype, (src, dst)
+        if dst == "bool":   # numpy's view keeps the byte; a bool is true for any non-zero byte
+            np.testing.assert_array_equal(g, w)
+            continue
+        if dst == "bfloat16":   # held as float32 in kernels: a signalling NaN comes out quiet (still NaN)
+            nan = np.isnan(w.astype(np.float32))
+            np.testing.assert_array_equal(np.isnan(g.astype(np.float32)), nan)
+            g, w = g[~nan], w[~nan]
+        np.testing.assert_array_equal(g.view(f"uint{8 * g.itemsize}"), w.view(f"uint{8 * w.itemsize}"),
+                                      err_msg=f"{src} -> {dst}")
+
+
+def test_bitcast_of_different_widths_names_the_types():
+    model = _model([helper.make_node("BitCast", ["x"], ["y"], to=TP.INT16)], [("x", TP.FLOAT, [4])],
+                   [("y", TP.INT16, [4])], opset=26)
+    with pytest.raises(Exception, match=r"float32 \(32 bits\) to int16 \(16 bits\)"):
+        from_onnx(model)

@@ -197,6 +197,16 @@ def _cast(ctx: Any, node: Any) -> Any:
     return _cast_to(ctx, node, x, dtype)
 
 
+@register("BitCast", since=26)
+def _bitcast(ctx: Any, node: Any) -> Any:
+    from .importer import np_dtype
+
+    x, dtype = node.input(0), np_dtype(int(node.attr("to")))
+    if ctx.dtype(x) == dtype:
+        return x
+    return ctx.emit(G.op.unary.bitcast(ctx.expr(x), dtype))   # its shape inference checks the widths
+
+
 @register("CastLike", since=15)
 def _cast_like(ctx: Any, node: Any) -> Any:
     return _cast_to(ctx, node, node.input(0), ctx.dtype(node.input(1)))

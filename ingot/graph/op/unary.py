@@ -210,6 +210,47 @@ register_op(
 )
 
 
+def _np_bitcast(args: Any, attrs: Any) -> np.ndarray:
+    from ingot.ir.dtype import DataType
+
+    return np.ascontiguousarray(args[0]).view(DataType(attrs["dtype"]).numpy_dtype())
+
+
+def _bit_width(dtype: Any) -> int:
+    from ingot.ir.dtype import DataType
+
+    return 8 if DataType(dtype).is_bool else DataType(dtype).bits
+
+
+def _infer_bitcast(args: Any, attrs: Any) -> Any:
+    sinfo = tensor_sinfo("bitcast", args[0])
+    src, dst = str(sinfo.dtype), attrs["dtype"]
+    if _bit_width(src) != _bit_width(dst):
+        raise op_error("bitcast", f"{src} ({_bit_width(src)} bits) to {dst} ({_bit_width(dst)} bits): the types "
+                                  "must have the same width (cast converts values)")
+    return sinfo.with_dtype(dst)
+
+
+register_op(
+    "bitcast", num_inputs=1, pattern=OpPattern.ELEMWISE, attrs={"dtype": None}, infer=_infer_bitcast,
+    normalize_attrs=lambda attrs, args: {"dtype": str(attrs["dtype"])},
+    legalize=lambda inputs, attrs, out: topi("elemwise").bitcast(inputs[0], attrs["dtype"]), numpy=_np_bitcast,
+)
+
+
+def bitcast(x: Expr, dtype: str) -> Call:
+    """``x``'s bits read as ``dtype`` of the same width (ONNX BitCast, numpy ``view``, TVM's
+    ``reinterpret``); bool counts as 8 bits.
+
+    Example:
+        >>> from ingot import graph as G
+        >>> x = G.Var("x", G.TensorStructInfo((4,), "float32"))
+        >>> str(G.op.unary.bitcast(x, "int32").struct_info)
+        'R.Tensor((4,), dtype="int32")'
+    """
+    return make_call("bitcast", [x], dtype=str(dtype))
+
+
 def cast(x: Expr, dtype: str) -> Call:
     """``x`` converted to ``dtype`` (TVM's ``astype``).
 
