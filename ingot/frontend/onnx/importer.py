@@ -192,9 +192,9 @@ def find_unsupported(model: Any, opset: int) -> dict[str, list[str]]:
 
     Example:
         >>> from onnx import helper
-        >>> g = helper.make_graph([helper.make_node("RoiAlign", [], [], name="r0")], "g", [], [])
+        >>> g = helper.make_graph([helper.make_node("Frobnicate", [], [], name="r0", domain="com.example")], "g", [], [])
         >>> find_unsupported(helper.make_model(g), 17)
-        {'RoiAlign': ['r0']}
+        {'com.example.Frobnicate': ['r0']}
     """
     missing: dict[str, list[str]] = {}
     versions = domain_opsets(model)
