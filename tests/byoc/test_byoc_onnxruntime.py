@@ -55,7 +55,7 @@ def det_package(tmp_path_factory):
 
 
 def test_the_fallback_example_op_is_unsupported_by_the_importer():
-    # The fallback tests need an op Ingot lacks; pick another (RoiAlign, DeformConv) if GlobalLpPool gets one.
+    # The fallback tests need an op Ingot lacks; pick another (one ONNX Runtime runs) if GlobalLpPool gets one.
     assert "GlobalLpPool" not in supported_ops()
 
 
