@@ -32,6 +32,7 @@ from typing import Any, Callable, Mapping, Sequence
 import numpy as np
 
 from ingot import graph as G
+from ingot.ir import PrimExpr
 from ingot.ir import IRModule
 from ingot.ir import Var as DimVar
 from ingot.ir.error import IngotError
@@ -104,7 +105,7 @@ def supported_ops() -> list[str]:
 def _load_converters() -> None:
     from . import ops_control, ops_einsum, ops_extra, ops_math, ops_nn, ops_rnn, ops_tensor  # noqa: F401 - register on import
     from . import ops_ml, ops_string  # noqa: F401 - string tensors, ai.onnx.ml
-    from . import ops_flex_attention, ops_training, ops_vision  # noqa: F401 - issue 17's vision/training/attention ops
+    from . import ops_training, ops_vision  # noqa: F401 - DeformConv, RoiAlign, TensorScatter; optimizers
 
 
 # -- loading and checking ------------------------------------------------------------------------
@@ -192,9 +193,9 @@ def find_unsupported(model: Any, opset: int) -> dict[str, list[str]]:
 
     Example:
         >>> from onnx import helper
-        >>> g = helper.make_graph([helper.make_node("Frobnicate", [], [], name="r0", domain="com.example")], "g", [], [])
+        >>> g = helper.make_graph([helper.make_node("RoiAlign", [], [], name="r0")], "g", [], [])
         >>> find_unsupported(helper.make_model(g), 17)
-        {'com.example.Frobnicate': ['r0']}
+        {'RoiAlign': ['r0']}
     """
     missing: dict[str, list[str]] = {}
     versions = domain_opsets(model)
@@ -367,9 +368,23 @@ class Context(FoldingContext):
     domain_versions: "dict | None" = None
 
     # Values (``static`` and ``emit`` come from FoldingContext) -------------------------------------
+    def expr(self, value: Any, node: "Node | None" = None) -> G.Expr:
+        """The value as a graph expression: static arrays become `Constant`s (`to_expr`); a shape holding
+        symbolic dims (``Shape`` of a tensor sized at run time, used as data) becomes the int64 tensor of
+        their run-time values, the executor's ``shape_to_tensor`` builtin (TVM Relax's ``shape_to_tensor``)."""
+        if isinstance(value, np.ndarray) and value.dtype == object and value.size:
+            dims = value.reshape(-1).tolist()
+            if all(isinstance(d, (int, np.integer, PrimExpr)) for d in dims) and not all(
+                    isinstance(d, (int, np.integer)) for d in dims):
+                t = self.bb.emit(G.op.builtin("shape_to_tensor", G.ShapeExpr([d if isinstance(d, PrimExpr) else int(d)
+                                                                               for d in dims]),
+                                              outputs=(((len(dims),), "int64"),)))
+                return t if value.ndim == 1 else self.bb.emit(G.op.reshape(t, value.shape))
+        return self.to_expr(value, node)
+
     @staticmethod
-    def expr(value: Any, node: "Node | None" = None) -> G.Expr:
-        """The value as a graph expression (static arrays become `Constant`s)."""
+    def to_expr(value: Any, node: "Node | None" = None) -> G.Expr:
+        """The value as a graph expression (static arrays become `Constant`s; no binding is emitted)."""
         if isinstance(value, G.Expr):
             return value
         if isinstance(value, np.ndarray):
@@ -527,7 +542,7 @@ def from_onnx(model_or_path: Any, shape_dict: "Mapping[str, Sequence[Any]] | Non
             for out in model.graph.output:
                 if out.name not in values:
                     raise ConversionError("<graph output>", out.name, "no node produces this graph output")
-                outs.append(Context.expr(_graph_output(values[out.name], out.name)))
+                outs.append(Context.to_expr(_graph_output(values[out.name], out.name)))
             # A sequence output is a tuple of its tensors: kept nested even alone, so a caller tells it from
             # several outputs.
             result = outs[0] if len(outs) == 1 and not isinstance(outs[0], G.Tuple) else G.Tuple(outs)

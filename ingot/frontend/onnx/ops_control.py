@@ -109,7 +109,7 @@ def _branch(ctx: Any, node: Any, graph: Any) -> "tuple[G.SeqExpr, list]":
                 raise node.error(f"branch {graph.name!r} returns an empty sequence or an optional and the condition "
                                  f"is known only at run time; only tensors and sequences of a fixed length can "
                                  f"leave an If decided at run time")
-        exprs = [Context.expr(o) for o in flat]
+        exprs = [Context.to_expr(o) for o in flat]
         bb.emit_func_output(exprs[0] if len(exprs) == 1 else G.Tuple(exprs))
     return bb.get()["branch"].body, layout
 
@@ -170,7 +170,7 @@ def _body_function(ctx: Any, node: Any, graph: Any, param_sinfos: list) -> "tupl
                 if not isinstance(o, (G.Expr, np.ndarray)):
                     raise node.error("its body returns a sequence or optional: loop-carried sequences are not "
                                      "supported (their length changes at run time)")
-            result = bb.emit_output(G.Tuple([Context.expr(o) for o in outs]))
+            result = bb.emit_output(G.Tuple([Context.to_expr(o) for o in outs]))
         bb.emit_func_output(result)
     func = bb.get()["body"]
     return G.Function(func.params, func.body, func.ret_struct_info), captured

@@ -50,7 +50,7 @@ class SequenceValue(ImportTimeValue):
         if not self.items:
             raise ValueError(f"graph output {name!r} is an empty sequence; Ingot returns sequences as tuples of "
                              f"tensors and cannot return an empty one")
-        return G.Tuple([Context.expr(v) for v in self.items])
+        return G.Tuple([Context.to_expr(v) for v in self.items])
 
 
 class OptionalValue(ImportTimeValue):
