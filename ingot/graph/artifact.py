@@ -74,9 +74,10 @@ def export_executable(ex: Any, path: str) -> str:
                       f"and weights written next to it as <stem>.json and <stem>.weights.bin, loaded back with "
                       f"ingot.runtime.load_module); {suffix or 'no suffix'} is not. Ingot does not write TVM's "
                       f".tar/.o archives: export to {stem}.so")
-    if ex.lib is None and not ex.external:
-        raise IRError("export_library: the executable has no compiled library (a module without kernels or "
-                      "static functions); nothing to export")
+    # No library is fine when the plans run without kernels (executor builtins only: string models).
+    if ex.lib is None and not ex.external and not ex.plans:
+        raise IRError("export_library: the executable has no compiled library and no graph functions; nothing to "
+                      "export")
     os.makedirs(os.path.dirname(path), exist_ok=True)
     if ex.lib is not None:
         ex.lib.export_library(path)

@@ -14,7 +14,8 @@ still described; the checker's message is kept) and answers four questions:
    unsupported otherwise. Last, unless
    ``try_import=False``, the model is imported once and the first conversion error (an
    unsupported attribute, say) is reported with its node.
-2. *Which data types are not supported* (float8, int4, string, complex, ...), where they occur.
+2. *Which data types are not supported* (complex, ...), where they occur (string tensors are: the
+   executor holds them, `ingot.graph.op.string`).
 3. *Which inputs are dynamic*: dims given as symbols (``dim_param``) or left unknown.
 4. Opset, IR version, producer, op histogram and parameter count.
 
@@ -41,7 +42,9 @@ from .importer import graph_inputs, load_model, model_opset
 SUPPORTED_DTYPES = frozenset({"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
                               "float16", "bfloat16", "float32", "float64",
                               # emulated: bit patterns in bytes, exact conversions (`ingot.ops.lowp`)
-                              "float8e4m3fn", "float8e4m3fnuz", "float8e5m2", "float8e5m2fnuz", "float4e2m1"})
+                              "float8e4m3fn", "float8e4m3fnuz", "float8e5m2", "float8e5m2fnuz", "float4e2m1",
+                              # values the executor holds, computed on by its builtins (`ingot.graph.op.string`)
+                              "string"})
 
 # op type → (first opset it applies to, {input position: role}): inputs the converter needs at import time.
 _NEEDS_CONSTANT: dict[str, tuple[int, dict[int, str]]] = {
@@ -73,8 +76,6 @@ _RUNTIME_OK = {("Reshape", 1), ("Expand", 1), ("Tile", 1), ("ConstantOfShape", 0
 _WHY_MISSING = {
     # If/Loop/Scan and the other sequence/optional ops convert (ops_control.py); SequenceMap's body is not.
     "SequenceMap": "SequenceMap (a body mapped over a sequence) is not supported; sequences are import-time values",
-    **{op: "string tensors are not supported" for op in (
-        "StringNormalizer", "StringSplit", "StringConcat", "RegexFullMatch", "TfIdfVectorizer")},
 }
 
 
@@ -274,8 +275,11 @@ def _missing_converters(model: Any, opset: int) -> list:
     out = []
     for key, names in find_unsupported(model, opset).items():
         domain = key.rpartition(".")[0]
-        if domain:
-            reason = f"custom domain {domain!r}: Ingot imports the default ONNX domain only"
+        if domain == "ai.onnx.ml":
+            reason = "no converter in ai.onnx.ml (Ingot converts LabelEncoder, Binarizer, ArrayFeatureExtractor, " \
+                     "TreeEnsemble)"
+        elif domain:
+            reason = f"custom domain {domain!r}: Ingot imports the default ONNX domain and ai.onnx.ml only"
         else:
             hint = _WHY_MISSING.get(key)
             reason = f"no converter at opset {opset}" + (f" ({hint})" if hint else "")

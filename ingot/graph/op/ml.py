@@ -46,7 +46,7 @@ def _label_encoder(args: list, p: dict) -> np.ndarray:
         pos = np.array(hits, dtype="int64")
     else:
         # numbers: a binary search in the sorted keys (numpy sorts NaN last, and searchsorted finds it
-        # there); a NaN key matches a NaN input (ONNX's rule)
+        # there); a NaN key matches a NaN input from ai.onnx.ml opset 4 on (bit-wise key comparison)
         karr = np.array(keys, dtype=x.dtype)
         xs = x.reshape(-1)
         if not len(keys):
@@ -56,7 +56,7 @@ def _label_encoder(args: list, p: dict) -> np.ndarray:
             sorted_keys = karr[order]
             at = np.minimum(np.searchsorted(sorted_keys, xs), len(keys) - 1)
             found = sorted_keys[at] == xs
-            if x.dtype.kind == "f":
+            if x.dtype.kind == "f" and p.get("nan_matches", 1):
                 found |= np.isnan(sorted_keys[at]) & np.isnan(xs)
             pos = np.where(found, order[at], -1)
     for k, hit in enumerate(pos.tolist()):

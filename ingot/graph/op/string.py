@@ -121,8 +121,9 @@ def _normalizer(args: list, p: dict) -> np.ndarray:
         raise IRError(f"StringNormalizer: the input must have shape [C] or [1, C], got {list(x.shape)}")
     change: Callable[[str], str] = {"LOWER": str.lower, "UPPER": str.upper,
                                     "NONE": lambda s: s}[p.get("case_change_action", "NONE")]
-    # Stopwords are whole elements; is_case_sensitive=0 compares them case-folded.
-    key: Callable[[str], str] = (lambda s: s) if p.get("is_case_sensitive", 0) else str.lower
+    # Stopwords are whole elements. is_case_sensitive=0 compares after the case change (stopwords changed
+    # alike), as the ONNX reference does: with case_change_action NONE that is an exact comparison.
+    key: Callable[[str], str] = (lambda s: s) if p.get("is_case_sensitive", 0) else change
     stops = {key(w) for w in p.get("stopwords", ())}
     words = [change(s) for s in x.reshape(-1) if key(s) not in stops]
     if not words:  # ONNX: an empty result is one empty string
