@@ -10,7 +10,8 @@ an output size a kernel can take as a scalar), the op runs as a builtin of the e
   trailing arguments carry (``"ints"``, ``"int"`` or ``"float"``), the call is rebuilt with
   `make_call` (so the op's own attribute checks and shape inference run) and its numpy reference
   is evaluated;
-* ``window``, ``split``, ``resize``, ``shape_to_tensor`` for what has no graph op of its own.
+* ``window``, ``split``, ``resize``, ``shape_to_tensor`` for what has no graph op of its own, and
+  ``match_cast`` (fresh dims for a value of unknown shape).
 
 Example:
     >>> run = EXTRA_BUILTINS["op_ref"]
@@ -95,7 +96,14 @@ def _shape_to_tensor(args: list, p: dict) -> Any:
     return np.array(np.asarray(args[0]).reshape(-1), "int64")
 
 
+def _match_cast(args: list, p: dict) -> Any:
+    """The tensor itself: its plan step binds the fresh dims its output declares (TVM Relax's ``match_cast``),
+    so a value whose shape only the run knows (a loop's scan output) feeds kernels compiled for symbolic sizes."""
+    return args[0]
+
+
 #: kind → ``fn(numpy args, params dict)``; merged into `ingot.graph.runtime_shape.BUILTINS`.
 EXTRA_BUILTINS: "dict[str, Callable[[list, dict], Any]]" = {
     "op_ref": _op_ref, "window": _window, "split": _split, "resize": _resize, "shape_to_tensor": _shape_to_tensor,
+    "match_cast": _match_cast,
 }

@@ -231,7 +231,18 @@ def _loop(ctx: Any, node: Any) -> Any:
     value = ctx.bb.emit(loop_call(trip_e, cond_e, [ctx.expr(v) for v in initial],
                                   captured, body=name, out_sinfo=out_sinfo,
                                   scan_slice_shapes=slice_shapes if len(slice_shapes) == len(outs) - 1 - n else ()))
-    return [ctx.bb.emit(G.TupleGetItem(value, k)) for k in range(len(out_sinfo.fields))][:node.num_outputs]
+    results = [ctx.bb.emit(G.TupleGetItem(value, k)) for k in range(len(out_sinfo.fields))][:node.num_outputs]
+    return [_match_cast(ctx, r) for r in results]
+
+
+def _match_cast(ctx: Any, value: Any) -> Any:
+    """A loop result whose shape only the run knows gets fresh dims (the ``match_cast`` builtin binds them),
+    so the ops after the loop compile once for symbolic sizes instead of failing on an unknown shape."""
+    s = value.struct_info
+    if not isinstance(s, G.TensorStructInfo) or s.shape is not None or s.ndim < 0:
+        return value
+    dims = ops_dynamic.fresh_dims(ctx, s.ndim)
+    return ctx.bb.emit(G.op.builtin("match_cast", value, outputs=((dims, str(s.dtype)),)))
 
 
 def _same(a: Any, b: Any) -> bool:

@@ -93,7 +93,8 @@ def _constant_of_shape(ctx: Any, node: Any) -> Any:
 def _range(ctx: Any, node: Any) -> Any:
     if not _all_static(*node.inputs):
         return ops_dynamic.dynamic_range(ctx, node)
-    start, limit, delta = (as_array(v) for v in node.inputs[:3])
+    # ONNX's Range takes scalars; one-element tensors (AffineGrid's expansion passes them) read as scalars.
+    start, limit, delta = (as_array(v).reshape(()) if as_array(v).size == 1 else as_array(v) for v in node.inputs[:3])
     if start.dtype == object or limit.dtype == object or delta.dtype == object:
         return _symbolic_range(ctx, node, start, limit, delta)
     return np.arange(start, limit, delta, dtype=start.dtype)
