@@ -142,10 +142,6 @@ def _pool(kind: str):
         n = len(xs) - 2
         if n not in (1, 2, 3):
             raise node.error(f"only 1-D, 2-D and 3-D pooling is supported, this one is {n}-D (input shape {xs})")
-        if node.num_outputs > 1 and node.proto.output[1]:
-            raise node.error("the Indices output of MaxPool is not supported")
-        if kind == "max" and node.attr("storage_order", 0):
-            raise node.error("storage_order=1 is not supported")
         kernel = list(node.attr("kernel_shape"))
         strides = list(node.attr("strides", [1] * n))
         dilations = list(node.attr("dilations", [1] * n))
@@ -169,16 +165,64 @@ def _pool(kind: str):
                                             count_include_pad=include_pad))
 
         if n == 3:
-            return _pool3d_separable(ctx, node, x, pool2d, kernel, strides, pads, dilations)
-        if n == 1:
-            x = _to_2d(ctx, x)
-            kernel, strides, dilations, pads = [1] + kernel, [1] + strides, [1] + dilations, [0, pads[0], 0, pads[1]]
-        out = pool2d(x, kernel, strides, pads, dilations)
-        if n == 1:
-            out = ctx.emit(G.op.squeeze(ctx.expr(out), axis=[2]))
+            out = _pool3d_separable(ctx, node, x, pool2d, kernel, strides, pads, dilations)
+        else:
+            x2 = _to_2d(ctx, x) if n == 1 else x
+            k2, s2, d2, p2 = ([1] + kernel, [1] + strides, [1] + dilations, [0, pads[0], 0, pads[1]]) if n == 1 \
+                else (kernel, strides, dilations, pads)
+            out = pool2d(x2, k2, s2, p2, d2)
+            if n == 1:
+                out = ctx.emit(G.op.squeeze(ctx.expr(out), axis=[2]))
+        if kind == "max" and node.num_outputs > 1 and node.proto.output[1]:
+            return [out, _max_pool_indices(ctx, node, x, ctx.expr(out), kernel, strides, pads, dilations)]
         return out
 
     return convert
+
+
+def _max_pool_indices(ctx: Any, node: Any, x: Any, y: Any, kernel: list, strides: list, pads: list,
+                      dilations: list) -> Any:
+    """MaxPool's Indices: for each output cell, the flat position in x (N, C, spatial..., row-major, or the
+    spatial dims column-major with storage_order=1) of the first window element, in row-major window order,
+    equal to the pooled maximum ``y``. One strided slice of the padded x per kernel offset, compared with y;
+    walking the offsets backwards with ``where`` leaves the first match. Which cells of an offset are real
+    input (not padding) and their positions are constants of the static shapes."""
+    xs, ys = list(ctx.shape(x)), list(ctx.shape(y))
+    n = len(kernel)
+    if not all(isinstance(d, int) for d in xs):
+        raise node.error(f"MaxPool's Indices output needs a static input shape, got {xs}; fix it with shape_dict")
+    sizes, out_sizes = xs[2:], ys[2:]
+    order = int(node.attr("storage_order", 0))
+    if order not in (0, 1):
+        raise node.error(f"storage_order must be 0 (row-major) or 1 (column-major), got {order}")
+    dim_strides = [int(np.prod(sizes[i + 1:], dtype=np.int64)) for i in range(n)] if order == 0 \
+        else [int(np.prod(sizes[:i], dtype=np.int64)) for i in range(n)]
+    # x padded so that every offset's strided slice is in range (the pad value is never chosen: masked out)
+    ends = [max((out_sizes[i] - 1) * strides[i] + (kernel[i] - 1) * dilations[i] + 1 - sizes[i] - pads[i], 0)
+            for i in range(n)]
+    xp = ctx.expr(ctx.emit(G.op.pad(x, [(0, 0), (0, 0)] + [(pads[i], ends[i]) for i in range(n)])))
+    res = ctx.expr(ctx.emit(G.op.zeros(tuple(ys), "int64")))
+    for offset in reversed(list(np.ndindex(*kernel))):
+        begin = [int(offset[i]) * dilations[i] for i in range(n)]
+        end = [begin[i] + (out_sizes[i] - 1) * strides[i] + 1 for i in range(n)]
+        cand = ctx.expr(ctx.emit(G.op.strided_slice(xp, begin, end, strides, axes=list(range(2, n + 2)))))
+        # positions of this offset's cells in x; -1 where the cell is padding
+        pos = np.zeros(out_sizes, np.int64)
+        valid = np.ones(out_sizes, bool)
+        for i in range(n):
+            coord = np.arange(out_sizes[i]) * strides[i] - pads[i] + begin[i]
+            shape = [1] * n
+            shape[i] = out_sizes[i]
+            pos = pos + (coord * dim_strides[i]).reshape(shape)
+            valid = valid & ((coord >= 0) & (coord < sizes[i])).reshape(shape)
+        hit = ctx.expr(ctx.emit(G.op.equal(cand, y)))
+        if not valid.all():   # a padding cell never counts
+            hit = ctx.expr(ctx.emit(G.op.where(G.const(valid), hit, G.const(np.zeros((), bool)))))
+        res = ctx.expr(ctx.emit(G.op.where(hit, G.const(pos), res)))
+    # plus the start of each (n, c) plane
+    plane = int(np.prod(sizes, dtype=np.int64))
+    starts = np.arange(xs[0] * xs[1], dtype=np.int64).reshape(xs[:2] + [1] * n) * plane
+    return ctx.emit(G.op.add(res, G.const(starts)))
 
 
 def _pool3d_separable(ctx: Any, node: Any, x: Any, pool2d: Any, kernel: list, strides: list, pads: list,
