@@ -1,5 +1,5 @@
 """ONNX converters on the frontend's extra graph ops (`ingot.graph.op.onnx_extra`): ArgMax, ArgMin,
-TopK, CumSum, BitShift, BitwiseAnd/Or/Xor/Not, Resize/Upsample (nearest, linear), ConvTranspose (1-D, 2-D),
+TopK, CumSum, BitShift, BitwiseAnd/Or/Xor/Not, Resize/Upsample (nearest, linear),
 QuantizeLinear/DequantizeLinear (integer types), LpNormalization, ScatterElements/ScatterND, GatherND, CumProd,
 ReverseSequence, inverse and hyperbolic trigonometry.
 
@@ -204,10 +204,14 @@ def _builtin_resize(ctx: Any, node: Any, roi: Any, scales: Any, sizes: Any, coor
     axes = norm_axes(node.attr("axes"), len(shape)) if node.attr("axes") else list(range(len(shape)))
     policy = node.attr("keep_aspect_ratio_policy", "stretch")
     dims: list = list(shape)
-    known = [None if v is None else as_array(v).reshape(-1) if is_static(v) else False for v in (scales, sizes)]
-    if all(isinstance(d, int) for d in shape) and False not in known and (known[0] is not None and known[0].size
-                                                                          or known[1] is not None):
-        dims = resize_output_shape(shape, known[0], known[1], axes, policy)[0]
+    static_scales, static_sizes = (as_array(v).reshape(-1) if v is not None and is_static(v) else None
+                                   for v in (scales, sizes))
+    if sizes is not None and static_sizes is not None and static_sizes.size:
+        static_scales = None  # sizes win
+    elif scales is None or static_scales is None or not static_scales.size:
+        static_scales = static_sizes = None  # some size only the run knows
+    if all(isinstance(d, int) for d in shape) and (static_scales is not None or static_sizes is not None):
+        dims = resize_output_shape(shape, static_scales, static_sizes, axes, policy)[0]
     else:
         for a, name in zip(axes, ops_dynamic.fresh_dims(ctx, len(axes))):
             dims[a] = name
@@ -265,54 +269,6 @@ def _upsample(ctx: Any, node: Any) -> Any:
     if _kernel_resizes(ctx, node, None, scales, None):
         out = _resize(ctx, node, _floats(scales, node, "scales"), None, "asymmetric", "floor")
     return out if out is not None else _builtin_resize(ctx, node, None, scales, None, "asymmetric", "floor")
-
-
-# -- ConvTranspose (graph op conv2d_transpose; 1-D runs as 2-D with H = 1) ------------------------
-
-
-@register("ConvTranspose", since=1)
-def _conv_transpose(ctx: Any, node: Any) -> Any:
-    x, w, b = node.input(0), node.input(1), node.input(2)
-    xs, ws = list(ctx.shape(x)), list(ctx.shape(w))
-    nd = len(xs) - 2
-    if nd not in (1, 2) or not all(isinstance(d, int) for d in xs[2:] + ws):
-        raise node.error(f"only 1-D and 2-D ConvTranspose with static spatial sizes is supported, got input "
-                         f"{tuple(map(str, xs))}")
-    kernel = [int(k) for k in node.attr("kernel_shape", ws[2:])]
-    strides = list(node.attr("strides", [1] * nd))
-    dil = list(node.attr("dilations", [1] * nd))
-    out_pad = list(node.attr("output_padding", [0] * nd))
-    pads = list(node.attr("pads", [0] * (2 * nd)))
-    auto_pad = node.attr("auto_pad", "NOTSET")
-    out_shape = node.attr("output_shape")
-    if out_shape is not None or auto_pad in ("SAME_UPPER", "SAME_LOWER"):
-        # Step 1. pads from the requested output size (ONNX's formula; SAME_*: output = input * stride).
-        want = list(out_shape)[-nd:] if out_shape is not None else [xs[2 + i] * strides[i] for i in range(nd)]
-        pads = [0] * (2 * nd)
-        for i in range(nd):
-            total = strides[i] * (xs[2 + i] - 1) + out_pad[i] + (kernel[i] - 1) * dil[i] + 1 - want[i]
-            if total < 0:
-                out_pad[i] += -total
-                total = 0
-            first = total // 2 if auto_pad == "SAME_UPPER" else total - total // 2
-            pads[i], pads[nd + i] = first, total - first
-    elif auto_pad == "VALID":
-        pads = [0] * (2 * nd)
-    e, we = ctx.expr(x), ctx.expr(w)
-    if nd == 1:  # Step 2. 1-D as 2-D with a unit height.
-        e = ctx.expr(ctx.emit(G.op.expand_dims(e, 2)))
-        we = ctx.expr(ctx.emit(G.op.expand_dims(we, 2)))
-        strides, dil, out_pad = [1] + strides, [1] + dil, [0] + out_pad
-        pads = [0, pads[0], 0, pads[1]]
-    y = ctx.emit(G.op.conv2d_transpose(e, we, strides=tuple(strides), padding=tuple(pads),
-                                       output_padding=tuple(out_pad), dilation=tuple(dil),
-                                       groups=int(node.attr("group", 1))))
-    if nd == 1:
-        y = ctx.emit(G.op.squeeze(ctx.expr(y), [2]))
-    if b is not None:
-        c = ctx.shape(y)[1]
-        y = ctx.emit(G.op.add(ctx.expr(y), ctx.expr(ctx.emit(G.op.reshape(ctx.expr(b), (1, c) + (1,) * nd)))))
-    return y
 
 
 # -- QuantizeLinear / DequantizeLinear (integer types; per-tensor, per-axis and blocked scales) ----

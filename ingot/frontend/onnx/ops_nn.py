@@ -1,10 +1,11 @@
-"""ONNX converters: convolution, GEMM/MatMul, pooling, normalizations, softmax, dropout.
+"""ONNX converters: convolution, transposed convolution, GEMM/MatMul, pooling, normalizations, softmax, dropout.
 
 Note: the graph layer has 2-D convolution and pooling (NCHW); 1-D ones are imported as 2-D with
 a unit height (``expand_dims`` before, ``squeeze`` after), which costs nothing after fusion.
 ``auto_pad`` and ``ceil_mode`` are resolved into explicit paddings at import time (they need static
 spatial sizes). ``InstanceNormalization`` is ``group_norm`` with one group per channel. ``LpPool`` is an average pool
 of ``|x|^p`` counting the padding, times the window size, to the power ``1/p``; ``MaxUnpool`` scatters into zeros.
+A 3-D ``ConvTranspose`` is one 2-D transposed convolution per depth tap, gathered onto the output depths.
 
 Example:
     >>> from ingot.frontend.onnx.importer import get_converter
@@ -315,6 +316,97 @@ def _max_unpool(ctx: Any, node: Any) -> Any:
     zeros = ctx.expr(ctx.emit(G.op.zeros((total,), dt)))
     out = ctx.expr(ctx.emit(X.scatter_elements(zeros, flat_idx, flat_x, axis=0)))
     return ctx.emit(G.op.reshape(out, tuple(out_shape)))
+
+
+# -- ConvTranspose (graph op conv2d_transpose; 1-D runs as 2-D with H = 1, 3-D as 2-D per depth tap) ----
+
+
+@register("ConvTranspose", since=1)
+def _conv_transpose(ctx: Any, node: Any) -> Any:
+    x, w, b = node.input(0), node.input(1), node.input(2)
+    xs, ws = list(ctx.shape(x)), list(ctx.shape(w))
+    nd = len(xs) - 2
+    if nd not in (1, 2, 3) or not all(isinstance(d, int) for d in xs[2:] + ws):
+        raise node.error(f"only 1-D, 2-D and 3-D ConvTranspose with static spatial sizes and weights is supported, "
+                         f"got input {tuple(map(str, xs))} and weight {tuple(map(str, ws))}")
+    kernel = [int(k) for k in node.attr("kernel_shape", ws[2:])]
+    strides = list(node.attr("strides", [1] * nd))
+    dil = list(node.attr("dilations", [1] * nd))
+    out_pad = list(node.attr("output_padding", [0] * nd))
+    pads = list(node.attr("pads", [0] * (2 * nd)))
+    auto_pad = node.attr("auto_pad", "NOTSET")
+    out_shape = node.attr("output_shape")
+    if out_shape is not None or auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        # Step 1. pads from the requested output size (ONNX's formula; SAME_*: output = input * stride).
+        want = list(out_shape)[-nd:] if out_shape is not None else [xs[2 + i] * strides[i] for i in range(nd)]
+        pads = [0] * (2 * nd)
+        for i in range(nd):
+            total = strides[i] * (xs[2 + i] - 1) + out_pad[i] + (kernel[i] - 1) * dil[i] + 1 - want[i]
+            if total < 0:
+                out_pad[i] += -total
+                total = 0
+            first = total // 2 if auto_pad == "SAME_UPPER" else total - total // 2
+            pads[i], pads[nd + i] = first, total - first
+    elif auto_pad == "VALID":
+        pads = [0] * (2 * nd)
+    e, we = ctx.expr(x), ctx.expr(w)
+    groups = int(node.attr("group", 1))
+    if nd == 3:
+        y = _conv_transpose3d(ctx, node, e, we, kernel, strides, pads, out_pad, dil, groups)
+        return _add_channel_bias(ctx, y, b, nd)
+    if nd == 1:  # Step 2. 1-D as 2-D with a unit height.
+        e = ctx.expr(ctx.emit(G.op.expand_dims(e, 2)))
+        we = ctx.expr(ctx.emit(G.op.expand_dims(we, 2)))
+        strides, dil, out_pad = [1] + strides, [1] + dil, [0] + out_pad
+        pads = [0, pads[0], 0, pads[1]]
+    y = ctx.emit(G.op.conv2d_transpose(e, we, strides=tuple(strides), padding=tuple(pads),
+                                       output_padding=tuple(out_pad), dilation=tuple(dil),
+                                       groups=groups))
+    if nd == 1:
+        y = ctx.emit(G.op.squeeze(ctx.expr(y), [2]))
+    return _add_channel_bias(ctx, y, b, nd)
+
+
+def _add_channel_bias(ctx: Any, y: Any, b: Any, nd: int) -> Any:
+    if b is None:
+        return y
+    c = ctx.shape(y)[1]
+    return ctx.emit(G.op.add(ctx.expr(y), ctx.expr(ctx.emit(G.op.reshape(ctx.expr(b), (1, c) + (1,) * nd)))))
+
+
+def _conv_transpose3d(ctx: Any, node: Any, e: Any, we: Any, kernel: list, strides: list, pads: list,
+                      out_pad: list, dil: list, groups: int) -> Any:
+    """3-D ConvTranspose as one 2-D ConvTranspose per depth tap ``kd``: input depth slice ``i`` lands on
+    output depth ``i*sd + kd*dd - pad_front``, so with D folded into the batch each tap's (H, W) result is
+    gathered onto the output depths (``take``, zero where no input slice lands) and the taps are summed."""
+    n, ci, d, h, w = ctx.shape(e)
+    od = (d - 1) * strides[0] + (kernel[0] - 1) * dil[0] + 1 + out_pad[0] - pads[0] - pads[3]
+    # Step 1. (N, Ci, D, H, W) -> (N*D, Ci, H, W): every depth slice is an independent 2-D image.
+    x2 = ctx.expr(ctx.emit(G.op.permute_dims(e, (0, 2, 1, 3, 4))))
+    x2 = ctx.expr(ctx.emit(G.op.reshape(x2, (n * d, ci, h, w))))
+    acc = None
+    for kd in range(kernel[0]):
+        src = np.arange(od) + pads[0] - kd * dil[0]       # input depth * sd for each output depth
+        hit = (src % strides[0] == 0) & (src >= 0) & (src < d * strides[0])
+        if not hit.any():
+            continue   # this tap lands outside the (cropped) output
+        # Step 2. the tap's 2-D transposed convolution: (N*D, Co, OH, OW) -> (N, D, Co, OH, OW).
+        wk = ctx.expr(ctx.emit(G.op.strided_slice(we, [kd], [kd + 1], axes=[2])))
+        wk = ctx.expr(ctx.emit(G.op.squeeze(wk, [2])))
+        z = ctx.expr(ctx.emit(G.op.conv2d_transpose(
+            x2, wk, strides=tuple(strides[1:]), padding=(pads[1], pads[2], pads[4], pads[5]),
+            output_padding=tuple(out_pad[1:]), dilation=tuple(dil[1:]), groups=groups)))
+        co, oh, ow = ctx.shape(z)[1:]
+        z = ctx.expr(ctx.emit(G.op.reshape(z, (n, d, co, oh, ow))))
+        # Step 3. onto the output depths: gather the landing slice, zero where none lands.
+        t = ctx.expr(ctx.emit(G.op.take(z, G.const(np.where(hit, src // strides[0], 0).astype("int64")), axis=1)))
+        if not hit.all():
+            mask = G.const(hit.reshape(1, od, 1, 1, 1))
+            t = ctx.expr(ctx.emit(G.op.where(mask, t, G.const(np.zeros((), ctx.dtype(e))))))
+        acc = t if acc is None else ctx.expr(ctx.emit(G.op.add(acc, t)))
+    if acc is None:
+        raise node.error(f"no kernel tap of this 3-D ConvTranspose reaches the output depth {od} (pads {pads})")
+    return ctx.emit(G.op.permute_dims(acc, (0, 2, 1, 3, 4)))
 
 
 @register("GlobalAveragePool")
