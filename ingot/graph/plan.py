@@ -468,6 +468,8 @@ def is_aot_compatible(plan: dict) -> bool:
         return False
     if any(i["dtype"] is None or i["shape"] is None for i in plan["inputs"]):
         return False
+    if any(d["dtype"] == "string" for d in plan["inputs"] + plan["values"]):  # object arrays: the executor's
+        return False
     # A BYOC region whose runtime module has a C entry is called from the AOT entry too ("extern").
     if any(s["op"] != "call_tir" and s.get("extern") is None for s in plan["steps"]):
         return False

@@ -260,3 +260,38 @@ def test_an_ml_op_without_converter_is_reported_by_domain():
     with pytest.raises(Exception, match="ai.onnx.ml.SVMRegressor"):
         ingot.load(m)
     assert onnx.defs.has("SVMRegressor", "ai.onnx.ml")
+
+
+_MOVES = [  # (op, extra inputs: arrays become initializers, names are graph inputs; attrs; output shapes)
+    ("Identity", [], {}, [[2, 3]]),
+    ("Reshape", [np.array([3, 2], "int64")], {}, [[3, 2]]),
+    ("Transpose", [], {"perm": [1, 0]}, [[3, 2]]),
+    ("Gather", [np.array([2, 0], "int64")], {"axis": 1}, [[2, 2]]),
+    ("Unsqueeze", [np.array([0], "int64")], {}, [[1, 2, 3]]),
+    ("Slice", [np.array([1], "int64"), np.array([3], "int64"), np.array([1], "int64")], {}, [[2, 2]]),
+    ("Concat", ["x"], {"axis": 0}, [[4, 3]]),
+    ("Expand", [np.array([2, 2, 3], "int64")], {}, [[2, 2, 3]]),
+    ("Split", [np.array([1, 2], "int64")], {"axis": 1}, [[2, 1], [2, 2]]),
+    ("Where", [], {}, [[2, 3]]),
+]
+
+
+@pytest.mark.parametrize("op, extra, attrs, shapes", _MOVES, ids=[c[0] for c in _MOVES])
+def test_data_movement_ops_on_strings(op, extra, attrs, shapes):
+    """Ops that only move data run on string tensors as the executor's graph_op builtin (numpy reference)."""
+    names, inits, inputs = ["x"], [], [_vi("x", S, [2, 3])]
+    feeds = {"x": _strings("a", "b", "c", "d", "", "f", shape=(2, 3))}
+    if op == "Where":
+        names = ["c", "x", "y"]
+        inputs = [_vi("c", TensorProto.BOOL, [2, 3]), _vi("x", S, [2, 3]), _vi("y", S, [3])]
+        feeds.update(c=np.array([[1, 0, 1], [0, 0, 1]], bool), y=_strings("p", "q", "r"))
+    for k, e in enumerate(extra):
+        if isinstance(e, str):
+            names.append(e)
+        else:
+            inits.append(numpy_helper.from_array(e, f"k{k}"))
+            names.append(f"k{k}")
+    outs = [f"y{k}" for k in range(len(shapes))]
+    g = helper.make_graph([helper.make_node(op, names, outs, **attrs)], "g", inputs,
+                          [_vi(o, S, s) for o, s in zip(outs, shapes)], inits)
+    _check(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=10), feeds)

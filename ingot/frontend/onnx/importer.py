@@ -368,6 +368,15 @@ class Context(FoldingContext):
     domain_versions: "dict | None" = None
 
     # Values (``static`` and ``emit`` come from FoldingContext) -------------------------------------
+    def emit(self, call: Any) -> Any:
+        """Bind ``call`` (folded when its arguments are constants); an op that moves string data runs as
+        the executor's ``graph_op`` builtin instead (`ingot.frontend.onnx.ops_string`)."""
+        from .ops_string import string_graph_op, touches_strings
+
+        if touches_strings(call):
+            return string_graph_op(self, call)
+        return super().emit(call)
+
     def expr(self, value: Any, node: "Node | None" = None) -> G.Expr:
         """The value as a graph expression: static arrays become `Constant`s (`to_expr`); a shape holding
         symbolic dims (``Shape`` of a tensor sized at run time, used as data) becomes the int64 tensor of

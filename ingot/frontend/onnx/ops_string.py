@@ -51,6 +51,48 @@ def string_expr(ctx: Any, node: Any, value: Any) -> G.Expr:
     return ctx.bb.emit(call)
 
 
+def _plain(value: Any) -> bool:
+    """Whether an attribute value survives the plan's JSON (ints, floats, strings, None, nested tuples)."""
+    if isinstance(value, (tuple, list)):
+        return all(_plain(v) for v in value)
+    return value is None or isinstance(value, (bool, int, float, str))
+
+
+def touches_strings(call: Any) -> bool:
+    """Whether graph op call ``call`` reads or produces a string tensor (and is not a builtin already).
+
+    Example:
+        >>> x = G.Var("x", G.TensorStructInfo((2, 3), "string"))
+        >>> touches_strings(G.op.reshape(x, (6,))), touches_strings(G.op.relu(G.Var("y", G.TensorStructInfo((2,), "float32"))))
+        (True, False)
+    """
+    if not isinstance(call, G.Call) or getattr(call.op, "name", None) in ("builtin", "tensor_to_shape"):
+        return False
+    sinfos = [a.struct_info for a in call.args] + [call.struct_info]
+    fields = [f for s in sinfos for f in (s.fields if isinstance(s, G.TupleStructInfo) else [s])]
+    return any(isinstance(f, G.TensorStructInfo) and f.dtype.is_string for f in fields)
+
+
+def string_graph_op(ctx: Any, call: G.Call) -> Any:
+    """``call``, an op that moves string data (a reshape, take, concat... of a string tensor), as a
+    ``graph_op`` builtin: the executor runs the op's numpy reference on the object arrays (no kernel can
+    hold strings). Ops whose attributes are not plain values (symbolic dims) are refused with the fix."""
+    op = call.op.name
+    attrs = tuple(sorted(call.attrs.items()))
+    if not _plain(attrs):
+        raise ValueError(f"{op} on a string tensor needs plain attributes (no symbolic dims), got {dict(attrs)}; "
+                         f"give the string inputs static shapes with shape_dict")
+    sinfo = call.struct_info
+    fields = sinfo.fields if isinstance(sinfo, G.TupleStructInfo) else [sinfo]
+    if not all(isinstance(f, G.TensorStructInfo) and f.shape is not None for f in fields):
+        raise ValueError(f"{op} on a string tensor: its result {sinfo} has no known shape")
+    outputs = tuple((tuple(f.shape), str(f.dtype)) for f in fields)
+    out = _emit(ctx, "graph_op", list(call.args), {"op": op, "attrs": attrs}, outputs)
+    if isinstance(sinfo, G.TupleStructInfo):
+        return ctx.bb.emit(G.Tuple([ctx.bb.emit(G.TupleGetItem(out, i)) for i in range(len(fields))]))
+    return out
+
+
 def _emit(ctx: Any, kind: str, args: list, params: dict, outputs: tuple) -> Any:
     return ctx.bb.emit(G.op.builtin(kind, *args, params=params, outputs=outputs))
 

@@ -7,7 +7,9 @@ value the graph executor holds, as a numpy *object* array of Python ``str`` (the
 The builtins below are those numpy functions; `STRING_BUILTINS` maps their kinds and
 `ingot.graph.runtime_shape.BUILTINS` includes them. A string constant is a ``string_const``
 builtin with no inputs whose values are its parameters: string data never enters the weights blob,
-which holds fixed-size elements only.
+which holds fixed-size elements only. An op that only moves data (reshape, transpose, take, concat,
+where...) on a string tensor is a ``graph_op`` builtin: the op's own numpy reference, run on the object
+arrays.
 
 `as_string_array` is the one conversion of a caller's value (numpy ``str``/``bytes``/object arrays,
 lists) into the run-time form; the executor and ``ingot.run`` validate string inputs with it.
@@ -133,8 +135,20 @@ def _normalizer(args: list, p: dict) -> np.ndarray:
     return out.reshape(1, -1) if x.ndim == 2 else out
 
 
+def _graph_op(args: list, p: dict) -> Any:
+    """A graph op that moves string data (reshape, take, concat, ...): its numpy reference, which numpy
+    runs on object arrays as on numbers (``params``: the op's name and its normalized attributes)."""
+    from ..op_registry import get_op_def
+    from .dynamic import _tuples
+
+    attrs = {k: _tuples(v) for k, v in dict(_tuples(p["attrs"])).items()}  # JSON turned tuples into lists
+    return get_op_def(p["op"]).numpy([as_string_array(a, p["op"]) if is_string_array(a) else a for a in args],
+                                     attrs)
+
+
 #: kind → ``fn(numpy args, params dict) -> array | tuple of arrays`` (see `ingot.graph.runtime_shape`).
 STRING_BUILTINS: "dict[str, Callable[[list, dict], Any]]" = {
     "string_const": _string_const, "string_concat": _concat, "string_equal": _equal,
     "regex_full_match": _regex_full_match, "string_split": _split, "string_normalizer": _normalizer,
+    "graph_op": _graph_op,
 }
