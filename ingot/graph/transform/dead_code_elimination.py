@@ -30,14 +30,21 @@ from ._util import graph_functions, make_pass, used_vars
 
 
 def _removable(block: Any, value: Any) -> bool:
-    if isinstance(value, Call) and isinstance(value.op, Op) and value.op.name == "tensor_to_shape":
-        # It binds symbolic dims that later shapes use without naming its variable.
+    if isinstance(value, Call) and isinstance(value.op, Op) and (
+            value.op.name == "tensor_to_shape" or value.op.name == "builtin" and _binds_fresh_dims(value)):
+        # It binds symbolic dims that later shapes use without naming its variable (a Shape of a
+        # builtin's result read as data: ``shape_to_tensor`` names the dims only).
         return False
     if isinstance(block, DataflowBlock):
         return True
     if isinstance(value, Call):
         return isinstance(value.op, Op) and value.op.name != "call_dps_packed"
     return True
+
+
+def _binds_fresh_dims(call: Call) -> bool:
+    """Whether a ``builtin`` call's outputs declare fresh dims (names, not ints or known expressions)."""
+    return any(isinstance(d, str) for dims, _ in call.attrs["outputs"] for d in dims)
 
 
 def eliminate_in_function(func: Function) -> Function:
