@@ -400,8 +400,8 @@ class Context(FoldingContext):
             if is_static_string(value):
                 raise ConversionError(node.op_type if node else "?", node.name if node else "?",
                                       "a string constant is used as the input of an op that computes on numbers; "
-                                      "string tensors feed the string operators only (docs/frontend.md \"String "
-                                      "tensors\")")
+                                      "string tensors feed the string operators and ops that move data only "
+                                      "(docs/strings.md)")
             if value.dtype == object:
                 dims = value.reshape(-1).tolist()
                 if all(isinstance(d, (int, np.integer)) for d in dims):
