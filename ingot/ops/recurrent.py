@@ -8,22 +8,23 @@ not in here: it has no recurrence and is one ordinary GEMM over all ``T*B`` rows
 
 .. code-block:: text
 
-    for q in parallel(B * D):                    # one (batch row, direction) per iteration
-        b, d = q // D, q % D
-        h = Y_h[d, b, :] = initial_h or 0        # the state lives in the outputs
-        c = Y_c[d, b, :] = initial_c or 0        # (LSTM)
-        L = clamp(sequence_lens[b], 0, T)        # (sequence_lens given)
+    for q in parallel(ceil(B / 8) * D):           # one (tile of 8 batch rows, direction) per iteration
+        rows, d = q // D, q % D
+        h = Y_h[d, rows, :] = initial_h or 0     # the state lives in the outputs
+        c = Y_c[d, rows, :] = initial_c or 0     # (LSTM)
         for s in serial(T):                      # the time loop
             t = T - 1 - s if reverse[d] else s
-            if t < L:
-                acc = h @ R[d]^T                 # k outer, the gate axis inner and vectorized
-                gate arithmetic over the hidden axis (vectorized): new h (and c), Y[t, d, b] = h
-            else:
-                Y[t, d, b, :] = 0                # a masked step keeps the state
-        if sequence_lens[b] <= 0: h = c = 0      # as ONNX Runtime gives an empty sequence
+            acc[rows] = h[rows] @ R[d]^T         # k outer, each R^T chunk used by every row of the tile,
+                                                 # the gate axis inner and vectorized
+            for b in rows:
+                if t < sequence_lens[b]:         # (sequence_lens given)
+                    gate arithmetic over the hidden axis (vectorized): new h (and c), Y[t, d, b] = h
+                else:
+                    Y[t, d, b, :] = 0            # a masked step keeps the state
+        for b in rows: if sequence_lens[b] <= 0: h = c = 0   # ONNX Runtime's result for an empty sequence
 
-Batch rows and directions are independent, so the only parallel loop is the outermost one: no
-fork/join per step (a step at batch 1 is a few microseconds, less than an OpenMP fork). ``T`` and
+Row tiles and directions are independent, so the only parallel loop is the outermost one: no
+fork/join per step (a step at batch 1 takes microseconds, about an OpenMP fork's cost). ``T`` and
 ``B`` may be symbolic: the kernel is compiled once and reads them from its arguments' shapes.
 
 Gate order in the weights is ONNX's: LSTM ``[i, o, f, c]``, GRU ``[z, r, h]``, RNN ``[i]``. The
@@ -55,6 +56,11 @@ GATES = {"LSTM": 4, "GRU": 3, "RNN": 1}
 #: (4 AVX-512) vector registers, so the C compiler keeps the chunk's accumulators in registers and
 #: streams ``R`` once; a layer whose gate axis is not a multiple of it uses one chunk.
 ACC_COLUMNS = 64
+
+#: Batch rows that go through a step together: each chunk of ``R^T`` loaded for a ``k`` serves this many
+#: rows from L1 (``R`` is the step's memory traffic: a 256-hidden LSTM's is 1 MiB, an L2's size), while
+#: the tile's accumulators (rows x `ACC_COLUMNS`) stay in L1.
+ROW_TILE = 8
 
 
 def _act_table(alpha: float, beta: float, dtype: str) -> dict:
@@ -156,9 +162,15 @@ class _Kernel:
         self.y = decl_buffer((T, nd, B, h), dt, "y")
         self.yh = decl_buffer((nd, B, h), dt, "y_h")
         self.yc = decl_buffer((nd, B, h), dt, "y_c") if s.kind == "LSTM" else None
-        # Scratch of one (row, direction): the recurrent GEMV's gates, and GRU's r * h_{t-1}.
-        self.acc = decl_buffer((gh + (h if s.kind == "GRU" else 0),), dt, "acc", scope="local")
-        self.b, self.d = Var("b", "int64"), Var("d", "int64")
+        # Batch rows go through a step together in tiles of `ROW_TILE` (fewer at a small static batch).
+        self.tile = min(ROW_TILE, B) if isinstance(B, int) else ROW_TILE
+        self.tiles = -(-B // self.tile) if isinstance(B, int) else (B + self.tile - 1) // self.tile
+        self.bo, self.d = Var("bo", "int64"), Var("d", "int64")
+        # Rows of this tile: all of them but in the last tile of a batch the tile does not divide.
+        divides = isinstance(B, int) and B % self.tile == 0
+        self.rows = self.tile if divides else tir.min(self.tile, B - self.bo * self.tile)
+        # Scratch of a tile: each row's recurrent GEMV gates, and GRU's r * h_{t-1}.
+        self.acc = decl_buffer((self.tile, gh + (h if s.kind == "GRU" else 0)), dt, "acc", scope="local")
 
     def c(self, v: float) -> PrimExpr:
         return const(float(v), self.spec.dtype)
@@ -169,53 +181,87 @@ class _Kernel:
             return x
         return tir.min(tir.max(x, self.c(-self.spec.clip)), self.c(self.spec.clip))
 
-    # -- pieces of a step ---------------------------------------------------------------------------
+    def row(self, bi: Any) -> PrimExpr:
+        """The batch row of tile row ``bi``."""
+        return self.bo * self.tile + bi
 
-    def gemv(self, out: int, src: Callable[[Any], PrimExpr], col: int, width: int) -> Any:
-        """``acc[out + j] = sum_k src(k) * R[d]^T[k, col + j]`` for ``j < width``: ``k`` outer, so that a chunk
-        of `ACC_COLUMNS` accumulators stays in registers while ``R`` streams through once."""
-        acc, rt, h, d = self.acc, self.rt, self.spec.hidden, self.d
-        j, j2, k, jo = Var("j", "int64"), Var("j", "int64"), Var("k", "int64"), Var("jo", "int64")
-        chunk = ACC_COLUMNS if width % ACC_COLUMNS == 0 else width
-        zero = _loop(j, chunk, BufferStore(acc, self.c(0.0), [out + jo * chunk + j]), ForKind.VECTORIZED)
-        at = out + jo * chunk + j2
-        fma = BufferStore(acc, acc[at] + src(k) * rt[d, k, col + jo * chunk + j2], [at])
-        body = SeqStmt([zero, _loop(k, h, _loop(j2, chunk, fma, ForKind.VECTORIZED))])
-        return _loop(jo, width // chunk, body)
+    def each_row(self, body: Callable[[Var, PrimExpr], Any]) -> For:
+        """``for bi in rows: body(bi, batch row)`` with a fresh loop variable."""
+        bi = Var("bi", "int64")
+        return _loop(bi, self.rows, body(bi, self.row(bi)))
 
     def hidden_loop(self, body: Callable[[Var], Any]) -> For:
         """``for n in vectorized(H): body(n)`` with a fresh loop variable."""
         n = Var("n", "int64")
         return _loop(n, self.spec.hidden, body(n), ForKind.VECTORIZED)
 
-    def step(self, t: Any, acts: list) -> Any:
-        """One step of the current (row, direction) at time ``t``: new state, ``Y[t, d, b]``."""
-        s, h, gh = self.spec, self.spec.hidden, self.spec.gate_width
-        b, d, acc, state, dt = self.b, self.d, self.acc, self.yh, self.spec.dtype
+    def length(self, b: PrimExpr) -> PrimExpr:
+        """Row ``b``'s sequence length, at most ``T``."""
+        return tir.min(cast(self.lens[b], "int64"), cast(self.steps, "int64"))
 
-        def x(g: int, n: Var) -> PrimExpr:  # the step's input projection of gate g
+    # -- pieces of a step ---------------------------------------------------------------------------
+
+    def gemv(self, out: int, src: Callable[[Any, Any, Any], PrimExpr], col: int, width: int) -> Any:
+        """``acc[bi, out + j] = sum_k src(bi, b, k) * R[d]^T[k, col + j]`` for every row of the tile and
+        ``j < width``. ``k`` is outside the rows: a chunk of `ACC_COLUMNS` columns of ``R^T`` is loaded
+        once per ``k`` and used by every row (``R`` streams once per step, not once per row)."""
+        acc, rt, h, d = self.acc, self.rt, self.spec.hidden, self.d
+        jo, k = Var("jo", "int64"), Var("k", "int64")
+        chunk = ACC_COLUMNS if width % ACC_COLUMNS == 0 else width
+
+        def zero(bi: Var, b: PrimExpr) -> Any:
+            j = Var("j", "int64")
+            return _loop(j, chunk, BufferStore(acc, self.c(0.0), [bi, out + jo * chunk + j]), ForKind.VECTORIZED)
+
+        def fma(bi: Var, b: PrimExpr) -> Any:
+            j = Var("j", "int64")
+            at = out + jo * chunk + j
+            store = BufferStore(acc, acc[bi, at] + src(bi, b, k) * rt[d, k, col + jo * chunk + j], [bi, at])
+            return _loop(j, chunk, store, ForKind.VECTORIZED)
+
+        return _loop(jo, width // chunk, SeqStmt([self.each_row(zero), _loop(k, h, self.each_row(fma))]))
+
+    def masked(self, t: Any, b: PrimExpr, body: Any) -> Any:
+        """``body`` (a step of row ``b``) where the row's sequence covers ``t``; else ``Y[t, d, b] = 0`` and the
+        state carries."""
+        if self.lens is None:
+            return body
+        zero = self.hidden_loop(lambda n: BufferStore(self.y, self.c(0.0), [t, self.d, b, n]))
+        return IfThenElse(t < self.length(b), body, zero)
+
+    def step(self, t: Any, acts: list) -> Any:
+        """One step of the tile's rows in the current direction at time ``t``: new state, ``Y[t, d]``."""
+        s, h, gh = self.spec, self.spec.hidden, self.spec.gate_width
+        d, acc, state, dt = self.d, self.acc, self.yh, self.spec.dtype
+
+        def x(b: PrimExpr, g: int, n: Var) -> PrimExpr:  # the step's input projection of gate g
             return self.xp[t, b, d * gh + g * h + n]
 
-        def finish(n: Var, value: PrimExpr, extra: list) -> Any:
+        def finish(b: PrimExpr, n: Var, value: PrimExpr, extra: list) -> Any:
             """Let ``h_new = value``; ``extra`` stores, then the new ``h`` into the state and ``Y[t]``."""
             hn = Var("h_new", dt)
             stores = SeqStmt.flatten(extra, BufferStore(state, hn, [d, b, n]), BufferStore(self.y, hn, [t, d, b, n]))
             return LetStmt(hn, value, stores)
 
-        def h_row(k: Any) -> PrimExpr:
+        def h_row(bi: Any, b: PrimExpr, k: Any) -> PrimExpr:
             return state[d, b, k]
 
+        def gates(body: Callable[[Var, PrimExpr, Var], Any]) -> Any:
+            """The gate arithmetic of every row (masked by ``sequence_lens``)."""
+            return self.each_row(lambda bi, b: self.masked(t, b, self.hidden_loop(lambda n: body(bi, b, n))))
+
         if s.kind == "RNN":
-            return SeqStmt([self.gemv(0, h_row, 0, gh),
-                            self.hidden_loop(lambda n: finish(n, acts[0](self.clip(x(0, n) + acc[n])), []))])
+            return SeqStmt([self.gemv(0, h_row, 0, gh), gates(
+                lambda bi, b, n: finish(b, n, acts[0](self.clip(x(b, 0, n) + acc[bi, n])), []))])
         if s.kind == "LSTM":
             f_act, g_act, h_act = acts
             cell = self.yc
 
-            def lstm(n: Var) -> Any:
+            def lstm(bi: Var, b: PrimExpr, n: Var) -> Any:
                 c_prev = cell[d, b, n]
                 i, f, cn, o = (Var(name, dt) for name in ("i", "f", "c_new", "o"))
-                i_pre, f_pre, o_pre = x(0, n) + acc[n], x(2, n) + acc[2 * h + n], x(1, n) + acc[h + n]
+                i_pre, f_pre = x(b, 0, n) + acc[bi, n], x(b, 2, n) + acc[bi, 2 * h + n]
+                o_pre = x(b, 1, n) + acc[bi, h + n]
                 if self.peep is not None:
                     i_pre = i_pre + self.peep[d, n] * c_prev
                     f_pre = f_pre + self.peep[d, 2 * h + n] * c_prev
@@ -224,63 +270,63 @@ class _Kernel:
                 return _lets([
                     (i, f_act(self.clip(i_pre))),
                     (f, f_val),
-                    (cn, f * c_prev + i * g_act(self.clip(x(3, n) + acc[3 * h + n]))),
+                    (cn, f * c_prev + i * g_act(self.clip(x(b, 3, n) + acc[bi, 3 * h + n]))),
                     (o, f_act(self.clip(o_pre))),
-                ], finish(n, o * h_act(cn), [BufferStore(cell, cn, [d, b, n])]))
-            return SeqStmt([self.gemv(0, h_row, 0, gh), self.hidden_loop(lstm)])
+                ], finish(b, n, o * h_act(cn), [BufferStore(cell, cn, [d, b, n])]))
+            return SeqStmt([self.gemv(0, h_row, 0, gh), gates(lstm)])
         # GRU: z, r from the first 2H gate columns; the candidate with or without linear_before_reset.
         f_act, g_act = acts
 
-        def zr(n: Var) -> tuple:
+        def zr(bi: Var, b: PrimExpr, n: Var) -> tuple:
             z, r = Var("z", dt), Var("r", dt)
-            return z, r, [(z, f_act(self.clip(x(0, n) + acc[n]))), (r, f_act(self.clip(x(1, n) + acc[h + n])))]
+            return z, r, [(z, f_act(self.clip(x(b, 0, n) + acc[bi, n]))),
+                          (r, f_act(self.clip(x(b, 1, n) + acc[bi, h + n])))]
 
         if s.linear_before_reset:
-            def gru_lbr(n: Var) -> Any:
-                z, r, lets = zr(n)
+            def gru_lbr(bi: Var, b: PrimExpr, n: Var) -> Any:
+                z, r, lets = zr(bi, b, n)
                 cand = Var("cand", dt)
-                rec = acc[2 * h + n] + (self.rbh[d, n] if self.rbh is not None else self.c(0.0))
-                return _lets(lets + [(cand, g_act(self.clip(x(2, n) + r * rec)))],
-                             finish(n, cand + z * (state[d, b, n] - cand), []))
-            return SeqStmt([self.gemv(0, h_row, 0, gh), self.hidden_loop(gru_lbr)])
+                rec = acc[bi, 2 * h + n] + (self.rbh[d, n] if self.rbh is not None else self.c(0.0))
+                return _lets(lets + [(cand, g_act(self.clip(x(b, 2, n) + r * rec)))],
+                             finish(b, n, cand + z * (state[d, b, n] - cand), []))
+            return SeqStmt([self.gemv(0, h_row, 0, gh), gates(gru_lbr)])
 
-        # (r * h_{t-1}) @ Rh^T needs every r first: a first pass keeps z in acc[:H] and r * h in acc[3H:].
-        def first(n: Var) -> Any:
-            z, r, lets = zr(n)
-            return _lets(lets, SeqStmt([BufferStore(acc, z, [n]), BufferStore(acc, r * state[d, b, n], [3 * h + n])]))
+        # (r * h_{t-1}) @ Rh^T needs every r first: a first pass keeps z in acc[:, :H] and r * h in
+        # acc[:, 3H:] (for every row: a masked row's scratch is not used).
+        def first(bi: Var, b: PrimExpr) -> Any:
+            def body(n: Var) -> Any:
+                z, r, lets = zr(bi, b, n)
+                return _lets(lets, SeqStmt([BufferStore(acc, z, [bi, n]),
+                                            BufferStore(acc, r * state[d, b, n], [bi, 3 * h + n])]))
+            return self.hidden_loop(body)
 
-        def second(n: Var) -> Any:
+        def second(bi: Var, b: PrimExpr, n: Var) -> Any:
             cand = Var("cand", dt)
-            return LetStmt(cand, g_act(self.clip(x(2, n) + acc[2 * h + n])),
-                           finish(n, cand + acc[n] * (state[d, b, n] - cand), []))
-        return SeqStmt([self.gemv(0, h_row, 0, 2 * h), self.hidden_loop(first),
-                        self.gemv(2 * h, lambda k: acc[3 * h + k], 2 * h, h), self.hidden_loop(second)])
+            return LetStmt(cand, g_act(self.clip(x(b, 2, n) + acc[bi, 2 * h + n])),
+                           finish(b, n, cand + acc[bi, n] * (state[d, b, n] - cand), []))
+        return SeqStmt([self.gemv(0, h_row, 0, 2 * h), self.each_row(first),
+                        self.gemv(2 * h, lambda bi, b, k: acc[bi, 3 * h + k], 2 * h, h), gates(second)])
 
     # -- the whole kernel -------------------------------------------------------------------------
 
     def direction(self, index: int) -> Any:
-        """Initial state, time loop and final state of one (row, direction ``index``)."""
-        s = self.spec
-        b, d, T = self.b, self.d, self.steps
+        """Initial state, time loop and final state of the tile's rows in direction ``index``."""
+        s, d, T = self.spec, self.d, self.steps
         sv = Var("s", "int64")
         acts = [activation(name, alpha, beta, s.dtype) for name, alpha, beta in s.activations[index]]
         zero = self.c(0.0)
-        init = [self.hidden_loop(lambda n, out=out, given=given: BufferStore(
-                    out, given[d, b, n] if given is not None else zero, [d, b, n]))
+        init = [self.each_row(lambda bi, b, out=out, given=given: self.hidden_loop(lambda n: BufferStore(
+                    out, given[d, b, n] if given is not None else zero, [d, b, n])))
                 for out, given in ((self.yh, self.h0), (self.yc, self.c0)) if out is not None]
         t = (T - 1 - sv) if s.reverse[index] else sv
-        step = self.step(t, acts)
+        time_loop = _loop(sv, T, self.step(t, acts))
         if self.lens is None:
-            return SeqStmt.flatten(init, _loop(sv, T, step))
-        length = Var("length", "int64")
-        masked = self.hidden_loop(lambda n: BufferStore(self.y, zero, [t, d, b, n]))
-        time_loop = _loop(sv, T, IfThenElse(t < length, step, masked))
+            return SeqStmt.flatten(init, time_loop)
         # An empty sequence ends with a zero state (ONNX Runtime's result), not its initial one.
-        empty = [self.hidden_loop(lambda n, out=out: BufferStore(out, zero, [d, b, n]))
+        empty = [self.each_row(lambda bi, b, out=out: IfThenElse(
+                    self.length(b) <= 0, self.hidden_loop(lambda n: BufferStore(out, zero, [d, b, n]))))
                  for out in (self.yh, self.yc) if out is not None]
-        tail = IfThenElse(length <= 0, SeqStmt.flatten(empty))
-        lens = cast(self.lens[b], "int64")
-        return LetStmt(length, tir.min(lens, cast(T, "int64")), SeqStmt.flatten(init, time_loop, tail))
+        return SeqStmt.flatten(init, time_loop, empty)
 
     def build(self) -> PrimFunc:
         s = self.spec
@@ -288,13 +334,13 @@ class _Kernel:
         bodies = [self.direction(k) for k in range(nd)]
         body = bodies[0] if nd == 1 else IfThenElse(self.d == 0, bodies[0], bodies[1])
         q = Var("q", "int64")
-        rows = self.batch * nd
-        # One thread per (row, direction); a single one runs without an OpenMP region.
-        kind = ForKind.SERIAL if isinstance(rows, int) and rows == 1 else ForKind.PARALLEL
-        body = LetStmt(self.b, q // nd, LetStmt(self.d, q % nd, Allocate(self.acc, body)))
+        work = self.tiles * nd
+        # One thread per (row tile, direction); a single one runs without an OpenMP region.
+        kind = ForKind.SERIAL if isinstance(work, int) and work == 1 else ForKind.PARALLEL
+        body = LetStmt(self.bo, q // nd, LetStmt(self.d, q % nd, Allocate(self.acc, body)))
         params = [p for p in (self.xp, self.rt, self.h0, self.c0, self.lens, self.peep, self.rbh,
                               self.y, self.yh, self.yc) if p is not None]
-        return PrimFunc(params, _loop(q, rows, body, kind), {"tir.noalias": True, "tir.is_scheduled": True})
+        return PrimFunc(params, _loop(q, work, body, kind), {"tir.noalias": True, "tir.is_scheduled": True})
 
 
 def _lets(pairs: list, body: Any) -> Any:

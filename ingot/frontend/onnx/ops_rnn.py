@@ -1,27 +1,31 @@
 """ONNX converters for the recurrent layers: ``LSTM``, ``GRU`` and ``RNN``.
 
-Note: a recurrent layer is unrolled at import time over its static sequence length ``T``; nothing
-loops in Python at run time. The layer becomes
+Note: a recurrent layer becomes two pieces, whatever its sequence length ``T`` (static or known only at
+run time):
 
-1. one input projection for every step and direction at once: ``X`` viewed as ``(T*B, I)`` times
-   ``W`` of all directions transposed to ``(I, D*G*H)`` (``G`` gates), plus the biases that do not
-   depend on the state (``Wb + Rb``, except GRU's ``Rbh`` under ``linear_before_reset``); one `split`
-   (one kernel) cuts it into the ``D*T`` per-step ``(B, G*H)`` tensors;
-2. per step and direction, the recurrent GEMM ``H_{t-1} @ R^T`` (``(B, H) @ (H, G*H)``) with the step's
-   projection added in its epilogue, then the gate arithmetic (slices, activations, products): elementwise
-   and injective ops that graph fusion turns into one or two kernels per step. An LSTM step is three
-   kernels (GEMM + projection, the new cell ``C``, the new ``H``); the step kernels carry no step offset,
-   so all steps share the same PrimFuncs;
-3. the outputs stacked: ``Y`` as one concat of the steps' ``H`` (only when ``Y`` is used), ``Y_h``
-   and ``Y_c`` from the last step of each direction.
+1. the input projection of every step and direction as one GEMM: ``X`` viewed as ``(T*B, I)`` times
+   ``W`` of all directions transposed to ``(I, D*G*H)`` (``G`` gates), plus the biases that do not depend
+   on the state (``Wb + Rb``, except GRU's ``Rbh`` under ``linear_before_reset``);
+2. the ``recurrence`` graph op (`ingot.graph.op.recurrent`) on that projection and ``R`` transposed: one
+   TensorIR kernel (`ingot.ops.recurrent`) whose serial time loop runs, for each step, the recurrent GEMV
+   ``H_{t-1} @ R^T`` and the gate arithmetic, for every direction, with ``sequence_lens`` masking
+   (``t < sequence_lens[b]``: a masked step keeps the state and writes 0 to ``Y``, the ONNX semantics in
+   both directions), the initial states, ``clip``, the activations with their alpha/beta, GRU's
+   ``linear_before_reset`` and LSTM's peepholes and ``input_forget``. A sequence of length 0 ends with a
+   zero state, as ONNX Runtime gives it. ``Y``, ``Y_h`` and ``Y_c`` come out of the kernel, permuted for
+   ``layout=1``.
 
-The reverse direction walks the steps from ``T-1`` down to 0 and writes each ``H`` at its own time
-position. ``sequence_lens`` (static or computed at run time) becomes a per-step mask
-``t < sequence_lens[b]``: a masked step keeps the previous state and writes 0 to ``Y``, which is the
-ONNX semantics in both directions (a reverse sequence of length ``L`` starts at ``L-1`` because the
-steps above it are masked and leave the initial state untouched). A static ``sequence_lens`` is
-resolved per step at import time: steps every sequence covers need no mask, steps none covers are
-skipped. An absent initial state is a known zero: the first step then has no recurrent GEMM.
+Choosing the lowering: the time-loop kernel is the default. It takes a run-time ``T`` (one build runs
+every length) and its compile time and execution plan do not grow with ``T`` (an OCR or VAD model has
+hundreds of steps). ``from_onnx(..., unroll_rnn=True)`` selects the other lowering, for a static ``T``
+only: the layer unrolled at import (`_Layer.run_unrolled`): the projection split into per-step slices,
+then per step and direction the recurrent GEMM with the step's slice added in its epilogue and the gate
+arithmetic as fused elementwise kernels (an LSTM step is three kernels shared by all steps). At batch 1
+both stream ``R`` once per step and run about equally fast; the unrolled steps' GEMMs use the
+register-tiled GEMM schedules, which pay off when many batch rows share a step, at the price of a build
+(and an AOT entry) that grows with ``T``. A static ``sequence_lens`` is resolved per step there at import
+time (steps every sequence covers need no mask, steps none covers are skipped), and an absent initial
+state is a known zero (the first step has no recurrent GEMM).
 
 Example:
     >>> from ingot.frontend.onnx.importer import get_converter

@@ -1,0 +1,63 @@
+"""The recurrent layers' time-loop kernel (ingot/ops/recurrent.py) compiled, against its numpy reference
+(which tests/frontend/test_onnx_rnn.py checks against ONNX Runtime): every layer kind and option, batch
+sizes that are and are not multiples of the row tile, static and run-time sizes."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ingot.codegen.build import build_module
+from ingot.ops.recurrent import ROW_TILE, RecurrenceSpec, recurrence_kernel, recurrence_numpy
+
+pytestmark = pytest.mark.compiler
+
+ACTS = {"LSTM": (("sigmoid", 0, 0), ("tanh", 0, 0), ("tanh", 0, 0)), "GRU": (("sigmoid", 0, 0), ("tanh", 0, 0)),
+        "RNN": (("tanh", 0, 0),)}
+
+
+def _run(kind, reverse, steps, batch, hidden, static=False, acts=None, **kw):
+    spec = RecurrenceSpec(kind, hidden, reverse, (acts or ACTS[kind],) * len(reverse), **kw)
+    func = recurrence_kernel(spec, steps if static else None, batch if static else None)
+    lib = build_module(func.with_attr("global_symbol", "main"), "llvm")
+    rng = np.random.default_rng(steps * 100 + batch)
+    nd, gh = len(reverse), spec.gate_width
+    args = [rng.standard_normal((steps, batch, nd * gh)).astype("float32"),
+            (rng.standard_normal((nd, hidden, gh)) / np.sqrt(hidden)).astype("float32")]
+    optional = {}
+    if spec.has_initial_h:
+        optional["initial_h"] = rng.standard_normal((nd, batch, hidden)).astype("float32")
+    if spec.has_initial_c:
+        optional["initial_c"] = rng.standard_normal((nd, batch, hidden)).astype("float32")
+    if spec.lens_dtype:
+        optional["lens"] = rng.integers(0, steps + 2, batch).astype(spec.lens_dtype)
+    if spec.has_peepholes:
+        optional["peepholes"] = rng.standard_normal((nd, 3 * hidden)).astype("float32")
+    if spec.has_recurrent_h_bias:
+        optional["recurrent_h_bias"] = rng.standard_normal((nd, hidden)).astype("float32")
+    expected = recurrence_numpy(spec, *args, **optional)
+    outs = [np.full(e.shape, np.nan, "float32") for e in expected]   # every element must be written
+    lib["main"](*args, *optional.values(), *outs)
+    for name, a, e in zip(("Y", "Y_h", "Y_c"), outs, expected):
+        np.testing.assert_allclose(a, e, rtol=1e-5, atol=1e-5, err_msg=name)
+
+
+@pytest.mark.parametrize("batch", [1, ROW_TILE, ROW_TILE + 3, 2 * ROW_TILE + 1])
+def test_lstm_row_tiles_sequence_lens_peepholes(batch):
+    _run("LSTM", (False, True), 6, batch, 16, has_initial_h=True, has_initial_c=True, lens_dtype="int32",
+         has_peepholes=True, clip=2.0)
+
+
+@pytest.mark.parametrize("lbr", [False, True])
+def test_gru_both_candidate_forms_with_a_gate_axis_of_several_column_chunks(lbr):
+    # hidden 64: the GEMV runs over several 64-column chunks (GRU's second GEMV over the h columns too).
+    _run("GRU", (False, True), 5, ROW_TILE + 2, 64, linear_before_reset=lbr, has_recurrent_h_bias=lbr,
+         has_initial_h=True, lens_dtype="int64")
+
+
+def test_rnn_reverse_with_activation_parameters_static_sizes():
+    _run("RNN", (True,), 7, 3, 8, static=True, acts=(("scaledtanh", 0.8, 1.3),), lens_dtype="int64")
+
+
+def test_lstm_input_forget_and_activation_parameters():
+    _run("LSTM", (False,), 4, 2, 8, static=True, input_forget=True, has_initial_c=True,
+         acts=(("hardsigmoid", 0.3, 0.4), ("leakyrelu", 0.05, 0), ("softsign", 0, 0)))
