@@ -1,5 +1,5 @@
-"""MaxPool's Indices output (with MaxUnpool consuming it) and 3-D ConvTranspose (issue 17), compiled and
-compared with the ONNX reference (`onnx.reference.ReferenceEvaluator`) and ONNX Runtime.
+"""MaxPool's Indices output (and MaxUnpool consuming it), issue 17: compiled and compared with the ONNX
+reference (`onnx.reference.ReferenceEvaluator`) and ONNX Runtime.
 """
 from __future__ import annotations
 
