@@ -304,8 +304,11 @@ def _tree_ensemble(ctx: Any, node: Any) -> Any:
         total = _e(ctx, G.op.sum(_e(ctx, G.op.where(hot, w, G.const(np.array(0.0)))), axis=1))
         if agg == 0:
             total = _e(ctx, G.op.divide(total, G.const(np.array(float(max(trees, 1))))))
-    else:  # MIN / MAX: a target no leaf reaches keeps the type's largest / smallest value (ONNX's start)
-        start = np.finfo(dt).max if agg == 2 else np.finfo(dt).min
-        picked = _e(ctx, G.op.where(hot, w, G.const(np.array(float(start)))))
+    else:  # MIN / MAX over the leaves that reach each target; a target no leaf reaches is 0 (ONNX Runtime;
+        # onnx.reference leaves the float type's largest / smallest value there)
+        picked = _e(ctx, G.op.where(hot, w, G.const(np.array(np.inf if agg == 2 else -np.inf))))
         total = _e(ctx, (G.op.min if agg == 2 else G.op.max)(picked, axis=1))
+        reached = _e(ctx, G.op.greater(_e(ctx, G.op.max(_e(ctx, G.op.astype(hot, "int8")), axis=1)),
+                                       G.const(np.array(0, "int8"))))
+        total = _e(ctx, G.op.where(reached, total, G.const(np.array(0.0))))
     return total if dt == "float64" else _e(ctx, G.op.astype(total, dt))
