@@ -226,3 +226,16 @@ def test_bitcast_of_different_widths_names_the_types():
                    [("y", TP.INT16, [4])], opset=26)
     with pytest.raises(Exception, match=r"float32 \(32 bits\) to int16 \(16 bits\)"):
         from_onnx(model)
+
+
+def test_without_ml_dtypes_arrays_are_the_stored_bytes(monkeypatch):
+    import sys
+
+    from ingot.ir.dtype import DataType
+
+    monkeypatch.setitem(sys.modules, "ml_dtypes", None)   # import ml_dtypes now raises ImportError
+    assert DataType("int4").numpy_dtype() == np.uint8 and DataType("float8_e8m0fnu").numpy_dtype() == np.uint8
+    # numpy's own "int4" means int32: the sub-byte path never asks numpy for it
+    codes = lowp.cast_numpy(np.array([-1.0, 9.0, -8.5]), "int4")
+    assert codes.dtype == np.uint8 and codes.tolist() == [15, 9, 8]
+    assert lowp.sub_byte_values(codes, "int4").tolist() == [-1, -7, -8]
