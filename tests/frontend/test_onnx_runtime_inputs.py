@@ -175,3 +175,22 @@ def test_runtime_shape_data_error_without_a_context():
 
     with pytest.raises(Exception, match="symbolic dims"):
         Context.to_expr(np.array([shape_var("rt0"), 2], dtype=object))
+
+
+@pytest.mark.compiler
+def test_dims_of_two_runtime_sources_meet():
+    # ConstantOfShape(s) has the dims of s, Range(0, n, 1) a size of its own: their Add relabels the range's
+    # size to s's (match_cast), one kernel; a run where they differ is an error, not a broadcast guess.
+    nodes = [helper.make_node("ConstantOfShape", ["s"], ["z"], value=helper.make_tensor("v", F, [1], [0.5])),
+             helper.make_node("Range", ["zero", "n", "one"], ["r"]),
+             helper.make_node("Cast", ["r"], ["rf"], to=F),
+             helper.make_node("Add", ["z", "rf"], ["y"])]
+    model = _model(nodes, [_vi("s", I64, [2]), _vi("n", I64, [])], [_out("y", 2)],
+                   inits=[onnx.numpy_helper.from_array(np.array(0, "int64"), "zero"),
+                          onnx.numpy_helper.from_array(np.array(1, "int64"), "one")])
+    mod = _check(model, [[np.array([2, 3], "int64"), np.array(3, "int64")],
+                         [np.array([4, 5], "int64"), np.array(5, "int64")]])
+    assert "match_cast" in _builtins(mod)
+    vm = G.Executor(G.build(mod, "llvm"), ingot.cpu())
+    with pytest.raises(Exception, match="match_cast: axis 0 has size 4"):
+        vm["main"](np.array([2, 3], "int64"), np.array(4, "int64"))

@@ -27,6 +27,8 @@ import numpy as np
 
 from ingot import graph as G
 from ingot.graph.runtime_ops import runtime_attr
+from ingot.graph.runtime_shape import is_shape_var
+from ingot.graph.struct_info import dims_equal
 
 from ._common import as_array, is_static, norm_axes
 from .importer import register
@@ -71,6 +73,42 @@ def _as_shape(ctx: Any, node: Any, tensor: Any, what: str) -> tuple:
     shape = ctx.emit(G.op.tensor_to_shape(t, fresh_dims(ctx, n)))
     seen[id(source)] = (source, tuple(shape.struct_info.values))  # the source is kept so its id stays unique
     return seen[id(source)][1]
+
+
+def unify_runtime_dims(ctx: Any, exprs: list, skip_axis: "int | None" = None, broadcast: bool = True) -> list:
+    """The operands of an elementwise op (or a Concat), a ``match_cast`` inserted where they pair a fresh
+    run-time dim with a different dim (of another run-time source, or a known size): the fresh one is
+    taken to *equal* the other (with ``broadcast``, a 1 still broadcasts), which the run checks when it
+    binds the dims. Relax needs the same ``match_cast`` between shapes of different sources. Each operand
+    is compared with the first, right-aligned; ``skip_axis`` (Concat's axis, non-negative) is left alone.
+
+    Example: ``(rt1, rt2, rt0) + (rt5,)`` relabels the second operand ``(rt0,)``; a run where
+    ``rt5 != rt0`` stops with an error naming the axis.
+    """
+    infos = [e.struct_info for e in exprs]
+    if not all(isinstance(s, G.TensorStructInfo) and s.shape is not None for s in infos):
+        return list(exprs)
+    shapes, changed = [list(s.shape) for s in infos], [False] * len(exprs)
+    for i in range(1, len(exprs)):
+        ref, other = shapes[0], shapes[i]
+        for k in range(1, min(len(ref), len(other)) + 1):
+            x, y = ref[-k], other[-k]
+            if dims_equal(x, y) or skip_axis is not None and len(ref) - k == skip_axis:
+                continue
+            for shape, j, mine, theirs in ((other, i, y, x), (ref, 0, x, y)):
+                if is_shape_var(mine) and not (broadcast and isinstance(theirs, int) and theirs == 1):
+                    shape[-k], changed[j] = theirs, True
+                    break
+    return [match_cast(ctx, e, d) if c else e for e, d, c in zip(exprs, shapes, changed)]
+
+
+def match_cast(ctx: Any, e: Any, dims: Any) -> Any:
+    """``e`` relabelled with ``dims`` (the ``match_cast`` builtin: the run binds the fresh ones among them
+    and checks the others against ``e``'s actual shape).
+
+    Example: a Squeeze of an axis of fresh size ``rt9`` first relabels it 1: ``match_cast(ctx, e, (n, 1, 4))``.
+    """
+    return ctx.expr(ctx.emit(G.op.builtin("match_cast", e, outputs=((tuple(dims), str(e.struct_info.dtype)),))))
 
 
 def _builtin(ctx: Any, kind: str, args: list, params: dict, outputs: tuple) -> Any:

@@ -19,6 +19,7 @@ import numpy as np
 
 from ingot import graph as G
 
+from . import ops_dynamic
 from ._common import as_array, is_int_dtype, is_static, norm_axes, scalar_like, static_ints
 from .importer import register
 
@@ -310,7 +311,7 @@ def _binary(builder: Callable, shape_ref: "Callable | None") -> Callable:
             if isinstance(out, np.ndarray) and out.dtype == bool:
                 return out
             return np.asarray(out, dtype=object)
-        ea, eb = ctx.expr(a), ctx.expr(b)
+        ea, eb = ops_dynamic.unify_runtime_dims(ctx, [ctx.expr(a), ctx.expr(b)])
         if builder is G.op.power and ctx.dtype(ea) != ctx.dtype(eb):
             eb = ctx.expr(ctx.emit(G.op.cast(eb, ctx.dtype(ea))))  # Pow allows a different exponent type
         if builder is G.op.power and is_int_dtype(ctx.dtype(ea)):

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from ingot import graph as G
-from ingot.graph.runtime_shape import onnx_slice_bounds
+from ingot.graph.runtime_shape import is_shape_var, onnx_slice_bounds
 
 from . import ops_dynamic
 from ._common import as_array, is_static, norm_axes, static_ints
@@ -203,7 +203,8 @@ def _concat(ctx: Any, node: Any) -> Any:
     exprs = [ctx.expr(v, node) for v in vals if 0 not in [d for d in ctx.shape(v) if isinstance(d, int)]]
     if len(exprs) == 1:
         return exprs[0]
-    return ctx.emit(G.op.concat(exprs, axis=axis))
+    axis = norm_axes([axis], len(ctx.shape(exprs[0])))[0]
+    return ctx.emit(G.op.concat(ops_dynamic.unify_runtime_dims(ctx, exprs, skip_axis=axis, broadcast=False), axis=axis))
 
 
 def _unsqueeze_axes(ctx: Any, node: Any) -> list[int]:
@@ -236,7 +237,10 @@ def _squeeze(ctx: Any, node: Any) -> Any:
     axes = None if not axes else norm_axes(axes, ndim)
     if is_static(x):
         return np.squeeze(as_array(x), None if axes is None else tuple(axes))
-    return ctx.emit(G.op.squeeze(ctx.expr(x), axis=axes))
+    e, shape = ctx.expr(x), list(ctx.shape(x))
+    if axes and any(is_shape_var(shape[a]) for a in axes):  # a fresh run-time size squeezed: it must be 1
+        e = ops_dynamic.match_cast(ctx, e, [1 if a in axes else d for a, d in enumerate(shape)])
+    return ctx.emit(G.op.squeeze(e, axis=axes))
 
 
 @register("Slice")
