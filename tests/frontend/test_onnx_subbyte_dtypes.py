@@ -164,7 +164,8 @@ def test_cast_from_e8m0_every_code_matches_ml_dtypes():
                    [("f32", TP.FLOAT, [256]), ("f16", TP.FLOAT16, [256]), ("e4m3", TP.FLOAT8E4M3FN, [256])])
     f32, f16, e4m3 = _compiled(model, {"x": codes})
     np.testing.assert_array_equal(f32, codes.astype(np.float32))
-    np.testing.assert_array_equal(f16, codes.astype(np.float32).astype(np.float16))
+    with np.errstate(over="ignore"):   # codes above float16's range become inf, on both sides
+        np.testing.assert_array_equal(f16, codes.astype(np.float32).astype(np.float16))
     np.testing.assert_array_equal(e4m3.view(np.uint8), lowp.encode_numpy(codes.astype(np.float32), "float8_e4m3fn"))
 
 
