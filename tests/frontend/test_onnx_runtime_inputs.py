@@ -194,3 +194,16 @@ def test_dims_of_two_runtime_sources_meet():
     vm = G.Executor(G.build(mod, "llvm"), ingot.cpu())
     with pytest.raises(Exception, match="match_cast: axis 0 has size 4"):
         vm["main"](np.array([2, 3], "int64"), np.array(4, "int64"))
+
+
+@pytest.mark.compiler
+def test_static_slice_of_a_runtime_size():
+    # Pad by run-time pads, then a constant Slice [1:4] of the padded axis: ONNX clamps the end against a size
+    # only the run knows, so the slice builtin takes it (a short axis gives fewer rows, as in the reference).
+    nodes = [helper.make_node("Pad", ["x", "pads"], ["p"]),
+             helper.make_node("Slice", ["p", "starts", "ends", "axes"], ["y"])]
+    inits = [onnx.numpy_helper.from_array(np.array(v, "int64"), n)
+             for n, v in (("starts", [1]), ("ends", [4]), ("axes", [0]))]
+    model = _model(nodes, [_vi("x", F, [2, 3]), _vi("pads", I64, [4])], [_out("y", 2)], inits=inits)
+    x = RNG.standard_normal((2, 3)).astype("float32")
+    _check(model, [[x, np.array([0, 1, 0, 0], "int64")], [x, np.array([2, 0, 3, 1], "int64")]])

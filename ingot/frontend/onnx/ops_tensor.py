@@ -285,6 +285,10 @@ def _slice(ctx: Any, node: Any) -> Any:
         rest = [(a, s, e, st) for a, s, e, st, ok in zip(axes, starts, ends, steps, known) if ok]
         axes, starts, ends, steps = ([r[i] for r in rest] for i in range(4))
     pos = [(a, s, e, st) for a, s, e, st in zip(axes, starts, ends, steps) if st > 0]
+    if node.opset >= 10 and all(known) and any(is_shape_var(shape[p[0]]) and not (
+            p[1] == 0 and p[2] >= 2**31 - 1) for p in pos):
+        # Static bounds clamped against a size only the run knows: the slice builtin clamps them then.
+        return ops_dynamic.dynamic_slice(ctx, node)
     if pos:
         out = ctx.expr(ctx.emit(G.op.strided_slice(out, [p[1] for p in pos], [p[2] for p in pos],
                                                    [p[3] for p in pos], [p[0] for p in pos])))
