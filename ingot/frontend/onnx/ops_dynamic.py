@@ -12,6 +12,11 @@ Note: a converter normally reads shape-like inputs (Reshape's ``shape``, Slice's
   whose output size is the data's (NonZero, Unique, Compress, NonMaxSuppression): one ``builtin``
   call each, its output dims fresh where the data decides them.
 
+* ops whose attribute-like inputs decide the computation (Col2Im, DFT, STFT, AffineGrid; `op_builtin`)
+  run their graph op's numpy reference with the run's values; Split's sizes are a ``split`` builtin;
+  Trilu's k a mask kernel (`dynamic_trilu`);
+* dims of two run-time sources that meet in one op are related by ``match_cast`` (`unify_runtime_dims`).
+
 Fresh dims are named ``rt0, rt1, ...`` in the order the import meets them.
 
 Example:
