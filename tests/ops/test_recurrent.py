@@ -15,30 +15,33 @@ ACTS = {"LSTM": (("sigmoid", 0, 0), ("tanh", 0, 0), ("tanh", 0, 0)), "GRU": (("s
         "RNN": (("tanh", 0, 0),)}
 
 
-def _run(kind, reverse, steps, batch, hidden, static=False, acts=None, **kw):
-    spec = RecurrenceSpec(kind, hidden, reverse, (acts or ACTS[kind],) * len(reverse), **kw)
+def _run(kind, reverse, steps, batch, hidden, static=False, acts=None, dtype="float32", **kw):
+    spec = RecurrenceSpec(kind, hidden, reverse, (acts or ACTS[kind],) * len(reverse), dtype=dtype, **kw)
     func = recurrence_kernel(spec, steps if static else None, batch if static else None)
     lib = build_module(func.with_attr("global_symbol", "main"), "llvm")
     rng = np.random.default_rng(steps * 100 + batch)
     nd, gh = len(reverse), spec.gate_width
-    args = [rng.standard_normal((steps, batch, nd * gh)).astype("float32"),
-            (rng.standard_normal((nd, hidden, gh)) / np.sqrt(hidden)).astype("float32")]
+    args = [rng.standard_normal((steps, batch, nd * gh)).astype(dtype),
+            (rng.standard_normal((nd, hidden, gh)) / np.sqrt(hidden)).astype(dtype)]
     optional = {}
     if spec.has_initial_h:
-        optional["initial_h"] = rng.standard_normal((nd, batch, hidden)).astype("float32")
+        optional["initial_h"] = rng.standard_normal((nd, batch, hidden)).astype(dtype)
     if spec.has_initial_c:
-        optional["initial_c"] = rng.standard_normal((nd, batch, hidden)).astype("float32")
+        optional["initial_c"] = rng.standard_normal((nd, batch, hidden)).astype(dtype)
     if spec.lens_dtype:
-        optional["lens"] = rng.integers(0, steps + 2, batch).astype(spec.lens_dtype)
+        lens = rng.integers(0, steps + 2, batch)
+        lens[0], lens[-1] = steps + 1, 0    # one longer than T, one empty (a batch of 1: empty)
+        optional["lens"] = lens.astype(spec.lens_dtype)
     if spec.has_peepholes:
-        optional["peepholes"] = rng.standard_normal((nd, 3 * hidden)).astype("float32")
+        optional["peepholes"] = rng.standard_normal((nd, 3 * hidden)).astype(dtype)
     if spec.has_recurrent_h_bias:
-        optional["recurrent_h_bias"] = rng.standard_normal((nd, hidden)).astype("float32")
+        optional["recurrent_h_bias"] = rng.standard_normal((nd, hidden)).astype(dtype)
     expected = recurrence_numpy(spec, *args, **optional)
-    outs = [np.full(e.shape, np.nan, "float32") for e in expected]   # every element must be written
+    outs = [np.full(e.shape, np.nan, dtype) for e in expected]   # every element must be written
     lib["main"](*args, *optional.values(), *outs)
+    tol = 1e-5 if dtype == "float32" else 1e-12
     for name, a, e in zip(("Y", "Y_h", "Y_c"), outs, expected):
-        np.testing.assert_allclose(a, e, rtol=1e-5, atol=1e-5, err_msg=name)
+        np.testing.assert_allclose(a, e, rtol=tol, atol=tol, err_msg=name)
 
 
 @pytest.mark.parametrize("batch", [1, ROW_TILE, ROW_TILE + 3, 2 * ROW_TILE + 1])
@@ -61,3 +64,8 @@ def test_rnn_reverse_with_activation_parameters_static_sizes():
 def test_lstm_input_forget_and_activation_parameters():
     _run("LSTM", (False,), 4, 2, 8, static=True, input_forget=True, has_initial_c=True,
          acts=(("hardsigmoid", 0.3, 0.4), ("leakyrelu", 0.05, 0), ("softsign", 0, 0)))
+
+
+def test_float64_gru_with_softplus():
+    _run("GRU", (False, True), 5, 3, 8, dtype="float64", acts=(("sigmoid", 0, 0), ("softplus", 0, 0)),
+         lens_dtype="int32")
