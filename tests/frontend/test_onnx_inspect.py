@@ -86,16 +86,16 @@ def test_trial_import_reports_attribute_level_problems():
 
 
 def test_unsupported_dtypes():
-    # int4 is not stored by the C backend; float8 is emulated (issue 17), so it is supported
-    nodes = [helper.make_node("Cast", ["x"], ["q"], to=TensorProto.INT4, name="to_int4"),
-             helper.make_node("Cast", ["q"], ["y"], to=F)]
-    r = inspect_model(_model(nodes, [_vi("x", [4])], [_vi("y", [4])], opset=21, ))
-    assert list(r.unsupported_dtypes) == ["int4"]
-    assert "Cast 'to_int4'" in r.unsupported_dtypes["int4"]
-    assert not r.supported and "unsupported data type: int4" in r.summary()
-    fp8 = [helper.make_node("Cast", ["x"], ["q"], to=TensorProto.FLOAT8E4M3FN, name="to_fp8"),
-           helper.make_node("Cast", ["q"], ["y"], to=F)]
-    assert not inspect_model(_model(fp8, [_vi("x", [4])], [_vi("y", [4])], opset=19, )).unsupported_dtypes
+    # complex is not supported; float8 and int4 are emulated (issue 17), so they are
+    nodes = [helper.make_node("Identity", ["x"], ["y"], name="keep_c")]
+    c64 = TensorProto.COMPLEX64
+    r = inspect_model(_model(nodes, [_vi("x", [4], c64)], [_vi("y", [4], c64)], opset=21, ))
+    assert list(r.unsupported_dtypes) == ["complex64"]
+    assert "'x'" in r.unsupported_dtypes["complex64"]   # where: the graph input that carries it
+    assert not r.supported and "unsupported data type: complex64" in r.summary()
+    for to in (TensorProto.FLOAT8E4M3FN, TensorProto.INT4):
+        low = [helper.make_node("Cast", ["x"], ["q"], to=to, name="to_low"), helper.make_node("Cast", ["q"], ["y"], to=F)]
+        assert not inspect_model(_model(low, [_vi("x", [4])], [_vi("y", [4])], opset=21, )).unsupported_dtypes
 
 
 def test_corrupt_file_is_a_clear_error(tmp_path):

@@ -240,3 +240,11 @@ def test_without_ml_dtypes_arrays_are_the_stored_bytes(monkeypatch):
     codes = lowp.cast_numpy(np.array([-1.0, 9.0, -8.5]), "int4")
     assert codes.dtype == np.uint8 and codes.tolist() == [15, 9, 8]
     assert lowp.sub_byte_values(codes, "int4").tolist() == [-1, -7, -8]
+
+
+def test_inspect_reports_sub_byte_and_e8m0_as_supported():
+    from ingot.frontend.onnx.inspect import inspect_model
+
+    nodes = [helper.make_node("Cast", ["x"], ["y"], to=TP.INT4), helper.make_node("Cast", ["x"], ["z"], to=TP.FLOAT8E8M0)]
+    report = inspect_model(_model(nodes, [("x", TP.FLOAT, [3])], [("y", TP.INT4, [3]), ("z", TP.FLOAT8E8M0, [3])]))
+    assert report.supported, report

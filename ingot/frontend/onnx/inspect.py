@@ -43,6 +43,9 @@ SUPPORTED_DTYPES = frozenset({"bool", "int8", "int16", "int32", "int64", "uint8"
                               "float16", "bfloat16", "float32", "float64",
                               # emulated: bit patterns in bytes, exact conversions (`ingot.ops.lowp`)
                               "float8e4m3fn", "float8e4m3fnuz", "float8e5m2", "float8e5m2fnuz", "float4e2m1",
+                              "float8e8m0",
+                              # one a byte, ml_dtypes' layout; the C backend wraps them (`ingot.codegen.c.types`)
+                              "int4", "uint4", "int2", "uint2",
                               # values the executor holds, computed on by its builtins (`ingot.graph.op.string`)
                               "string"})
 
