@@ -76,12 +76,11 @@ def test_run_time_value_where_a_constant_is_needed():
 
 
 def test_trial_import_reports_attribute_level_problems():
-    m = _model([helper.make_node("Resize", ["x", "", "scales"], ["y"], mode="cubic", name="up")],
-               [_vi("x", [1, 1, 2, 2])], [_vi("y", [1, 1, 4, 4])],
-               [numpy_helper.from_array(np.array([1, 1, 2, 2], "float32"), "scales")])
+    m = _model([helper.make_node("LpPool", ["x"], ["y"], kernel_shape=[2, 2], ceil_mode=1, name="up")],
+               [_vi("x", [1, 1, 3, 3])], [_vi("y", [1, 1, 2, 2])], opset=18)
     r = inspect_model(m)
-    assert [(u.op_type, u.node) for u in r.unsupported] == [("Resize", "up")]
-    assert "cubic" in r.unsupported[0].reason
+    assert [(u.op_type, u.node) for u in r.unsupported] == [("LpPool", "up")]
+    assert "ceil_mode" in r.unsupported[0].reason
     assert inspect_model(m, try_import=False).supported  # the converter exists: only the import tells
 
 

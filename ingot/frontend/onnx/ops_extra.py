@@ -219,6 +219,14 @@ def _builtin_resize(ctx: Any, node: Any, roi: Any, scales: Any, sizes: Any, coor
     args = [x] + [v if v is not None else empty for v in (roi, scales)] + [
         sizes if sizes is not None else np.zeros(0, "int64")]
     mode = node.attr("mode", "nearest")
+    for what, value, allowed in (("mode", mode, ("nearest", "linear", "bilinear", "cubic")),
+                                 ("coordinate_transformation_mode", coord, _COORD_MODES + (
+                                     "half_pixel_symmetric", "tf_crop_and_resize")),
+                                 ("nearest_mode", node.attr("nearest_mode", rounding), (
+                                     "round_prefer_floor", "round_prefer_ceil", "floor", "ceil")),
+                                 ("keep_aspect_ratio_policy", policy, ("stretch", "not_larger", "not_smaller"))):
+        if value not in allowed:
+            raise node.error(f"{what} {value!r} is not an ONNX Resize choice (one of {allowed})")
     params = {"mode": "linear" if mode == "bilinear" else mode, "coordinate_transformation_mode": coord,
               "nearest_mode": node.attr("nearest_mode", rounding), "cubic_coeff_a": float(node.attr("cubic_coeff_a", -0.75)),
               "exclude_outside": int(node.attr("exclude_outside", 0)),
