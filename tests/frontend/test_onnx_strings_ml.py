@@ -379,3 +379,48 @@ def test_tree_ensemble_regressor_matches_onnxruntime(aggregate):
         clean = np.nan_to_num(x, nan=0.25)
         np.testing.assert_allclose(ingot.run(pkg, {"x": clean})["y"], ReferenceEvaluator(m).run(None, {"x": clean})[0],
                                    rtol=1e-6, atol=1e-5)
+
+
+def _ort_and_ingot(m, feeds):
+    ort = pytest.importorskip("onnxruntime")
+    expected = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, feeds)
+    got = list(ingot.run(ingot.compile(ingot.load(m), cache=False), feeds).values())
+    return expected, got
+
+
+@pytest.mark.parametrize("op, attrs, tin", [
+    ("Scaler", {"offset": [0.5, -1.0, 2.0], "scale": [2.0, 0.5, -1.0]}, TensorProto.INT64),
+    ("Scaler", {"offset": [0.25], "scale": [3.0]}, F),
+    ("Normalizer", {"norm": "MAX"}, F), ("Normalizer", {"norm": "L1"}, F), ("Normalizer", {"norm": "L2"}, D),
+    ("Imputer", {"imputed_value_floats": [9.0, 8.0, 7.0], "replaced_value_float": float("nan")}, F),
+    ("Imputer", {"imputed_value_int64s": [5], "replaced_value_int64": 2}, TensorProto.INT64),
+    ("LinearRegressor", {"coefficients": [0.5, -1.0, 2.0, 1.0, 0.0, -0.25], "intercepts": [1.0, -2.0],
+                         "targets": 2}, F),
+])
+def test_numeric_ml_ops_match_onnxruntime(op, attrs, tin):
+    out_t = TensorProto.INT64 if op == "Imputer" and tin == TensorProto.INT64 else F
+    out_shape = [4, 2] if op == "LinearRegressor" else [4, 3]
+    m = _model([_ml_node(op, ["x"], ["y"], **attrs)], [_vi("x", tin, [4, 3])], [_vi("y", out_t, out_shape)],
+               opset=17, ml=3)
+    dtype = helper.tensor_dtype_to_np_dtype(tin)
+    x = np.array([[-3, 1, 2], [0, 0, 0], [2, 2, 5], [4, -1, 2]]).astype(dtype)
+    if dtype.kind == "f":
+        x[0, 1] = np.nan if op == "Imputer" else x[0, 1]
+        x = x + np.array([0.25, 0.5, 0.0], dtype)
+    expected, got = _ort_and_ingot(m, {"x": x})
+    assert got[0].dtype == expected[0].dtype
+    np.testing.assert_allclose(got[0], expected[0], rtol=1e-6, atol=1e-6)
+    steps = ingot.compile(ingot.load(m), cache=False).executable.plans["main"]["steps"]
+    assert all(s["op"] == "call_tir" for s in steps)  # compiled, no builtin
+
+
+def test_category_mapper_both_ways_matches_onnxruntime():
+    cats = {"cats_strings": ["cat", "dog", "eel"], "cats_int64s": [7, 3, 5]}
+    m = _model([_ml_node("CategoryMapper", ["x"], ["y"], default_int64=-9, **cats)], [_vi("x", S, [4])],
+               [_vi("y", I64, [4])], opset=17, ml=3)
+    expected, got = _ort_and_ingot(m, {"x": _strings("dog", "cow", "eel", "cat")})
+    assert got[0].tolist() == expected[0].tolist()
+    m = _model([_ml_node("CategoryMapper", ["x"], ["y"], default_string="?", **cats)], [_vi("x", I64, [2, 2])],
+               [_vi("y", S, [2, 2])], opset=17, ml=3)
+    expected, got = _ort_and_ingot(m, {"x": np.array([[3, 4], [7, 5]], "int64")})
+    assert got[0].tolist() == expected[0].tolist()

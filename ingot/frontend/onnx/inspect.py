@@ -279,8 +279,10 @@ def _missing_converters(model: Any, opset: int) -> list:
     for key, names in find_unsupported(model, opset).items():
         domain = key.rpartition(".")[0]
         if domain == "ai.onnx.ml":
-            reason = "no converter in ai.onnx.ml (Ingot converts LabelEncoder, Binarizer, ArrayFeatureExtractor, " \
-                     "TreeEnsemble)"
+            from .importer import supported_ops
+
+            known = [k.partition(":")[2] for k in supported_ops() if k.startswith("ai.onnx.ml:")]
+            reason = f"no converter in ai.onnx.ml (Ingot converts {', '.join(known)})"
         elif domain:
             reason = f"custom domain {domain!r}: Ingot imports the default ONNX domain and ai.onnx.ml only"
         else:

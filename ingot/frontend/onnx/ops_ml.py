@@ -1,10 +1,14 @@
-"""ONNX converters of the ai.onnx.ml operators LabelEncoder, Binarizer, ArrayFeatureExtractor, and of
-TfIdfVectorizer (the tree ensembles are in `ingot.frontend.onnx.ops_trees`).
+"""ONNX converters of the ai.onnx.ml operators LabelEncoder, CategoryMapper, Binarizer,
+ArrayFeatureExtractor, Scaler, Normalizer, Imputer, LinearRegressor, and of TfIdfVectorizer (the tree
+ensembles are in `ingot.frontend.onnx.ops_trees`).
 
-Note: Binarizer (``x > threshold`` cast back to ``x``'s type) and ArrayFeatureExtractor (a ``take`` on
-the last axis) are loop nests: graph ops that compile to C.
+Note: the numeric ops are loop nests, composed from graph ops that compile to C: Binarizer is
+``x > threshold`` cast back to ``x``'s type, ArrayFeatureExtractor a ``take`` on the last axis, Scaler
+``(x - offset) * scale``, Normalizer a row reduction and a divide, Imputer a ``where``, LinearRegressor a
+matmul plus intercepts.
 
-LabelEncoder (key → value maps, strings on either side) and TfIdfVectorizer (n-gram counting) are
+LabelEncoder and CategoryMapper (key → value maps, strings on either side) and TfIdfVectorizer (n-gram
+counting) are
 hash-table walks: they run as executor builtins (`ingot.graph.op.ml`) with the model's tables as the
 call's parameters.
 
@@ -131,3 +135,98 @@ def _array_feature_extractor(ctx: Any, node: Any) -> Any:
     # ONNX Runtime's rule: a 1-D input gives one row [1, count]; otherwise the last axis is replaced.
     out = (1, count) if len(shape) == 1 else shape[:-1] + (count,)
     return ctx.emit(G.op.reshape(picked, out)) if tuple(picked.struct_info.shape) != out else picked
+
+
+def _as_float32(ctx: Any, node: Any) -> G.Expr:
+    """Input 0 as float32 (these ai.onnx.ml ops output float32 for any numeric input)."""
+    x = ctx.expr(node.input(0), node)
+    return x if str(x.struct_info.dtype) == "float32" else ctx.expr(ctx.emit(G.op.astype(x, "float32")))
+
+
+def _per_feature(node: Any, name: str, values: Any, features: Any, dtype: str) -> G.Constant:
+    """A per-feature attribute (one value for all features, or one per feature) as a broadcastable constant."""
+    arr = np.asarray(values, dtype).reshape(-1)
+    if arr.size != 1 and isinstance(features, int) and arr.size != features:
+        raise node.error(f"{name} has {arr.size} values for {features} features; give one, or one per feature")
+    return G.const(arr)
+
+
+@register("Scaler", since=1, domain=_ML)
+def _scaler(ctx: Any, node: Any) -> Any:
+    x = _as_float32(ctx, node)
+    features = x.struct_info.shape[-1]
+    offset = _per_feature(node, "offset", node.attr("offset", [0.0]), features, "float32")
+    scale = _per_feature(node, "scale", node.attr("scale", [1.0]), features, "float32")
+    return ctx.emit(G.op.multiply(ctx.expr(ctx.emit(G.op.subtract(x, offset))), scale))
+
+
+@register("Normalizer", since=1, domain=_ML)
+def _normalizer(ctx: Any, node: Any) -> Any:
+    x = _as_float32(ctx, node)
+    if x.struct_info.ndim != 2:
+        raise node.error(f"X must be 2-D [N, C], got shape {list(x.struct_info.shape)}")
+    norm = node.attr("norm", "MAX")
+
+    def e(call: Any) -> G.Expr:
+        return ctx.expr(ctx.emit(call))
+
+    if norm == "MAX":  # the row's max (signed, ONNX Runtime and the spec); a zero max divides by 1
+        denom = e(G.op.max(x, axis=1, keepdims=True))
+        denom = e(G.op.where(e(G.op.equal(denom, G.const(np.array(0, "float32")))), G.const(np.array(1, "float32")),
+                             denom))
+    elif norm in ("L1", "L2"):
+        size = e(G.op.sum(e(G.op.abs(x)), axis=1, keepdims=True)) if norm == "L1" else \
+            e(G.op.sqrt(e(G.op.sum(e(G.op.multiply(x, x)), axis=1, keepdims=True))))
+        denom = e(G.op.maximum(size, G.const(np.array(1e-30, "float32"))))  # a zero row stays zero
+    else:
+        raise node.error(f"norm {norm!r} is not one of MAX, L1, L2")
+    return ctx.emit(G.op.divide(x, denom))
+
+
+@register("Imputer", since=1, domain=_ML)
+def _imputer(ctx: Any, node: Any) -> Any:
+    x = ctx.expr(node.input(0), node)
+    dt = str(x.struct_info.dtype)
+    floats = dt.startswith("float")
+    values = node.attr("imputed_value_floats" if floats else "imputed_value_int64s")
+    if not values:
+        raise node.error(f"a {dt} input needs imputed_value_{'floats' if floats else 'int64s'}")
+    replaced = node.attr("replaced_value_float", 0.0) if floats else node.attr("replaced_value_int64", 0)
+    fill = _per_feature(node, "the imputed values", values, x.struct_info.shape[-1], dt)
+    if floats and np.isnan(replaced):
+        missing = ctx.expr(ctx.emit(G.op.not_equal(x, x)))
+    else:
+        missing = ctx.expr(ctx.emit(G.op.equal(x, G.const(np.array(replaced, dt)))))
+    return ctx.emit(G.op.where(missing, fill, x))
+
+
+@register("LinearRegressor", since=1, domain=_ML)
+def _linear_regressor(ctx: Any, node: Any) -> Any:
+    x = _as_float32(ctx, node)
+    if node.attr("post_transform", "NONE") != "NONE":
+        raise node.error(f"post_transform {node.attr('post_transform')!r} is not supported (only NONE)")
+    targets = int(node.attr("targets", 1))
+    coef = np.asarray(node.attr("coefficients", ()), "float32").reshape(-1)
+    if x.struct_info.ndim != 2 or coef.size % max(targets, 1) or (
+            isinstance(x.struct_info.shape[1], int) and coef.size != targets * x.struct_info.shape[1]):
+        raise node.error(f"coefficients ({coef.size} values) must be targets ({targets}) x features of the 2-D input "
+                         f"{list(x.struct_info.shape)}")
+    y = ctx.expr(ctx.emit(G.op.matmul(x, G.const(np.ascontiguousarray(coef.reshape(targets, -1).T)))))
+    intercepts = node.attr("intercepts")
+    if intercepts:
+        y = ctx.expr(ctx.emit(G.op.add(y, _per_feature(node, "intercepts", intercepts, targets, "float32"))))
+    return y
+
+
+@register("CategoryMapper", since=1, domain=_ML)
+def _category_mapper(ctx: Any, node: Any) -> Any:
+    strings, ints = _table(node.attr("cats_strings", ()), "string"), _table(node.attr("cats_int64s", ()), "int64")
+    if len(strings) != len(ints):
+        raise node.error(f"cats_strings has {len(strings)} entries, cats_int64s {len(ints)}; they pair up")
+    x = _graph_value(ctx, node, node.input(0))
+    to_int = str(x.struct_info.dtype) == "string"
+    params = {"keys": strings if to_int else ints, "values": ints if to_int else strings, "nan_matches": 0,
+              "default": int(node.attr("default_int64", -1)) if to_int else node.attr("default_string", "_Unused"),
+              "dtype": "int64" if to_int else "string"}
+    return ctx.bb.emit(G.op.builtin("label_encoder", x, params=params,
+                                    outputs=((tuple(x.struct_info.shape), params["dtype"]),)))
