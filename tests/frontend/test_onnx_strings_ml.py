@@ -345,7 +345,7 @@ def _legacy_forest(rng, trees, depth, features, targets):
                                ("nodes_missing_value_tracks_true", int(rng.integers(2)))):
                 a[key].append(value)
             if leaf:
-                for target in rng.choice(targets, size=int(rng.integers(1, 3)), replace=False).tolist():
+                for target in rng.choice(targets, size=min(int(rng.integers(1, 3)), targets), replace=False).tolist():
                     a["target_treeids"].append(tree)
                     a["target_nodeids"].append(nid)
                     a["target_ids"].append(int(target))
@@ -424,3 +424,29 @@ def test_category_mapper_both_ways_matches_onnxruntime():
                [_vi("y", S, [2, 2])], opset=17, ml=3)
     expected, got = _ort_and_ingot(m, {"x": np.array([[3, 4], [7, 5]], "int64")})
     assert got[0].tolist() == expected[0].tolist()
+
+
+@pytest.mark.parametrize("post, strings", [("NONE", False), ("SOFTMAX", True), ("LOGISTIC", False)])
+def test_tree_ensemble_classifier_matches_onnxruntime(post, strings):
+    rng = np.random.default_rng(len(post))
+    a = _legacy_forest(rng, trees=4, depth=3, features=3, targets=3)
+    attrs = {k.replace("target_", "class_"): v for k, v in a.items()}
+    labels = {"classlabels_strings": ["ant", "bee", "cow"]} if strings else {"classlabels_int64s": [10, 20, 30]}
+    node = _ml_node("TreeEnsembleClassifier", ["x"], ["label", "scores"], post_transform=post,
+                    base_values=[0.1, -0.2, 0.3], **labels, **attrs)
+    m = _model([node], [_vi("x", F, [24, 3])], [_vi("label", S if strings else I64, [24]), _vi("scores", F, [24, 3])],
+               opset=17, ml=3)
+    x = np.round(rng.standard_normal((24, 3)), 1).astype("float32")
+    (label, scores), got = _ort_and_ingot(m, {"x": x})
+    assert got[0].tolist() == label.tolist()
+    np.testing.assert_allclose(got[1], scores, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got[1], ReferenceEvaluator(m).run(None, {"x": x})[1], rtol=1e-5, atol=1e-6)
+
+
+def test_binary_single_column_classifier_is_refused_with_the_reason():
+    a = _legacy_forest(np.random.default_rng(0), trees=2, depth=2, features=2, targets=1)
+    node = _ml_node("TreeEnsembleClassifier", ["x"], ["label", "scores"], classlabels_int64s=[0, 1],
+                    **{k.replace("target_", "class_"): v for k, v in a.items()})
+    m = _model([node], [_vi("x", F, [2, 2])], [_vi("label", I64, [2]), _vi("scores", F, [2, 2])], opset=17, ml=3)
+    with pytest.raises(Exception, match="binary classifier with weights for one class"):
+        ingot.load(m)

@@ -1,5 +1,5 @@
-"""ONNX converters of the ai.onnx.ml tree ensembles: TreeEnsemble (opset 5) and TreeEnsembleRegressor
-(opsets 1 and 3), compiled to C.
+"""ONNX converters of the ai.onnx.ml tree ensembles: TreeEnsemble (opset 5), TreeEnsembleRegressor and
+TreeEnsembleClassifier (opsets 1 and 3), compiled to C.
 
 Note: every tree of every row is walked at once, one level per step, as ONNX Runtime's hand-written
 kernel does, here composed from graph ops. Interior nodes and leaves share one index space in which a
@@ -127,9 +127,10 @@ _LEGACY_MODES = {"BRANCH_LEQ": 0, "BRANCH_LT": 1, "BRANCH_GTE": 2, "BRANCH_GT": 
                  "LEAF": -1}
 
 
-def _legacy_tables(node: Any) -> dict:
-    """TreeEnsembleRegressor's tables (nodes keyed by tree and node id, leaves among them with mode LEAF,
-    a leaf's weights listed by target_*) in the same form as `_tree_tables`."""
+def _legacy_tables(node: Any, prefix: str = "target", n_targets: "int | None" = None) -> dict:
+    """TreeEnsembleRegressor's / TreeEnsembleClassifier's tables (nodes keyed by tree and node id, leaves
+    among them with mode LEAF, a leaf's weights listed by ``target_*`` / ``class_*``) in the same form as
+    `_tree_tables`."""
     a = node.attrs
     tree_ids, node_ids = _ints(node, "nodes_treeids"), _ints(node, "nodes_nodeids")
     index = {(t, n): k for k, (t, n) in enumerate(zip(tree_ids.tolist(), node_ids.tolist()))}
@@ -160,12 +161,12 @@ def _legacy_tables(node: Any) -> dict:
     for name, arr in (("nodes_featureids", feat), ("nodes_values", splits)):
         if len(arr) != count:
             raise node.error(f"{name} has {len(arr)} entries for {count} nodes; give one per node")
-    n_targets = int(a.get("n_targets", 1))
+    n_targets = int(a.get("n_targets", 1)) if n_targets is None else n_targets
     values, mask = np.zeros((count, n_targets)), np.zeros((count, n_targets), bool)
-    weights = np.asarray(a["target_weights_as_tensor"] if "target_weights_as_tensor" in a
-                         else a.get("target_weights", ()), "float64").reshape(-1)
-    for t, n, target, w in zip(_ints(node, "target_treeids").tolist(), _ints(node, "target_nodeids").tolist(),
-                               _ints(node, "target_ids").tolist(), weights.tolist()):
+    weights = np.asarray(a[f"{prefix}_weights_as_tensor"] if f"{prefix}_weights_as_tensor" in a
+                         else a.get(f"{prefix}_weights", ()), "float64").reshape(-1)
+    for t, n, target, w in zip(_ints(node, f"{prefix}_treeids").tolist(), _ints(node, f"{prefix}_nodeids").tolist(),
+                               _ints(node, f"{prefix}_ids").tolist(), weights.tolist()):
         k = index.get((t, n))
         if k is None or not leaf[k] or not 0 <= target < n_targets:
             raise node.error(f"target entry (tree {t}, node {n}, target {target}) names no LEAF node or a target "
@@ -286,11 +287,49 @@ def _tree_ensemble_regressor(ctx: Any, node: Any) -> Any:
     if agg is None:
         raise node.error(f"aggregate_function {node.attr('aggregate_function')!r} is not one of {sorted(_AGGREGATES)}")
     t = _legacy_tables(node)
-    total = _walk_and_aggregate(ctx, node, x, t, agg)
-    base = node.attr("base_values_as_tensor", node.attr("base_values"))
-    if base is not None and len(base):
-        base = np.asarray(base, "float64").reshape(-1)
-        if base.size != t["values"].shape[1]:
-            raise node.error(f"base_values has {base.size} entries for n_targets = {t['values'].shape[1]}")
-        total = _e(ctx, G.op.add(total, G.const(base)))
+    total = _with_base_values(ctx, node, _walk_and_aggregate(ctx, node, x, t, agg), t["values"].shape[1])
     return _e(ctx, G.op.astype(total, "float32"))  # the regressor's Y is float32 whatever X is
+
+
+def _with_base_values(ctx: Any, node: Any, total: Any, count: int) -> Any:
+    base = node.attr("base_values_as_tensor", node.attr("base_values"))
+    if base is None or not len(base):
+        return total
+    base = np.asarray(base, "float64").reshape(-1)
+    if base.size != count:
+        raise node.error(f"base_values has {base.size} entries for {count} targets/classes; give one per target")
+    return _e(ctx, G.op.add(total, G.const(base)))
+
+
+#: TreeEnsembleClassifier's post_transform of the class scores (SOFTMAX_ZERO and PROBIT are not converted).
+_CLASS_TRANSFORMS = {"NONE": None, "SOFTMAX": lambda z: G.op.softmax(z, axis=1), "LOGISTIC": G.op.sigmoid}
+
+
+@register("TreeEnsembleClassifier", since=1, domain=_ML)
+def _tree_ensemble_classifier(ctx: Any, node: Any) -> Any:
+    x = ctx.expr(node.input(0), node)
+    strings = "classlabels_strings" in node.attrs
+    labels = node.attr("classlabels_strings" if strings else "classlabels_int64s", ())
+    if len(labels) < 2:
+        raise node.error("needs classlabels_int64s or classlabels_strings with at least two classes")
+    post = node.attr("post_transform", "NONE")
+    if post not in _CLASS_TRANSFORMS:
+        raise node.error(f"post_transform {post!r} is not supported ({sorted(_CLASS_TRANSFORMS)} are)")
+    if len(set(_ints(node, "class_ids").tolist())) < 2:
+        # ONNX Runtime's binary case (one score column turned into two by rules of its own) is not modelled
+        raise node.error("a binary classifier with weights for one class only is not supported (class_ids "
+                         "names a single class); list the weights of both classes")
+    t = _legacy_tables(node, "class", len(labels))
+    # Scores: the leaves' class weights summed over the trees, plus base_values (a classifier always sums).
+    scores = _with_base_values(ctx, node, _walk_and_aggregate(ctx, node, x, t, 1), len(labels))
+    scores = _e(ctx, G.op.astype(scores, "float32"))
+    best = _e(ctx, G.op.argmax(scores, axis=1))  # the first of equal scores, as ONNX Runtime
+    if strings:
+        params = {"keys": tuple(range(len(labels))), "values": tuple(labels), "default": "", "dtype": "string",
+                  "nan_matches": 0}
+        label = ctx.bb.emit(G.op.builtin("label_encoder", best, params=params,
+                                         outputs=((tuple(best.struct_info.shape), "string"),)))
+    else:
+        label = _e(ctx, G.op.take(G.const(np.asarray(labels, "int64")), best, axis=0))
+    transform = _CLASS_TRANSFORMS[post]
+    return [label, scores if transform is None else _e(ctx, transform(scores))]
