@@ -19,7 +19,8 @@ from typing import Any, Mapping
 
 from ingot import arith
 from ingot.ir.expr import PrimExpr, Range, Var, as_const_int
-from ingot.ir.functor import collect_vars, substitute
+from ingot.ir.functor import Visitor, collect_vars, substitute
+from ingot.ir.structural import structural_hash
 
 
 
@@ -115,3 +116,34 @@ def fork(analyzer: Analyzer) -> Analyzer:
     for var, rng in analyzer.ranges.items():
         other.bind(var, rng)
     return other
+
+
+class _Leaves(Visitor):
+    def __init__(self) -> None:
+        self.ids: list = []
+        self.vars: dict = {}
+
+    def visit_Var(self, node: Var) -> None:
+        self.ids.append(id(node))
+        self.vars.setdefault(id(node), node)
+
+    def visit_Buffer(self, node: Any) -> None:
+        self.ids.append(id(node))
+
+
+def expr_key(expr: PrimExpr) -> "tuple[tuple, list[Var]]":
+    """A memo key for an analysis of ``expr`` and its distinct variables: the key is equal for two
+    expressions exactly when they have the same structure over the same variable and buffer
+    *objects* (the structural hash only has their names). The caller keeps ``expr`` alive while
+    the key is in use (the key holds ids).
+
+    Example:
+        >>> from ingot.ir import Var
+        >>> i, j = Var("i"), Var("i")
+        >>> expr_key(i + 1)[0] == expr_key(i + 1)[0], expr_key(i + 1)[0] == expr_key(j + 1)[0]
+        (True, False)
+    """
+    leaves = _Leaves()
+    leaves.visit(expr)
+    return (structural_hash(expr), tuple(leaves.ids)), list(leaves.vars.values())
+

@@ -40,11 +40,11 @@ from typing import Any
 from ingot.ir.buffer import Buffer
 from ingot.ir.expr import BufferLoad, Max, Min, PrimExpr, Range, Var, as_const_int
 from ingot.ir.functor import Mutator, Visitor, collect_vars, substitute
-from ingot.ir.structural import structural_equal, structural_hash
+from ingot.ir.structural import structural_equal
 
 from ..function import PrimFunc
 from ..stmt import Allocate, AssertStmt, BufferStore, For, ForKind, IfThenElse, LetStmt, SeqStmt, Stmt
-from ._arith import Analyzer, const_upper_bound, fork
+from ._arith import Analyzer, const_upper_bound, expr_key, fork
 from .base import current_config, prim_func_pass
 
 __all__ = ["CompactBufferAllocation", "compact_buffer_allocation"]
@@ -132,15 +132,15 @@ def _region(analyzer: Analyzer, buffer: Buffer, stmt: Stmt) -> "list[tuple[PrimE
 
 def _access_key(index: PrimExpr, relax: dict) -> tuple:
     """A key equal for two accesses exactly when `Analyzer.bounds` sees the same question: the
-    index's structure, the identity of each variable in it (in visiting order: the structural hash
-    only has their names) and the relaxed loops (variable, min, extent)."""
+    index (`expr_key`: structure over the same variable and buffer objects) and the relaxed loops
+    (variable, min, extent)."""
     loops = tuple((id(v), _value_key(r.min), _value_key(r.extent)) for v, r in relax.items())
-    return structural_hash(index), tuple(id(v) for v in collect_vars(index)), loops
+    return expr_key(index)[0], loops
 
 
 def _value_key(e: PrimExpr) -> Any:
     c = as_const_int(e)
-    return ("const", c) if c is not None else ("expr", structural_hash(e), tuple(id(v) for v in collect_vars(e)))
+    return ("const", c) if c is not None else ("expr", expr_key(e)[0])
 
 
 def _iterations_disjoint(analyzer: Analyzer, buffer: Buffer, loop: For) -> bool:
