@@ -8,11 +8,11 @@ stages: the sampled columns ``(N, C, KH, KW, OH, OW)`` (mask applied), kept as t
 because every output channel reads each of them, then a grouped reduction with the weights (the
 bias added in the same reduction's epilogue stage). ``roi_align`` follows ONNX's rules exactly: a
 sample farther than one pixel outside the image counts as 0, one inside is clamped to the last
-pixel; ``avg`` averages the bilinear values of the bin's ``sampling_ratio``² samples, ``max`` takes
-the largest *weighted tap* (ONNX's definition, not the max of interpolated values). An adaptive grid
-(``sampling_ratio=0``: ``ceil(roi_size / output_size)`` samples per bin, known only at run time)
-reduces over a static bound, the grid of a ROI as large as the image plus a pixel, and masks the
-samples beyond the ROI's own count; a larger ROI is sampled with that bound.
+pixel; ``avg`` averages the bilinear values of the bin's samples, ``max`` takes
+the largest *weighted tap* (ONNX's definition, not the max of interpolated values). Its kernel is written
+as loops (see `roi_align`): an adaptive grid (``sampling_ratio=0``: ``ceil(roi_size / output_size)``
+samples per bin) is known only at run time and has no bound (detection boxes may be far larger than the
+image), so each bin loops over exactly its ROI's grid.
 
 Example:
     >>> import numpy as np
@@ -24,15 +24,18 @@ Example:
 """
 from __future__ import annotations
 
-import math
 from typing import Any, Sequence
 
 import numpy as np
 
 from ingot import te, tir
+from ingot.ir import Var, as_const_int, decl_buffer
+from ingot.ir.expr import cast
+from ingot.tir import AssertStmt, BufferStore, For, ForKind, PrimFunc, SeqStmt
 
 from ._util import KEEP_STAGE_KEY, compute, const_like
 from .grid_sample import _axis_taps, _NumpyMath, _TirMath
+from .recurrent import _lets
 
 
 # -- deform_conv2d -------------------------------------------------------------------------------
@@ -157,15 +160,10 @@ def deform_conv2d(x: Any, w: Any, offset: Any, bias: Any = None, mask: Any = Non
 # -- roi_align -----------------------------------------------------------------------------------
 
 
-def roi_grid_bound(size: int, output_size: int) -> int:
-    """The static bound of an adaptive (``sampling_ratio=0``) sample grid on one axis: the grid of a
-    ROI one pixel larger than the image.
-
-    Example:
-        >>> roi_grid_bound(10, 5)
-        3
-    """
-    return max(1, math.ceil((size + 1) / output_size))
+#: The most samples an adaptive grid (``sampling_ratio=0``) may take on one axis of a bin. float32 (the
+#: geometry's type) counts exactly up to 2**24, and a bin of more samples would not finish anyway: a
+#: ROI that needs more, or has a non-finite coordinate, makes the kernel fail with an error.
+MAX_GRID = 1 << 24
 
 
 class _RoiMath:
@@ -174,8 +172,10 @@ class _RoiMath:
     def __init__(self, m: Any, spatial_scale: float, half_pixel: bool):
         self.m, self.scale, self.half_pixel = m, spatial_scale, half_pixel
 
-    def axis(self, lo: Any, hi: Any, pooled: int, sampling_ratio: int, bound: int) -> tuple:
-        """``(start, bin_size, grid)`` of one axis from the ROI's ends ``lo``, ``hi``."""
+    def axis(self, lo: Any, hi: Any, pooled: int, sampling_ratio: int) -> tuple:
+        """``(start, bin_size, grid)`` of one axis from the ROI's ends ``lo``, ``hi``; ``grid`` (a float) is
+        ``ceil(roi_size / pooled)`` for an adaptive grid, negative for an inverted ROI under half_pixel
+        (no samples), not finite for a non-finite coordinate."""
         m = self.m
         shift = m.c(0.5 if self.half_pixel else 0.0)
         start = lo * m.c(self.scale) - shift
@@ -183,11 +183,7 @@ class _RoiMath:
         if not self.half_pixel:               # ONNX: malformed ROIs become 1x1
             length = m.select(length < m.c(1.0), m.c(1.0), length)
         bin_size = length / m.c(pooled)
-        if sampling_ratio > 0:
-            grid = m.c(sampling_ratio)
-        else:
-            # an empty or inverted ROI (half_pixel keeps those) gets no samples and averages to 0
-            grid = m.clamp(m.to_float(m.to_int(-m.floor(-(length / m.c(pooled))))), m.c(0.0), m.c(bound))
+        grid = m.c(sampling_ratio) if sampling_ratio > 0 else -m.floor(-(length / m.c(pooled)))
         return start, bin_size, grid
 
     def count(self, grid_h: Any, grid_w: Any) -> Any:
@@ -209,6 +205,11 @@ class _RoiMath:
         zero = m.c(0.0)
         return low, high, m.select(outside, zero, m.c(1.0) - frac), m.select(outside, zero, frac)
 
+    def position(self, start: Any, bin_size: Any, grid: Any, pooled_index: Any, sample: Any) -> Any:
+        """The coordinate of sample ``sample`` of bin ``pooled_index`` (ONNX's expression, in its order)."""
+        m = self.m
+        return start + pooled_index * bin_size + (sample + m.c(0.5)) * bin_size / grid
+
 
 def _check_roi(mode: str, coordinate_transformation_mode: str) -> bool:
     if mode not in ("avg", "max"):
@@ -217,6 +218,10 @@ def _check_roi(mode: str, coordinate_transformation_mode: str) -> bool:
         raise ValueError(f"roi_align: coordinate_transformation_mode must be 'half_pixel' or 'output_half_pixel', "
                          f"got {coordinate_transformation_mode!r}")
     return coordinate_transformation_mode == "half_pixel"
+
+
+_ROI_FAILURE = ("roi_align: {roi} has a non-finite coordinate or needs more than 2**24 samples per bin side "
+                "(sampling_ratio=0 samples ceil(roi_size / output_size)); give finite ROIs or set sampling_ratio")
 
 
 def roi_align_numpy(x: np.ndarray, rois: np.ndarray, batch_indices: np.ndarray, mode: str = "avg",
@@ -235,17 +240,22 @@ def roi_align_numpy(x: np.ndarray, rois: np.ndarray, batch_indices: np.ndarray, 
     geo = _RoiMath(m, spatial_scale, half)
     out = np.zeros((rois.shape[0], c, output_height, output_width), x.dtype)
     for r in range(rois.shape[0]):
-        y0, bh, gh = geo.axis(rois[r, 1], rois[r, 3], output_height, sampling_ratio, roi_grid_bound(h, output_height))
-        x0, bw, gw = geo.axis(rois[r, 0], rois[r, 2], output_width, sampling_ratio, roi_grid_bound(wd, output_width))
-        gh, gw = int(gh), int(gw)
+        y0, bh, gh = geo.axis(rois[r, 1], rois[r, 3], output_height, sampling_ratio)
+        x0, bw, gw = geo.axis(rois[r, 0], rois[r, 2], output_width, sampling_ratio)
+        if not (np.all(np.isfinite(rois[r])) and gh <= MAX_GRID and gw <= MAX_GRID):
+            raise ValueError(_ROI_FAILURE.format(roi=f"ROI {r}"))
+        if not 0 <= batch_indices[r] < x.shape[0]:
+            raise ValueError(f"roi_align: batch_indices[{r}] = {batch_indices[r]} is outside [0, {x.shape[0]}), "
+                             f"the images of x")
+        gh, gw = max(int(gh), 0), max(int(gw), 0)
         img = x[batch_indices[r]]
         for ph in range(output_height):
             for pw in range(output_width):
                 values = []
                 for iy in range(gh):
-                    yl, yh, wyl, wyh = geo.taps(y0 + m.c(ph) * bh + m.c(iy + 0.5) * bh / m.c(gh), h)
+                    yl, yh, wyl, wyh = geo.taps(geo.position(y0, bh, m.c(gh), m.c(ph), m.c(iy)), h)
                     for ix in range(gw):
-                        xl, xh, wxl, wxh = geo.taps(x0 + m.c(pw) * bw + m.c(ix + 0.5) * bw / m.c(gw), wd)
+                        xl, xh, wxl, wxh = geo.taps(geo.position(x0, bw, m.c(gw), m.c(pw), m.c(ix)), wd)
                         taps = [wyl * wxl * img[:, yl, xl], wyl * wxh * img[:, yl, xh],
                                 wyh * wxl * img[:, yh, xl], wyh * wxh * img[:, yh, xh]]
                         values.append(sum(taps) if mode == "avg" else np.max(taps, axis=0))
@@ -256,67 +266,78 @@ def roi_align_numpy(x: np.ndarray, rois: np.ndarray, batch_indices: np.ndarray, 
     return out
 
 
+def _size(dim: Any, name: str) -> Any:
+    """A static size as an int; a symbolic one as a fresh Var (the caller binds it from the argument's shape)."""
+    value = as_const_int(dim)
+    return value if value is not None else Var(name, "int64")
+
+
 def roi_align(x: Any, rois: Any, batch_indices: Any, mode: str = "avg", output_height: int = 1,
               output_width: int = 1, sampling_ratio: int = 0, spatial_scale: float = 1.0,
-              coordinate_transformation_mode: str = "half_pixel") -> Any:
-    """TE of `roi_align_numpy`.
+              coordinate_transformation_mode: str = "half_pixel") -> PrimFunc:
+    """The kernel of `roi_align_numpy` as TensorIR with parameters ``(x, rois, batch_indices, y)``; the batch
+    and the ROI count may be symbolic.
+
+    Note: the sample loops of a bin run exactly the ROI's own grid, computed in the kernel (an adaptive grid
+    is known only at run time, and a detection box larger than the image is normal), so the kernel is
+    written as loops rather than as a TE reduction over a static extent. It runs one ROI and channel per
+    parallel iteration; a bin accumulates in the output element. A ROI with a non-finite coordinate or a
+    grid beyond `MAX_GRID`, or a batch index outside ``x``, makes the call fail with an error.
 
     Example:
-        >>> y = roi_align(te.placeholder((1, 3, 10, 10), name="x"), te.placeholder((4, 4), name="r"),
+        >>> f = roi_align(te.placeholder((1, 3, 10, 10), name="x"), te.placeholder((4, 4), name="r"),
         ...               te.placeholder((4,), "int64", name="b"), output_height=2, output_width=3)
-        >>> [int(v) for v in y.shape]
-        [4, 3, 2, 3]
+        >>> [[str(d) for d in p.shape] for p in f.params]
+        [['1', '3', '10', '10'], ['4', '4'], ['4'], ['4', '3', '2', '3']]
     """
     half = _check_roi(mode, coordinate_transformation_mode)
     c, h, wd = int(x.shape[1]), int(x.shape[2]), int(x.shape[3])
+    n, num = _size(x.shape[0], "N"), _size(rois.shape[0], "R")
     dtype = str(x.dtype)
+    xb = decl_buffer((n, c, h, wd), dtype, "x")
+    rb = decl_buffer((num, 4), str(rois.dtype), "rois")
+    ib = decl_buffer((num,), str(batch_indices.dtype), "batch_indices")
+    yb = decl_buffer((num, c, output_height, output_width), dtype, "y")
     m = _TirMath(dtype)
     geo = _RoiMath(m, spatial_scale, half)
-    bound_h = sampling_ratio if sampling_ratio > 0 else roi_grid_bound(h, output_height)
-    bound_w = sampling_ratio if sampling_ratio > 0 else roi_grid_bound(wd, output_width)
+    i64 = "int64"
+    q, ph, pw, iy, ix = (Var(name, i64) for name in ("q", "ph", "pw", "iy", "ix"))
+    r, ch, b, gh, gw = (Var(name, i64) for name in ("r", "ch", "b", "gh", "gw"))
+    y0, bh, ghf, x0, bw, gwf = (Var(name, dtype) for name in ("y0", "bin_h", "grid_h", "x0", "bin_w", "grid_w"))
+    ylo, yhi, xlo, xhi = (Var(name, i64) for name in ("y_lo", "y_hi", "x_lo", "x_hi"))
+    wyl, wyh, wxl, wxh = (Var(name, dtype) for name in ("wy_lo", "wy_hi", "wx_lo", "wx_hi"))
 
-    def coord(r: Any, k: int) -> Any:
-        v = rois[r, k]
+    def coord(k: int) -> Any:
+        v = rb[r, k]
         return v if str(v.dtype) == dtype else v.astype(dtype)
 
-    # Stage 1: per ROI (start, bin size, grid) of y then x, computed once for all channels and bins.
-    def geometry(idx: tuple) -> Any:
-        r, k = idx
-        ys = geo.axis(coord(r, 1), coord(r, 3), output_height, sampling_ratio, bound_h)
-        xs = geo.axis(coord(r, 0), coord(r, 2), output_width, sampling_ratio, bound_w)
-        value = xs[2]
-        for i, v in reversed(list(enumerate((*ys, *xs[:2])))):
-            value = tir.select(k == i, v, value)
-        return value
-
-    params = compute([rois.shape[0], 6], geometry, "T_roi_geometry", tag="injective", attrs={KEEP_STAGE_KEY: 1})
-    iy = te.reduce_axis((0, bound_h), name="iy")
-    ix = te.reduce_axis((0, bound_w), name="ix")
-
-    def body(idx: tuple) -> Any:
-        r, ch, ph, pw = idx
-        y0, bh, gh, x0, bw, gw = (params[r, k] for k in range(6))
-        yl, yh, wyl, wyh = geo.taps(y0 + m.to_float(ph) * bh + (m.to_float(iy) + m.c(0.5)) * bh / gh, h)
-        xl, xh, wxl, wxh = geo.taps(x0 + m.to_float(pw) * bw + (m.to_float(ix) + m.c(0.5)) * bw / gw, wd)
-        b = batch_indices[r]
-        taps = [wyl * wxl * x[b, ch, yl, xl], wyl * wxh * x[b, ch, yl, xh],
-                wyh * wxl * x[b, ch, yh, xl], wyh * wxh * x[b, ch, yh, xh]]
-        inside = None if sampling_ratio > 0 else (m.to_float(iy) < gh) & (m.to_float(ix) < gw)
-        if mode == "avg":
-            value = taps[0] + taps[1] + taps[2] + taps[3]
-            return te.sum(value if inside is None else tir.select(inside, value, m.c(0.0)), axis=[iy, ix])
-        value = tir.max(tir.max(taps[0], taps[1]), tir.max(taps[2], taps[3]))
-        return te.max(value if inside is None else tir.select(inside, value, tir.min_value(dtype)), axis=[iy, ix])
-
-    shape = [rois.shape[0], c, output_height, output_width]
-    pooled = compute(shape, body, "T_roi_align_pool", tag="roi_align")
-    if mode == "max" and sampling_ratio > 0:
-        return pooled
-
-    def finish(idx: tuple) -> Any:
-        grid_h, grid_w = params[idx[0], 2], params[idx[0], 5]
-        if mode == "avg":   # ONNX sums a bin's samples, then divides by their count once
-            return pooled[idx] / geo.count(grid_h, grid_w)
-        return tir.select(grid_h * grid_w < m.c(1.0), m.c(0.0), pooled[idx])   # no samples: 0
-
-    return compute(shape, finish, "T_roi_align", tag="injective")
+    here = (r, ch, ph, pw)
+    taps = [wyl * wxl * xb[b, ch, ylo, xlo], wyl * wxh * xb[b, ch, ylo, xhi],
+            wyh * wxl * xb[b, ch, yhi, xlo], wyh * wxh * xb[b, ch, yhi, xhi]]
+    if mode == "avg":
+        update = yb[here] + (taps[0] + taps[1] + taps[2] + taps[3])
+        init, finish = m.c(0.0), yb[here] / geo.count(m.to_float(gh), m.to_float(gw))
+    else:   # ONNX: the largest weighted tap; a bin without samples is 0
+        update = tir.max(yb[here], tir.max(tir.max(taps[0], taps[1]), tir.max(taps[2], taps[3])))
+        init, finish = tir.select(gh * gw > 0, tir.min_value(dtype), m.c(0.0)), None
+    x_taps = geo.taps(geo.position(x0, bw, gwf, m.to_float(pw), m.to_float(ix)), wd)
+    y_taps = geo.taps(geo.position(y0, bh, ghf, m.to_float(ph), m.to_float(iy)), h)
+    sample_x = _lets(list(zip((xlo, xhi, wxl, wxh), x_taps)), BufferStore(yb, update, list(here)))
+    samples = For(iy, 0, gh, ForKind.SERIAL,
+                  _lets(list(zip((ylo, yhi, wyl, wyh), y_taps)), For(ix, 0, gw, ForKind.SERIAL, sample_x)))
+    bin_body = SeqStmt.flatten(BufferStore(yb, init, list(here)), samples,
+                               [BufferStore(yb, finish, list(here))] if finish is not None else [])
+    bins = For(ph, 0, output_height, ForKind.SERIAL, For(pw, 0, output_width, ForKind.SERIAL, bin_body))
+    (sy, size_h, grid_h), (sx, size_w, grid_w) = (geo.axis(coord(1), coord(3), output_height, sampling_ratio),
+                                                  geo.axis(coord(0), coord(2), output_width, sampling_ratio))
+    grids = _lets([(gh, tir.max(m.to_int(ghf), tir.const(0, i64))),
+                   (gw, tir.max(m.to_int(gwf), tir.const(0, i64)))], bins)
+    finite = tir.isfinite(coord(0)) & tir.isfinite(coord(1)) & tir.isfinite(coord(2)) & tir.isfinite(coord(3))
+    limit = m.c(float(MAX_GRID))
+    body = AssertStmt(finite & (ghf <= limit) & (gwf <= limit), _ROI_FAILURE.format(roi="a ROI"), grids)
+    body = _lets([(y0, sy), (bh, size_h), (ghf, grid_h), (x0, sx), (bw, size_w), (gwf, grid_w)], body)
+    body = AssertStmt((b >= 0) & (b < n), "roi_align: a batch_indices entry is outside [0, N), the images of x; "
+                                          "each ROI must name an image of the batch", body)
+    body = _lets([(r, q // c), (ch, q % c), (b, cast(ib[r], i64))], body)
+    loop = For(q, 0, num * c, ForKind.PARALLEL, body)
+    return PrimFunc([xb, rb, ib, yb], loop, {"tir.noalias": True, "tir.is_scheduled": True})

@@ -11,7 +11,7 @@ import pytest
 onnx = pytest.importorskip("onnx")
 from onnx import helper  # noqa: E402
 
-from test_onnx_image_signal_ops import _check, _model  # noqa: E402 - its ONNX model and reference helpers
+from test_onnx_image_signal_ops import _check, _ingot, _model  # noqa: E402 - its ONNX model and reference helpers
 
 _RNG = np.random.default_rng(17)
 
@@ -91,3 +91,54 @@ def test_deform_conv_wrong_offset_shape_names_the_op_and_the_shape():
                               [helper.make_tensor_value_info("Y", 1, [1, 2, 3, 3])])
     with pytest.raises(Exception, match=r"deform_conv2d.*offset must be \(N, 18, 3, 3\)"):
         from_onnx(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 22)]))
+
+
+def _roi_model(mode: str, sampling_ratio: int, coords: str, inputs: dict, opset: int = 16):
+    # Opset 16: the newest RoiAlign that ONNX Runtime implements (the operator has not changed since).
+    node = helper.make_node("RoiAlign", ["X", "rois", "batch_indices"], ["Y"], mode=mode, output_height=2,
+                            output_width=3, sampling_ratio=sampling_ratio, spatial_scale=0.5,
+                            coordinate_transformation_mode=coords)
+    return _model(node, inputs, opset=opset)
+
+
+@pytest.mark.compiler
+@pytest.mark.parametrize("mode", ["avg", "max"])
+@pytest.mark.parametrize("sampling_ratio", [0, 3])
+@pytest.mark.parametrize("coords", ["half_pixel", "output_half_pixel"])
+def test_roi_align_rois_far_larger_than_the_image(mode, sampling_ratio, coords):
+    # Detection boxes may extend far past the image: an adaptive grid then takes many samples per bin
+    # (the 200-wide box below: ceil(100 / 3) = 34 across a 5-pixel-wide map), each counted in the average.
+    from onnx.reference import ReferenceEvaluator
+
+    ort = pytest.importorskip("onnxruntime")
+    rois = np.array([[-20, -30, 40, 50], [0, 0, 200, 3], [1, 1, 2, 2], [-60, -5, 30, 90], [2.0, 3.0, 1.5, 2.5],
+                     [-300, -300, 300, 300]], "float32")
+    inputs = {"X": _f32(2, 3, 6, 5), "rois": rois, "batch_indices": np.array([0, 1, 1, 0, 1, 0], "int64")}
+    model = _roi_model(mode, sampling_ratio, coords, inputs)
+    want = ReferenceEvaluator(model).run(None, inputs)[0]
+    ort_out = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, inputs)[0]
+    np.testing.assert_allclose(ort_out, want, rtol=1e-5, atol=1e-6)   # the two references agree
+    for compiled in (False, True):
+        got = _ingot(model, inputs, compiled)[0]
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6, err_msg=f"compiled={compiled}")
+
+
+@pytest.mark.compiler
+@pytest.mark.parametrize("roi,match", [
+    ([0, 0, np.nan, 2], "roi_align: a ROI has a non-finite coordinate"),
+    ([0, 0, 1e30, 2], "roi_align: a ROI has a non-finite coordinate or needs more than 2\\*\\*24 samples"),
+])
+def test_roi_align_unsampleable_roi_fails_at_run_time(roi, match):
+    # A grid no loop can finish (or a NaN box) has no number to give: the kernel raises instead.
+    inputs = {"X": _f32(1, 2, 4, 4), "rois": np.array([[0, 0, 2, 2], roi], "float32"),
+              "batch_indices": np.array([0, 0], "int64")}
+    with pytest.raises(Exception, match=match):
+        _ingot(_roi_model("avg", 0, "half_pixel", inputs), inputs, True)
+
+
+@pytest.mark.compiler
+def test_roi_align_batch_index_outside_the_batch_fails_at_run_time():
+    inputs = {"X": _f32(2, 2, 4, 4), "rois": np.array([[0, 0, 2, 2]], "float32"),
+              "batch_indices": np.array([2], "int64")}
+    with pytest.raises(Exception, match=r"roi_align: a batch_indices entry is outside \[0, N\)"):
+        _ingot(_roi_model("max", 2, "half_pixel", inputs), inputs, True)
