@@ -14,8 +14,8 @@ not in here: it has no recurrence and is one ordinary GEMM over all ``T*B`` rows
         c = Y_c[d, rows, :] = initial_c or 0     # (LSTM)
         for s in serial(T):                      # the time loop
             t = T - 1 - s if reverse[d] else s
-            acc[rows] = h[rows] @ R[d]^T         # k outer, each R^T chunk used by every row of the tile,
-                                                 # the gate axis inner and vectorized
+            acc[rows] = h[rows] @ R[d]^T         # per panel of 16 gate columns and group of 4 rows:
+                                                 # 8 vector accumulators in registers over all k
             for b in rows:
                 if t < sequence_lens[b]:         # (sequence_lens given)
                     gate arithmetic over the hidden axis (vectorized): new h (and c), Y[t, d, b] = h
@@ -45,16 +45,24 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from ingot import tir
-from ingot.ir import Var, decl_buffer
-from ingot.ir.expr import PrimExpr, Select, cast, const
+from ingot.ir import DataType, Var, decl_buffer
+from ingot.ir.expr import Broadcast, PrimExpr, Ramp, Select, cast, const
 from ingot.tir import Allocate, BufferStore, For, ForKind, IfThenElse, LetStmt, PrimFunc, SeqStmt
 
 #: Gates per layer kind (the gate axis of ``W``/``R`` is ``gates * hidden`` long).
 GATES = {"LSTM": 4, "GRU": 3, "RNN": 1}
 
-#: Gate columns accumulated together over the whole ``k`` loop of ``h @ R^T``: 64 float32 are 8 AVX2
-#: (4 AVX-512) vector registers, so the C compiler keeps the chunk's accumulators in registers and
-#: streams ``R`` once; a layer whose gate axis is not a multiple of it uses one chunk.
+#: The GEMV ``h @ R^T`` of a step is register-tiled: `REG_ROWS` batch rows x `REG_VECTORS` vectors of
+#: gate columns (a panel of ``R^T``, stored contiguous over ``k``: `pack_recurrent_weights`) accumulate in
+#: ``REG_ROWS * REG_VECTORS`` vector registers over the whole ``k`` loop; each panel vector loaded for a
+#: ``k`` serves `REG_ROWS` rows. 8 accumulators + 2 panel vectors + a broadcast fit AVX2's 16 registers.
+REG_ROWS = 4
+REG_VECTORS = 2
+#: The vector width the tiles are written for (AVX2's 256 bits; an AVX-512 host runs them as they are).
+VECTOR_BYTES = 32
+
+#: A hidden size that is not a multiple of the panel takes the plain GEMV: chunks of this many gate
+#: columns (the whole gate axis when it is not a multiple) accumulate in L1 over the ``k`` loop.
 ACC_COLUMNS = 64
 
 #: Batch rows that go through a step together: each chunk of ``R^T`` loaded for a ``k`` serves this many
@@ -132,6 +140,11 @@ class RecurrenceSpec:
         return GATES[self.kind] * self.hidden
 
     @property
+    def panel(self) -> Optional[int]:
+        """Columns of ``R^T`` stored together, or None (``rt`` not packed): see `weight_panel`."""
+        return weight_panel(self.hidden, self.dtype)
+
+    @property
     def num_dirs(self) -> int:
         """1 or 2 (bidirectional)."""
         return len(self.reverse)
@@ -153,7 +166,8 @@ class _Kernel:
         self.batch = batch if isinstance(batch, int) else Var("B", "int64")
         T, B = self.steps, self.batch
         self.xp = decl_buffer((T, B, nd * gh), dt, "xp")
-        self.rt = decl_buffer((nd, h, gh), dt, "rt")
+        panel = s.panel
+        self.rt = decl_buffer((nd, gh // panel, h, panel) if panel else (nd, h, gh), dt, "rt")
         self.h0 = decl_buffer((nd, B, h), dt, "initial_h") if s.has_initial_h else None
         self.c0 = decl_buffer((nd, B, h), dt, "initial_c") if s.has_initial_c else None
         self.lens = decl_buffer((B,), s.lens_dtype, "sequence_lens") if s.lens_dtype else None
@@ -203,8 +217,50 @@ class _Kernel:
 
     def gemv(self, out: int, src: Callable[[Any, Any, Any], PrimExpr], col: int, width: int) -> Any:
         """``acc[bi, out + j] = sum_k src(bi, b, k) * R[d]^T[k, col + j]`` for every row of the tile and
-        ``j < width``. ``k`` is outside the rows: a chunk of `ACC_COLUMNS` columns of ``R^T`` is loaded
-        once per ``k`` and used by every row (``R`` streams once per step, not once per row)."""
+        ``j < width``: per panel of ``R^T`` and group of `REG_ROWS` rows, vector accumulators over all ``k``
+        (a local buffer indexed by constants only, which the C compiler keeps in registers)."""
+        cols = self.spec.panel
+        if cols is None:
+            return self.gemv_simple(out, src, col, width)
+        rr = min(REG_ROWS, self.tile)
+        if isinstance(self.rows, int) or rr == 1:
+            return self.gemv_tiled(out, src, col, width, rr)
+        # A run-time batch: a tile of fewer rows than a row group (batch 1) takes one-row groups instead of
+        # computing REG_ROWS rows of which one is used.
+        return IfThenElse(self.rows < rr, self.gemv_tiled(out, src, col, width, 1),
+                          self.gemv_tiled(out, src, col, width, rr))
+
+    def gemv_tiled(self, out: int, src: Callable[[Any, Any, Any], PrimExpr], col: int, width: int, rr: int) -> Any:
+        """`gemv` with groups of ``rr`` rows."""
+        acc, rt, h, d = self.acc, self.rt, self.spec.hidden, self.d
+        cols = self.spec.panel
+        lanes = cols // REG_VECTORS
+        jo, k, g = Var("jo", "int64"), Var("k", "int64"), Var("g", "int64")
+        reg = decl_buffer((rr * cols,), self.spec.dtype, "reg", scope="local")
+        partial = not isinstance(self.rows, int) or self.rows % rr != 0   # a last group with fewer rows
+        groups = (self.rows + rr - 1) // rr if partial else self.rows // rr
+
+        def vec(start: Any) -> Ramp:
+            return Ramp(start, 1, lanes)
+
+        zero = [BufferStore(reg, Broadcast(self.c(0.0), lanes), [vec(i * lanes)]) for i in range(rr * REG_VECTORS)]
+        fma, back = [], []
+        for r in range(rr):
+            # A row past the tile's rows (in a last, partial group) computes on the last row; it is not stored.
+            bi = tir.min(g * rr + r, self.rows - 1) if partial else g * rr + r
+            x = Broadcast(src(bi, self.row(bi), k), lanes)
+            for v in range(REG_VECTORS):
+                at = vec(r * cols + v * lanes)
+                fma.append(BufferStore(reg, reg[at] + x * rt[d, col // cols + jo, k, vec(v * lanes)], [at]))
+            stores = SeqStmt([BufferStore(acc, reg[vec(r * cols + v * lanes)],
+                                          [g * rr + r, vec(out + jo * cols + v * lanes)]) for v in range(REG_VECTORS)])
+            back.append(IfThenElse(g * rr + r < self.rows, stores) if partial else stores)
+        body = Allocate(reg, SeqStmt.flatten(zero, _loop(k, h, SeqStmt(fma)), back))
+        return _loop(jo, width // cols, _loop(g, groups, body))
+
+    def gemv_simple(self, out: int, src: Callable[[Any, Any, Any], PrimExpr], col: int, width: int) -> Any:
+        """`gemv` for ``R^T`` not packed (a hidden size that is not a multiple of the panel): ``k`` outside the
+        rows, a chunk of `ACC_COLUMNS` columns loaded once per ``k`` and used by every row of the tile."""
         acc, rt, h, d = self.acc, self.rt, self.spec.hidden, self.d
         jo, k = Var("jo", "int64"), Var("k", "int64")
         chunk = ACC_COLUMNS if width % ACC_COLUMNS == 0 else width
@@ -350,13 +406,40 @@ def _lets(pairs: list, body: Any) -> Any:
     return body
 
 
+def weight_panel(hidden: int, dtype: str) -> Optional[int]:
+    """The kernel's ``R^T`` panel width (`REG_VECTORS` vectors of ``dtype``) for a layer of ``hidden`` units, or
+    None when ``hidden`` is not a multiple of it (``rt`` is then ``R^T`` unpacked, and the GEMV simpler).
+
+    Example:
+        >>> weight_panel(256, "float32"), weight_panel(20, "float32"), weight_panel(20, "float64")
+        (16, None, None)
+    """
+    cols = REG_VECTORS * VECTOR_BYTES * 8 // DataType(dtype).bits
+    return cols if hidden % cols == 0 else None
+
+
+def pack_recurrent_weights(r: np.ndarray, panel: Optional[int]) -> np.ndarray:
+    """``R`` of every direction (ONNX's ``(D, G*H, H)``) in the layout the kernel reads: ``R^T`` in panels of
+    ``panel`` columns, ``(D, G*H / panel, H, panel)``, each panel contiguous over ``k`` (the GEMV streams one
+    panel at a time: no 4 KiB stride per ``k``); ``R^T`` as ``(D, H, G*H)`` when ``panel`` is None.
+
+    Example:
+        >>> pack_recurrent_weights(np.zeros((1, 64, 16), "float32"), 16).shape
+        (1, 4, 16, 16)
+    """
+    nd, gh, h = r.shape
+    if panel is None:
+        return np.ascontiguousarray(r.transpose(0, 2, 1))
+    return np.ascontiguousarray(r.reshape(nd, gh // panel, panel, h).transpose(0, 1, 3, 2))
+
+
 def recurrence_kernel(spec: RecurrenceSpec, steps: Any, batch: Any) -> PrimFunc:
     """The time-loop kernel of ``spec`` for ``steps`` (``T``) and ``batch`` (``B``), each an int or
     None/a symbolic size (then read from the arguments at run time).
 
     Parameters, in order: ``xp (T, B, D*G*H)`` (the input projection with the state-independent
-    biases), ``rt (D, H, G*H)`` (``R`` of each direction transposed), then as ``spec`` says
-    ``initial_h``, ``initial_c`` ``(D, B, H)``, ``sequence_lens (B,)``, ``peepholes (D, 3H)``,
+    biases), ``rt`` (``R`` of each direction transposed, in panels: `pack_recurrent_weights`), then as
+    ``spec`` says ``initial_h``, ``initial_c`` ``(D, B, H)``, ``sequence_lens (B,)``, ``peepholes (D, 3H)``,
     ``recurrent_h_bias (D, H)``; outputs ``y (T, D, B, H)``, ``y_h (D, B, H)``, ``y_c (D, B, H)`` (LSTM).
 
     Example:
@@ -381,6 +464,7 @@ def recurrence_numpy(spec: RecurrenceSpec, xp: np.ndarray, rt: np.ndarray, initi
     """
     steps, batch = xp.shape[:2]
     h, gh, nd = spec.hidden, spec.gate_width, spec.num_dirs
+    rt_full = rt.transpose(0, 2, 1, 3).reshape(nd, h, gh) if rt.ndim == 4 else rt   # R^T of each direction
     dt = xp.dtype
     y = np.zeros((steps, nd, batch, h), dt)
     yh = np.zeros((nd, batch, h), dt)
@@ -397,7 +481,7 @@ def recurrence_numpy(spec: RecurrenceSpec, xp: np.ndarray, rt: np.ndarray, initi
                 if t >= length:
                     continue
                 x = xp[t, b, d * gh:(d + 1) * gh]
-                r = rt[d]
+                r = rt_full[d]
                 if spec.kind == "RNN":
                     hs = acts[0](clip(x + hs @ r))
                 elif spec.kind == "LSTM":

@@ -182,6 +182,9 @@ def test_runtime_weights_and_sequence_lens_compiled():
            runtime=("W", "R", "B", "sequence_lens", "initial_h", "initial_c", "P"))
     _check("GRU", compiled=True, direction="bidirectional", init_h=True, seq_lens=[2, 4], linear_before_reset=1,
            runtime=("W", "R", "B", "sequence_lens"))
+    # hidden 16: R^T in the kernel's panels, packed at import (a constant R) or by graph ops (a run-time R).
+    _check("LSTM", compiled=True, hidden=16, direction="bidirectional", seq_lens=[3, 1], peep=True)
+    _check("GRU", compiled=True, hidden=16, direction="bidirectional", init_h=True, runtime=("W", "R"))
 
 
 def _crnn_model(batch_dim=None):

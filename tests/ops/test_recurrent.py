@@ -7,7 +7,9 @@ import numpy as np
 import pytest
 
 from ingot.codegen.build import build_module
-from ingot.ops.recurrent import ROW_TILE, RecurrenceSpec, recurrence_kernel, recurrence_numpy
+from ingot.ops.recurrent import (
+    ROW_TILE, RecurrenceSpec, pack_recurrent_weights, recurrence_kernel, recurrence_numpy,
+)
 
 pytestmark = pytest.mark.compiler
 
@@ -22,7 +24,7 @@ def _run(kind, reverse, steps, batch, hidden, static=False, acts=None, dtype="fl
     rng = np.random.default_rng(steps * 100 + batch)
     nd, gh = len(reverse), spec.gate_width
     args = [rng.standard_normal((steps, batch, nd * gh)).astype(dtype),
-            (rng.standard_normal((nd, hidden, gh)) / np.sqrt(hidden)).astype(dtype)]
+            pack_recurrent_weights((rng.standard_normal((nd, gh, hidden)) / np.sqrt(hidden)).astype(dtype), spec.panel)]
     optional = {}
     if spec.has_initial_h:
         optional["initial_h"] = rng.standard_normal((nd, batch, hidden)).astype(dtype)
@@ -44,10 +46,16 @@ def _run(kind, reverse, steps, batch, hidden, static=False, acts=None, dtype="fl
         np.testing.assert_allclose(a, e, rtol=tol, atol=tol, err_msg=name)
 
 
-@pytest.mark.parametrize("batch", [1, ROW_TILE, ROW_TILE + 3, 2 * ROW_TILE + 1])
-def test_lstm_row_tiles_sequence_lens_peepholes(batch):
-    _run("LSTM", (False, True), 6, batch, 16, has_initial_h=True, has_initial_c=True, lens_dtype="int32",
-         has_peepholes=True, clip=2.0)
+@pytest.mark.parametrize("batch", [1, 3, ROW_TILE, ROW_TILE + 3, 2 * ROW_TILE + 1])
+@pytest.mark.parametrize("static", [False, True])
+def test_lstm_row_tiles_sequence_lens_peepholes(batch, static):
+    # hidden 16: R^T in panels (register-tiled GEMV), row groups full, partial and of one row.
+    _run("LSTM", (False, True), 6, batch, 16, static=static, has_initial_h=True, has_initial_c=True,
+         lens_dtype="int32", has_peepholes=True, clip=2.0)
+
+
+def test_unpacked_weights_of_a_hidden_size_off_the_panel():
+    _run("LSTM", (True,), 5, ROW_TILE + 1, 12, has_initial_c=True, lens_dtype="int64")
 
 
 @pytest.mark.parametrize("lbr", [False, True])

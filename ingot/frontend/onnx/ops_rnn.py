@@ -41,7 +41,7 @@ import numpy as np
 from ingot import graph as G
 
 from ingot.graph.op.recurrent import OPTIONAL_INPUTS, recurrence
-from ingot.ops.recurrent import ACTIVATIONS
+from ingot.ops.recurrent import ACTIVATIONS, pack_recurrent_weights, weight_panel
 
 from ._common import as_array, is_static, scalar_like
 from .importer import register
@@ -315,11 +315,15 @@ class _Layer:
         gh = self.gates * h
         proj, rbh = self.projection()
         args = [b(G.op.reshape(proj, (self.steps, self.batch, nd * gh)))]
-        r = node.input(2)
+        # R^T in the kernel's panels (`pack_recurrent_weights`): at import when R is a constant.
+        r, panel = node.input(2), weight_panel(h, self.dtype)
         if is_static(r):
-            args.append(G.const(np.ascontiguousarray(as_array(r).astype(self.dtype).transpose(0, 2, 1))))
-        else:
+            args.append(G.const(pack_recurrent_weights(as_array(r).astype(self.dtype), panel)))
+        elif panel is None:
             args.append(b(G.op.permute_dims(self.ctx.expr(r), (0, 2, 1))))            # (D, H, G*H)
+        else:
+            panels = b(G.op.reshape(self.ctx.expr(r), (nd, gh // panel, panel, h)))
+            args.append(b(G.op.permute_dims(panels, (0, 1, 3, 2))))                   # (D, G*H/P, H, P)
         states = [self.states(5), self.states(6) if self.kind == "LSTM" else None]
         lens = self.node.input(4)
         peep = self.node.input(7) if self.kind == "LSTM" else None

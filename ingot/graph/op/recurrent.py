@@ -109,9 +109,9 @@ def recurrence(xp: Expr, rt: Expr, *optional: Expr, kind: str, hidden: int, reve
                activations: Sequence, clip: Optional[float] = None, input_forget: bool = False,
                linear_before_reset: bool = False, names: Sequence[str] = ()) -> Call:
     """The time loop of a recurrent layer: ``(Y (T, D, B, H), Y_h (D, B, H)[, Y_c])`` from the input
-    projection ``xp (T, B, D*G*H)`` (state-independent biases included) and ``rt (D, H, G*H)`` (each
-    direction's ``R`` transposed). ``optional`` are the inputs ``names`` lists, in the order of
-    `OPTIONAL_INPUTS`: ``initial_h``/``initial_c (D, B, H)``, ``sequence_lens (B,)``,
+    projection ``xp (T, B, D*G*H)`` (state-independent biases included) and ``rt``: each direction's
+    ``R`` transposed, in the kernel's panels (`ingot.ops.recurrent.pack_recurrent_weights`).
+    ``optional`` are the inputs ``names`` lists, in the order of `OPTIONAL_INPUTS`: ``initial_h``/``initial_c (D, B, H)``, ``sequence_lens (B,)``,
     ``peepholes (D, 3H)`` (LSTM), ``recurrent_h_bias (D, H)`` (GRU's ``Rbh`` under
     ``linear_before_reset``). ``activations`` holds per direction ``(name, alpha, beta)`` triples.
 
