@@ -105,6 +105,7 @@ def supported_ops() -> list[str]:
 def _load_converters() -> None:
     from . import ops_control, ops_einsum, ops_extra, ops_math, ops_nn, ops_rnn, ops_tensor  # noqa: F401 - register on import
     from . import ops_ml, ops_string, ops_trees  # noqa: F401 - string tensors, ai.onnx.ml
+    from . import ops_quant  # noqa: F401 - MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv
     from . import ops_training, ops_vision  # noqa: F401 - DeformConv, RoiAlign, TensorScatter; optimizers
 
 

@@ -70,7 +70,25 @@ def _to_2d(ctx: Any, x: Any) -> Any:
 
 @register("Conv")
 def _conv(ctx: Any, node: Any) -> Any:
-    x, w, b = ctx.expr(node.input(0)), ctx.expr(node.input(1)), node.input(2)
+    b = node.input(2)
+    return conv_nd(ctx, node, ctx.expr(node.input(0)), ctx.expr(node.input(1)), ctx.expr(b) if b is not None else None)
+
+
+def conv_nd(ctx: Any, node: Any, x: Any, w: Any, bias: Any = None) -> Any:
+    """The graph code of a Conv ``node`` (its attributes) on expressions ``x``, ``w`` and ``bias`` (one
+    value per output channel, or None); the integer convolutions (`ops_quant`) share it.
+
+    Example:
+        >>> from onnx import helper, TensorProto
+        >>> from ingot.frontend.onnx import from_onnx
+        >>> info = helper.make_tensor_value_info
+        >>> g = helper.make_graph([helper.make_node("Conv", ["x", "w"], ["y"], pads=[1, 1, 1, 1])], "g",
+        ...                       [info("x", TensorProto.FLOAT, [1, 1, 3, 3]), info("w", TensorProto.FLOAT, [2, 1, 2, 2])],
+        ...                       [info("y", TensorProto.FLOAT, [1, 2, 4, 4])])
+        >>> mod, _ = from_onnx(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]))
+        >>> str(mod["main"].ret_struct_info)
+        'R.Tensor((1, 2, 4, 4), dtype="float32")'
+    """
     xs, ws = ctx.shape(x), ctx.shape(w)
     n = len(xs) - 2
     if n not in (1, 2):
@@ -86,9 +104,8 @@ def _conv(ctx: Any, node: Any) -> Any:
         pads = [pads[0], pads[1], pads[2], pads[3]]
     out = ctx.emit(G.op.conv2d(x, w, strides=tuple(strides), padding=tuple(pads), dilation=tuple(dilations),
                                groups=int(node.attr("group", 1))))
-    if b is not None:
-        bias = ctx.expr(ctx.emit(G.op.reshape(ctx.expr(b), (-1, 1, 1))))
-        out = ctx.emit(G.op.add(ctx.expr(out), bias))
+    if bias is not None:
+        out = ctx.emit(G.op.add(ctx.expr(out), ctx.expr(ctx.emit(G.op.reshape(bias, (-1, 1, 1))))))
     if n == 1:
         out = ctx.emit(G.op.squeeze(ctx.expr(out), axis=[2]))
     return out
