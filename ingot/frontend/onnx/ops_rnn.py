@@ -20,10 +20,10 @@ every length) and its compile time and execution plan do not grow with ``T`` (an
 hundreds of steps). ``from_onnx(..., unroll_rnn=True)`` selects the other lowering, for a static ``T``
 only: the layer unrolled at import (`_Layer.run_unrolled`): the projection split into per-step slices,
 then per step and direction the recurrent GEMM with the step's slice added in its epilogue and the gate
-arithmetic as fused elementwise kernels (an LSTM step is three kernels shared by all steps). At batch 1
-both stream ``R`` once per step and run about equally fast; the unrolled steps' GEMMs use the
-register-tiled GEMM schedules, which pay off when many batch rows share a step, at the price of a build
-(and an AOT entry) that grows with ``T``. A static ``sequence_lens`` is resolved per step there at import
+arithmetic as fused elementwise kernels (an LSTM step is three kernels shared by all steps). Both run
+the same input projection and both stream ``R`` once per step through register-tiled GEMV/GEMM code, so
+their run times are close; the unrolled layer pays a build (and an AOT entry) that grows with ``T``, and
+three kernel calls per step. A static ``sequence_lens`` is resolved per step there at import
 time (steps every sequence covers need no mask, steps none covers are skipped), and an absent initial
 state is a known zero (the first step has no recurrent GEMM).
 
