@@ -17,6 +17,7 @@ Example:
 """
 from __future__ import annotations
 
+import json
 from typing import Any
 
 
@@ -99,8 +100,8 @@ class _FunctionPrinter:
             return self.prim(value)
         if isinstance(value, tuple):
             return "[" + ", ".join(self.attr(v) for v in value) + "]"
-        if isinstance(value, str):
-            return f'"{value}"'
+        if isinstance(value, str):  # a JSON string is a Python literal: quotes, backslashes, newlines escaped
+            return json.dumps(value, ensure_ascii=False)
         return repr(value)
 
     def expr(self, e: Any) -> str:

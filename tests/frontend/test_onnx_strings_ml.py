@@ -450,3 +450,15 @@ def test_binary_single_column_classifier_is_refused_with_the_reason():
     m = _model([node], [_vi("x", F, [2, 2])], [_vi("label", I64, [2]), _vi("scores", F, [2, 2])], opset=17, ml=3)
     with pytest.raises(Exception, match="binary classifier with weights for one class"):
         ingot.load(m)
+
+
+def test_string_module_prints_and_parses_back():
+    from ingot.ir import structural_equal
+    from ingot.script import from_source
+
+    nodes = [helper.make_node("RegexFullMatch", ["x"], ["y"], pattern='"a\\d+\'é'),
+             helper.make_node("StringConcat", ["x", "c"], ["z"])]
+    g = helper.make_graph(nodes, "g", [_vi("x", S, [2])], [_vi("y", TensorProto.BOOL, [2]), _vi("z", S, [2])],
+                          [helper.make_tensor("c", S, [2], [b'q"', b"\\n\n"])])
+    mod = ingot.load(helper.make_model(g, opset_imports=[helper.make_opsetid("", 20)], ir_version=10)).mod
+    assert structural_equal(from_source(mod.script()), mod)  # quotes, backslashes, newlines in attributes
