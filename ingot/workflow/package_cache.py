@@ -248,10 +248,7 @@ def _load(key: str, commit: Path, cache_dir: Any) -> Any:
 
     from .model import Package, TensorInfo
 
-    with open(commit, "rb") as f:
-        entry = json.loads(f.read())
-    if entry.get("format") != CACHE_VERSION or entry.get("key") != key:
-        raise ValueError(f"format {entry.get('format')!r} or key does not match")
+    entry = _read_entry(commit, key)
     for suffix, (size, digest) in entry["files"].items():
         path = _path(key, suffix, cache_dir)
         disk_cache.touch(path)  # LRU: the entry's files age together
@@ -265,6 +262,15 @@ def _load(key: str, commit: Path, cache_dir: Any) -> Any:
     package.partition_report = entry.get("partition_report", [])
     package.schedule_summary = entry.get("schedule_summary")
     return package
+
+
+def _read_entry(path: Path, key: str) -> dict:
+    """The JSON of an entry file, checked to be of this format and for ``key`` (else ValueError)."""
+    with open(path, "rb") as f:
+        entry = json.loads(f.read())
+    if not isinstance(entry, dict) or entry.get("format") != CACHE_VERSION or entry.get("key") != key:
+        raise ValueError(f"{path.name}: format or key does not match")
+    return entry
 
 
 def store(key: str, package: Any, cache_dir: Any = None) -> bool:
@@ -341,10 +347,7 @@ def recall_model(key: str, cache_dir: Any = None) -> "tuple[list, list] | None":
     if not disk_cache.touch(path):
         return None
     try:
-        with open(path, "rb") as f:
-            entry = json.loads(f.read())
-        if entry.get("format") != CACHE_VERSION or entry.get("key") != key:
-            return None
+        entry = _read_entry(path, key)
         return ([TensorInfo.from_json(i) for i in entry["inputs"]],
                 [TensorInfo.from_json(o) for o in entry["outputs"]])
     except (OSError, ValueError, KeyError, TypeError):
