@@ -84,10 +84,7 @@ def _load_inputs(path: "str | None", package: Any) -> dict:
         for i in package.inputs:
             if not all(isinstance(d, int) for d in i.shape):
                 raise CLIError(f"input {i.name!r} has symbolic shape {list(i.shape)}; give --inputs FILE.npz")
-            if np.dtype(i.dtype).kind == "f":
-                out[i.name] = rng.standard_normal(i.shape).astype(i.dtype)
-            else:
-                out[i.name] = np.zeros(i.shape, i.dtype)
+            out[i.name] = i.example(rng)
         return out
     if not os.path.isfile(path):
         raise CLIError(f"--inputs {path}: no such file")
@@ -116,17 +113,19 @@ def run_cmd(package: str, inputs: "str | None", outputs: "str | None", print_top
         pkg = M.load_package(package)
         feed = _load_inputs(inputs, pkg)
         result = M.run(pkg, feed, device=device, num_threads=threads)
+    strings = {name for name, value in result.items() if value.dtype == object}  # string tensors
     for name, value in result.items():
-        click.echo(f"{name}: shape {list(value.shape)} {value.dtype}")
-        if print_top > 0:
+        click.echo(f"{name}: shape {list(value.shape)} {'string' if name in strings else value.dtype}")
+        if print_top > 0 and name not in strings:
             flat = value.reshape(-1)
-            top = np.argsort(-flat, kind="stable")[:print_top]
+            top = np.argsort(-flat.astype("float64"), kind="stable")[:print_top]  # bool and ints too
             for rank, k in enumerate(top, 1):
                 click.echo(f"  {rank}. index {int(k)}  value {flat[k]:.6g}")
     if outputs:
         with _errors():
             tmp = outputs + ".tmp.npz"
-            np.savez(tmp, **result)
+            # string outputs as numpy str arrays: an object array would need pickle to load back
+            np.savez(tmp, **{k: v.astype(str) if k in strings else v for k, v in result.items()})
             os.replace(tmp, outputs)
         click.echo(f"wrote {outputs}")
 

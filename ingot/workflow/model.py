@@ -57,6 +57,20 @@ class TensorInfo:
         """From `to_json`'s dict."""
         return TensorInfo(d["name"], tuple(d["shape"]), d["dtype"])
 
+    def example(self, rng: Any) -> np.ndarray:
+        """A value of this static shape and dtype to run the model on when the user gives none: normal
+        samples for floats, zeros for ints and bools, empty strings for a string tensor.
+
+        Example:
+            >>> TensorInfo("x", (2,), "string").example(np.random.default_rng(0)).tolist()
+            ['', '']
+        """
+        if self.dtype == "string":
+            return np.full(self.shape, "", dtype=object)
+        if "float" in self.dtype:
+            return rng.standard_normal(self.shape).astype(self.dtype)
+        return np.zeros(self.shape, self.dtype)
+
 
 def _sinfo_tensors(sinfo: Any, names: Sequence[str]) -> list[TensorInfo]:
     from ingot import graph as G

@@ -267,8 +267,7 @@ def _inputs(package: Any, inputs: "Mapping[str, Any] | None") -> list:
             if not all(isinstance(d, int) for d in i.shape):
                 raise ValueError(f"validate_in_model: input {i.name!r} has a symbolic shape {list(i.shape)}; pass "
                                  f"inputs={{{i.name!r}: array}} or load the model with shape_dict")
-            inputs[i.name] = (rng.standard_normal(i.shape) if "float" in i.dtype
-                              else np.zeros(i.shape)).astype(i.dtype)
+            inputs[i.name] = i.example(rng)
     return check_inputs(inputs, package.inputs)
 
 

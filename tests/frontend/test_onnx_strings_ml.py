@@ -462,3 +462,25 @@ def test_string_module_prints_and_parses_back():
                           [helper.make_tensor("c", S, [2], [b'q"', b"\\n\n"])])
     mod = ingot.load(helper.make_model(g, opset_imports=[helper.make_opsetid("", 20)], ir_version=10)).mod
     assert structural_equal(from_source(mod.script()), mod)  # quotes, backslashes, newlines in attributes
+
+
+def test_cli_compiles_and_runs_a_string_model(tmp_path):
+    click_testing = pytest.importorskip("click.testing")
+    from ingot.cli.main import main
+
+    m = _model([helper.make_node("StringConcat", ["x", "x"], ["z"]), helper.make_node("Equal", ["z", "x"], ["e"])],
+               [_vi("x", S, [3])], [_vi("z", S, [3]), _vi("e", TensorProto.BOOL, [3])])
+    path, pkg = tmp_path / "s.onnx", tmp_path / "s.ingot"
+    onnx.save(m, str(path))
+    runner = click_testing.CliRunner()
+    r = runner.invoke(main, ["compile", str(path), "-o", str(pkg)])
+    assert r.exit_code == 0, r.output
+    r = runner.invoke(main, ["run", str(pkg)])  # example inputs: empty strings ("" + "" == "")
+    assert r.exit_code == 0, r.output
+    np.savez(tmp_path / "in.npz", x=np.array(["ab", "", "c"]))
+    r = runner.invoke(main, ["run", str(pkg), "--inputs", str(tmp_path / "in.npz"), "--outputs",
+                             str(tmp_path / "out.npz"), "--print-top", "2"])
+    assert r.exit_code == 0, r.output
+    assert "z: shape [3] string" in r.output
+    with np.load(tmp_path / "out.npz", allow_pickle=False) as out:
+        assert out["z"].tolist() == ["abab", "", "cc"] and out["e"].tolist() == [False, True, False]
