@@ -51,6 +51,8 @@ def _constant(ctx: Any, node: Any) -> Any:
         return np.array(a["value_int"], "int64")
     if "value_ints" in a:
         return np.array(a["value_ints"], "int64")
+    if "value_string" in a or "value_strings" in a:  # a string tensor (feeds string ops: ops_string)
+        return np.array(a.get("value_string", a.get("value_strings")), dtype=object)
     raise node.error(f"Constant with attribute(s) {sorted(a)} is not supported (string and sparse constants)")
 
 
