@@ -38,15 +38,16 @@ def _check_type(node: Any, ctx: Any, value: Any, what: str) -> str:
     return dtype
 
 
-def _per_tensor(shape: tuple) -> bool:
-    return len(shape) == 0 or (len(shape) == 1 and shape[0] == 1)
+def _per_tensor(shape: tuple, rank: int = 1) -> bool:
+    """A single value (a scalar, or all dims 1 and no more of them than the operand's ``rank``)."""
+    return len(shape) <= max(rank, 1) and all(d == 1 for d in shape)
 
 
 def _matmul_param(ctx: Any, node: Any, param: Any, operand: tuple, side: str, what: str) -> Any:
     """A zero point or scale of a MatMul operand, shaped to broadcast against it: ``side`` ``"row"`` (of
     ``a`` (..., M, K)) or ``"col"`` (of ``b`` (..., K, N))."""
     shape, e = tuple(ctx.shape(param)), ctx.expr(param)
-    if _per_tensor(shape):
+    if _per_tensor(shape, len(operand)):
         return e
     m_or_n = operand[-2] if side == "row" else operand[-1]
     if len(shape) == 1 and shape[0] == m_or_n:
@@ -63,7 +64,7 @@ def _channel_param(ctx: Any, node: Any, param: Any, channels: int, rank: int, wh
     """A zero point or scale of a Conv weight (M, C/group, k...): per tensor or one per output channel,
     shaped ``(M, 1, ...)`` with ``rank - 1`` ones."""
     shape, e = tuple(ctx.shape(param)), ctx.expr(param)
-    if _per_tensor(shape):
+    if _per_tensor(shape, rank):
         return e
     if len(shape) == 1 and shape[0] == channels:
         return ctx.expr(ctx.emit(G.op.reshape(e, (channels,) + (1,) * (rank - 1))))
@@ -105,7 +106,8 @@ def _integer_matmul(ctx: Any, node: Any, a: Any, a_zp: Any, b: Any, b_zp: Any) -
     _check_type(node, ctx, b, "b")
     sa, sb = tuple(ctx.shape(a)), tuple(ctx.shape(b))
     if len(sa) < 2 or len(sb) < 2:
-        raise node.error(f"a and b must have at least 2 dimensions here, got {sa} and {sb}")
+        raise node.error(f"a and b must have at least 2 dimensions, got {sa} and {sb}: reshape a vector to "
+                         f"(1, K) or (K, 1) before the node")
     za = _matmul_param(ctx, node, a_zp, sa, "row", "a_zero_point") if a_zp is not None else None
     zb = _matmul_param(ctx, node, b_zp, sb, "col", "b_zero_point") if b_zp is not None else None
     return ctx.emit(G.op.matmul(_centered(ctx, a, za), _centered(ctx, b, zb)))
