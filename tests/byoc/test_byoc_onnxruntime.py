@@ -25,10 +25,10 @@ W = (RNG.standard_normal((3, 3)) * 0.5).astype("float32")
 B = RNG.standard_normal((3,)).astype("float32")
 
 
-def _save(tmp, nodes, inputs, outputs, inits=(), name="m.onnx"):
+def _save(tmp, nodes, inputs, outputs, inits=(), name="m.onnx", opset=17):
     g = helper.make_graph(nodes, "g", inputs, outputs, list(inits))
     path = tmp / name
-    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), str(path))
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], ir_version=8), str(path))
     return path
 
 
@@ -134,17 +134,13 @@ def test_cli_compile_fallback(det_package, tmp_path):
 
 
 def test_a_node_its_converter_refuses_falls_back_too(tmp_path):
-    # Ingot's Resize converter refuses coordinate_transformation_mode="tf_crop_and_resize" (roi).
-    roi = np.array([0, 0, 0.1, 0.2, 1, 1, 0.9, 0.8], "float32")
-    scales = np.array([1, 1, 2, 1.5], "float32")
-    node = helper.make_node("Resize", ["x", "roi", "scales"], ["y"], name="resize0", mode="linear",
-                            coordinate_transformation_mode="tf_crop_and_resize")
-    path = _save(tmp_path, [node], [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 4, 4])],
-                 [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 8, 6])],
-                 [numpy_helper.from_array(roi, "roi"), numpy_helper.from_array(scales, "scales")], name="resize.onnx")
-    with pytest.raises(ConversionError, match=r'tf_crop_and_resize[\s\S]*fallback="onnxruntime"'):
+    # Ingot's LpPool converter refuses ceil_mode=1 (partial edge windows); ONNX Runtime runs it.
+    node = helper.make_node("LpPool", ["x"], ["y"], name="lppool0", kernel_shape=[2, 2], strides=[2, 2], ceil_mode=1)
+    path = _save(tmp_path, [node], [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 2, 5, 5])],
+                 [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 2, 3, 3])], name="lppool.onnx", opset=18)
+    with pytest.raises(ConversionError, match=r'ceil_mode[\s\S]*fallback="onnxruntime"'):
         M.load(str(path))
     package = M.compile(str(path), fallback="onnxruntime")
-    assert [(r["onnx_op"], r["node"]) for r in package.fallback_ops] == [("Resize", "resize0")]
-    data = {"x": RNG.standard_normal((1, 2, 4, 4)).astype("float32")}
+    assert [(r["onnx_op"], r["node"]) for r in package.fallback_ops] == [("LpPool", "lppool0")]
+    data = {"x": RNG.standard_normal((1, 2, 5, 5)).astype("float32")}
     np.testing.assert_allclose(next(iter(M.run(package, data).values())), _onnxruntime(path, data)[0], rtol=1e-6)
