@@ -1,7 +1,8 @@
 """``ingot cache``: show, trim or clear the kernel cache (ccache's ``-s``/``-C``/``-M``).
 
-Note: the cache holds compiled libraries and objects, their C, and lowered kernel C
-(`ingot.codegen.disk_cache` explains the layout, the size cap and the LRU eviction). With no
+Note: the cache holds compiled libraries and objects, their C, lowered kernel C and whole
+compiled model packages (``package``: `ingot.workflow.package_cache`); `ingot.codegen.disk_cache`
+explains the layout, the size cap and the LRU eviction. With no
 option the command shows the statistics. ``--dir`` picks another cache directory than the
 default (``$INGOT_CACHE_DIR`` or ``~/.cache/ingot/kernels``). The cap set with ``--max-size`` is
 stored in the directory (``cache-config.json``) and obeyed by every process that uses it.
@@ -30,7 +31,7 @@ from .common import CLIError, errors
               help="cache directory (default: $INGOT_CACHE_DIR or ~/.cache/ingot/kernels)")
 def cache_cmd(show_stats: bool, max_size: "str | None", evict_now: bool, clear_all: bool, keep_recent: float,
               directory: "str | None") -> None:
-    """Show, cap, trim or clear the kernel cache."""
+    """Show, cap, trim or clear the kernel and package cache."""
     from ingot.codegen import disk_cache
 
     with errors():
