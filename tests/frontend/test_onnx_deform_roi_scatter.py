@@ -142,3 +142,28 @@ def test_roi_align_batch_index_outside_the_batch_fails_at_run_time():
               "batch_indices": np.array([2], "int64")}
     with pytest.raises(Exception, match=r"roi_align: a batch_indices entry is outside \[0, N\)"):
         _ingot(_roi_model("max", 2, "half_pixel", inputs), inputs, True)
+
+
+@pytest.mark.compiler
+def test_roi_align_run_time_roi_count_and_batch():
+    # Detection models give RoiAlign the boxes of a previous stage: R (and the batch) are run-time sizes,
+    # one kernel serves every count.
+    import ingot
+    from ingot import graph as G
+    from ingot.frontend.onnx import from_onnx
+    from onnx import TensorProto as TP
+    from onnx.reference import ReferenceEvaluator
+
+    node = helper.make_node("RoiAlign", ["X", "rois", "batch_indices"], ["Y"], output_height=2, output_width=3,
+                            sampling_ratio=0, spatial_scale=0.5)
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("X", TP.FLOAT, ["N", 3, 6, 5]),
+                                            helper.make_tensor_value_info("rois", TP.FLOAT, ["R", 4]),
+                                            helper.make_tensor_value_info("batch_indices", TP.INT64, ["R"])],
+                              [helper.make_tensor_value_info("Y", TP.FLOAT, ["R", 3, 2, 3])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 16)])
+    run = G.Executor(G.build(from_onnx(model)[0], "llvm"), ingot.cpu())["main"]
+    for rois, batch in ((3, 2), (7, 1)):
+        inputs = {"X": _f32(batch, 3, 6, 5), "rois": (_RNG.random((rois, 4)) * 60 - 20).astype("float32"),
+                  "batch_indices": _RNG.integers(0, batch, rois).astype("int64")}
+        want = ReferenceEvaluator(model).run(None, inputs)[0]
+        np.testing.assert_allclose(run(*inputs.values()).numpy(), want, rtol=1e-5, atol=1e-6)

@@ -1,6 +1,6 @@
 """Graph operators ``deform_conv2d`` (ONNX DeformConv), ``roi_align`` (ONNX RoiAlign) and
-``tensor_scatter`` (ONNX TensorScatter); TE computes and numpy references in `ingot.ops.deform_roi`
-and `ingot.ops.kv_cache`.
+``tensor_scatter`` (ONNX TensorScatter); TE computes (roi_align: a TensorIR kernel, its sample loops
+run each ROI's run-time grid) and numpy references in `ingot.ops.deform_roi` and `ingot.ops.kv_cache`.
 
 Note: registered when this module is imported (the ONNX frontend's ``ops_vision`` imports it), with
 the idempotent registration of `onnx_extra`. ``deform_conv2d``'s optional bias and mask are extra
