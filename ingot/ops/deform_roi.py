@@ -24,7 +24,7 @@ Example:
 """
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -280,8 +280,9 @@ def roi_align(x: Any, rois: Any, batch_indices: Any, mode: str = "avg", output_h
 
     Note: the sample loops of a bin run exactly the ROI's own grid, computed in the kernel (an adaptive grid
     is known only at run time, and a detection box larger than the image is normal), so the kernel is
-    written as loops rather than as a TE reduction over a static extent. It runs one ROI and channel per
-    parallel iteration; a bin accumulates in the output element. A ROI with a non-finite coordinate or a
+    written as loops rather than as a TE reduction over a static extent. It runs one ROI and row of bins
+    per parallel iteration; each sample's taps are computed once and used by every channel (ONNX's
+    pre-calculation), each channel's bin accumulating in its output element in the sample order. A ROI with a non-finite coordinate or a
     grid beyond `MAX_GRID`, or a batch index outside ``x``, makes the call fail with an error.
 
     Example:
@@ -302,7 +303,7 @@ def roi_align(x: Any, rois: Any, batch_indices: Any, mode: str = "avg", output_h
     geo = _RoiMath(m, spatial_scale, half)
     i64 = "int64"
     q, ph, pw, iy, ix = (Var(name, i64) for name in ("q", "ph", "pw", "iy", "ix"))
-    r, ch, b, gh, gw = (Var(name, i64) for name in ("r", "ch", "b", "gh", "gw"))
+    r, b, gh, gw = (Var(name, i64) for name in ("r", "b", "gh", "gw"))
     y0, bh, ghf, x0, bw, gwf = (Var(name, dtype) for name in ("y0", "bin_h", "grid_h", "x0", "bin_w", "grid_w"))
     ylo, yhi, xlo, xhi = (Var(name, i64) for name in ("y_lo", "y_hi", "x_lo", "x_hi"))
     wyl, wyh, wxl, wxh = (Var(name, dtype) for name in ("wy_lo", "wy_hi", "wx_lo", "wx_hi"))
@@ -311,23 +312,39 @@ def roi_align(x: Any, rois: Any, batch_indices: Any, mode: str = "avg", output_h
         v = rb[r, k]
         return v if str(v.dtype) == dtype else v.astype(dtype)
 
-    here = (r, ch, ph, pw)
-    taps = [wyl * wxl * xb[b, ch, ylo, xlo], wyl * wxh * xb[b, ch, ylo, xhi],
-            wyh * wxl * xb[b, ch, yhi, xlo], wyh * wxh * xb[b, ch, yhi, xhi]]
+    def out(k: Any) -> Any:
+        return yb[r, k, ph, pw]
+
+    def taps(k: Any) -> list:
+        return [wyl * wxl * xb[b, k, ylo, xlo], wyl * wxh * xb[b, k, ylo, xhi],
+                wyh * wxl * xb[b, k, yhi, xlo], wyh * wxh * xb[b, k, yhi, xhi]]
+
     if mode == "avg":
-        update = yb[here] + (taps[0] + taps[1] + taps[2] + taps[3])
-        init, finish = m.c(0.0), yb[here] / geo.count(m.to_float(gh), m.to_float(gw))
+        def update(k: Any) -> Any:
+            t = taps(k)
+            return out(k) + (t[0] + t[1] + t[2] + t[3])
+
+        count = geo.count(m.to_float(gh), m.to_float(gw))
+        init, finish = (lambda k: m.c(0.0)), (lambda k: out(k) / count)
     else:   # ONNX: the largest weighted tap; a bin without samples is 0
-        update = tir.max(yb[here], tir.max(tir.max(taps[0], taps[1]), tir.max(taps[2], taps[3])))
-        init, finish = tir.select(gh * gw > 0, tir.min_value(dtype), m.c(0.0)), None
+        def update(k: Any) -> Any:
+            t = taps(k)
+            return tir.max(out(k), tir.max(tir.max(t[0], t[1]), tir.max(t[2], t[3])))
+
+        first = tir.select(gh * gw > 0, tir.min_value(dtype), m.c(0.0))
+        init, finish = (lambda k: first), None
     x_taps = geo.taps(geo.position(x0, bw, gwf, m.to_float(pw), m.to_float(ix)), wd)
     y_taps = geo.taps(geo.position(y0, bh, ghf, m.to_float(ph), m.to_float(iy)), h)
-    sample_x = _lets(list(zip((xlo, xhi, wxl, wxh), x_taps)), BufferStore(yb, update, list(here)))
+
+    def channels(value: Callable[[Var], Any]) -> For:   # a sample's taps serve every channel
+        k = Var("ch", i64)
+        return For(k, 0, c, ForKind.SERIAL, BufferStore(yb, value(k), [r, k, ph, pw]))
+
+    sample_x = _lets(list(zip((xlo, xhi, wxl, wxh), x_taps)), channels(update))
     samples = For(iy, 0, gh, ForKind.SERIAL,
                   _lets(list(zip((ylo, yhi, wyl, wyh), y_taps)), For(ix, 0, gw, ForKind.SERIAL, sample_x)))
-    bin_body = SeqStmt.flatten(BufferStore(yb, init, list(here)), samples,
-                               [BufferStore(yb, finish, list(here))] if finish is not None else [])
-    bins = For(ph, 0, output_height, ForKind.SERIAL, For(pw, 0, output_width, ForKind.SERIAL, bin_body))
+    bins = For(pw, 0, output_width, ForKind.SERIAL, SeqStmt.flatten(
+        channels(init), samples, [channels(finish)] if finish is not None else []))
     (sy, size_h, grid_h), (sx, size_w, grid_w) = (geo.axis(coord(1), coord(3), output_height, sampling_ratio),
                                                   geo.axis(coord(0), coord(2), output_width, sampling_ratio))
     grids = _lets([(gh, tir.max(m.to_int(ghf), tir.const(0, i64))),
@@ -338,6 +355,6 @@ def roi_align(x: Any, rois: Any, batch_indices: Any, mode: str = "avg", output_h
     body = _lets([(y0, sy), (bh, size_h), (ghf, grid_h), (x0, sx), (bw, size_w), (gwf, grid_w)], body)
     body = AssertStmt((b >= 0) & (b < n), "roi_align: a batch_indices entry is outside [0, N), the images of x; "
                                           "each ROI must name an image of the batch", body)
-    body = _lets([(r, q // c), (ch, q % c), (b, cast(ib[r], i64))], body)
-    loop = For(q, 0, num * c, ForKind.PARALLEL, body)
+    body = _lets([(r, q // output_height), (ph, q % output_height), (b, cast(ib[r], i64))], body)
+    loop = For(q, 0, num * output_height, ForKind.PARALLEL, body)
     return PrimFunc([xb, rb, ib, yb], loop, {"tir.noalias": True, "tir.is_scheduled": True})
