@@ -33,7 +33,7 @@ from ingot.ir.expr import BufferLoad, Var
 from ingot.ir.functor import collect_vars
 from ingot.tir.stmt import BlockRealize, BufferStore
 
-__all__ = ["BlockInfo", "analyze_block", "panel_layout"]
+__all__ = ["BlockInfo", "analyze_block", "panel_layout", "plan_symbolic_extents", "PLANNED_EXTENT"]
 
 
 @dataclass
@@ -55,6 +55,9 @@ class BlockInfo:
     i_index: Optional[int] = None
     j_index: Optional[int] = None
     simple_loops: bool = False                         # one loop per iteration variable, same order
+    #: positions whose extent is a run-time size (a model's symbolic batch) that ``extents`` plans
+    #: as `PLANNED_EXTENT` (see `plan_symbolic_extents`)
+    symbolic: list = field(default_factory=list)
 
 
 def _strip_casts(e: Any) -> Any:
@@ -102,6 +105,38 @@ def analyze_block(sch: Any, block_rv: Any) -> BlockInfo:
         ij = _gemm_axes(block, store)
         if ij is not None:
             info.kind, (info.i_index, info.j_index) = "gemm", ij
+    plan_symbolic_extents(info)
+    return info
+
+
+#: The size a rule plans a run-time outer axis for: tiles and blocking never split that axis (it
+#: is the outer, parallel one), so the choice equals the constant model's at batch 1.
+PLANNED_EXTENT = 1
+
+
+def plan_symbolic_extents(info: BlockInfo) -> BlockInfo:
+    """Give the leading spatial axes of ``info`` whose extent is symbolic (a dynamic batch) the
+    planning extent `PLANNED_EXTENT` and list them in ``info.symbolic``, so the rules, which read
+    ``extents`` only to choose tiles, blocking and how many outer loops to fuse into the parallel
+    loop, schedule such a block as its batch-1 constant version. The loops keep their symbolic
+    extents: the rules split only the inner (tile) axes, and fusing or parallelizing a symbolic
+    outer loop is exact for every run-time size. A symbolic axis that is not leading, or that a
+    GEMM rule tiles (``i_index``/``j_index``: a dynamic sequence length), stays None and the rules
+    that need constant extents decline the block as before.
+
+    Example:
+        >>> info = plan_symbolic_extents(BlockInfo("elementwise", [0, 1], [], [0, 1], [None, 64]))
+        >>> info.extents, info.symbolic
+        ([1, 64], [0])
+    """
+    tiled = {info.i_index, info.j_index}
+    spatial = set(info.spatial)
+    for k, extent in enumerate(info.extents):
+        if k not in spatial or k in tiled:
+            break
+        if extent is None:
+            info.extents[k] = PLANNED_EXTENT
+            info.symbolic.append(k)
     return info
 
 

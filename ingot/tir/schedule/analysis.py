@@ -22,7 +22,7 @@ from typing import Any, Iterable, Optional
 
 from ingot.ir.buffer import Buffer
 from ingot.ir.expr import (
-    Add, FloorDiv, FloorMod, IntImm, Mul, PrimExpr, Range, Sub, Var, as_const_int,
+    Add, Cast, FloorDiv, FloorMod, IntImm, Mul, PrimExpr, Range, Sub, Var, as_const_int,
 )
 from ingot.ir.functor import collect_vars
 from ingot.tir.stmt import (
@@ -162,6 +162,10 @@ def is_affine_binding(realize: BlockRealize, loops: list[StmtSRef]) -> bool:
     if not realize.block.iter_vars:
         return True
     dom = loop_domains(loops)
+    if any(as_const_int(rng.extent) is None for rng in dom.values()):
+        # A run-time extent (a model's symbolic batch): iter-map detection needs constant extents,
+        # so check the bindings' form instead, as for any form the analyzer cannot handle.
+        return _syntactic_affine(realize.iter_values, dom)
     from ingot.arith.iter_map import detect_iter_map
 
     try:
@@ -185,6 +189,8 @@ def _syntactic_affine(values: Iterable[PrimExpr], dom: dict[Var, Range]) -> bool
             return True
         if isinstance(e, IntImm):
             return True
+        if isinstance(e, Cast):  # a loop of another integer type (fuse of an int64 batch loop)
+            return ok(e.value, under_divmod, uses, divmod_uses)
         if isinstance(e, (Add, Sub)):
             return ok(e.a, under_divmod, uses, divmod_uses) and ok(e.b, under_divmod, uses, divmod_uses)
         if isinstance(e, Mul):

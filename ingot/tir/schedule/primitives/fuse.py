@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ingot.ir.expr import IntImm, PrimExpr, Range, Var, as_const_int
+from ingot.ir.expr import Cast, IntImm, PrimExpr, Range, Var, as_const_int
 from ingot.tir.stmt import For, ForKind
 
 from ..analysis import child_block_realizes, enclosing_loops, loop_domains, simplify, substitute_outside_blocks
@@ -59,12 +59,19 @@ def fuse(sch: Any, *loops: LoopRV, preserve_unit_iters: bool = True) -> LoopRV:
         return loops[0]
 
     # Step 2. The fused variable and the expressions of the old variables.
-    dtype = nodes[0].loop_var.dtype
+    # The widest loop type: a run-time (int64) batch loop fused with int32 loops over constant
+    # extents counts in int64, and each narrower loop's expression is cast back to its type.
+    dtypes = [n.loop_var.dtype for n in nodes]
+    dtype = max(dtypes, key=lambda t: t.bits) if len(set(dtypes)) > 1 else dtypes[0]
+
+    def widen(e: PrimExpr) -> PrimExpr:
+        return e if e.dtype == dtype else Cast(dtype, e)
+
     name = "_".join(n.loop_var.name for n in nodes) + "_fused"
     fused = Var(name, dtype)
-    extent: PrimExpr = nodes[0].extent
+    extent: PrimExpr = widen(nodes[0].extent)
     for node in nodes[1:]:
-        extent = extent * node.extent
+        extent = extent * widen(node.extent)
     vmap: dict[Var, PrimExpr] = {}
     stride: PrimExpr = IntImm(dtype, 1)
     for k in range(len(nodes) - 1, -1, -1):
@@ -74,9 +81,9 @@ def fuse(sch: Any, *loops: LoopRV, preserve_unit_iters: bool = True) -> LoopRV:
             continue
         expr: PrimExpr = fused if as_const_int(stride) == 1 else fused // stride
         if k > 0:
-            expr = expr % node.extent
-        vmap[node.loop_var] = expr
-        stride = stride * node.extent
+            expr = expr % widen(node.extent)
+        vmap[node.loop_var] = expr if node.loop_var.dtype == dtype else Cast(node.loop_var.dtype, expr)
+        stride = stride * widen(node.extent)
 
     # Step 3. Rewrite the body, simplify the bindings, install.
     dom = loop_domains(enclosing_loops(srefs[0]))
