@@ -218,6 +218,9 @@ def analyze_conv_nhwc(sch: Any, name: str, info: BlockInfo, lanes: int) -> ConvN
         # a narrow layer (MobileNetV2's 24-channel projections on AVX-512) as one row of <= 3 vectors
         while lanes > 4 and o % lanes:
             lanes //= 2
+        if o % lanes:
+            raise ScheduleError(f"conv_nhwc_rule: block {name!r}: {o} output channels are not a multiple of "
+                                f"{lanes} (the narrowest vector)")
         nvec = o // lanes if o // lanes <= 3 else (2 if o % (2 * lanes) == 0 else 1)
     else:
         nvec = 2 if o % (2 * lanes) == 0 else 1
