@@ -126,3 +126,23 @@ def const_like(value: Any, dtype: Any) -> PrimExpr:
     from ingot.ir import const
 
     return const(value, str(dtype))
+
+
+def nest_lets(pairs: Sequence[tuple], body: Any) -> Any:
+    """``body`` under one ``LetStmt`` per ``(var, value)`` pair, the first pair outermost (later
+    values may use earlier vars): how the hand-written TIR kernels (`ingot.ops.recurrent`,
+    `ingot.ops.deform_roi`) name a value once instead of repeating its expression.
+
+    Example:
+        >>> from ingot.ir import Var
+        >>> from ingot.tir import Evaluate
+        >>> a, b = Var("a", "int64"), Var("b", "int64")
+        >>> stmt = nest_lets([(a, 1), (b, a + 1)], Evaluate(b))
+        >>> stmt.var.name, stmt.body.var.name
+        ('a', 'b')
+    """
+    from ingot.tir import LetStmt
+
+    for var, value in reversed(pairs):
+        body = LetStmt(var, value, body)
+    return body

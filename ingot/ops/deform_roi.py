@@ -33,9 +33,8 @@ from ingot.ir import Var, as_const_int, decl_buffer
 from ingot.ir.expr import cast
 from ingot.tir import AssertStmt, BufferStore, For, ForKind, PrimFunc, SeqStmt
 
-from ._util import KEEP_STAGE_KEY, compute, const_like
+from ._util import KEEP_STAGE_KEY, compute, const_like, nest_lets
 from .grid_sample import _axis_taps, _NumpyMath, _TirMath
-from .recurrent import _lets
 
 
 # -- deform_conv2d -------------------------------------------------------------------------------
@@ -340,21 +339,21 @@ def roi_align(x: Any, rois: Any, batch_indices: Any, mode: str = "avg", output_h
         k = Var("ch", i64)
         return For(k, 0, c, ForKind.SERIAL, BufferStore(yb, value(k), [r, k, ph, pw]))
 
-    sample_x = _lets(list(zip((xlo, xhi, wxl, wxh), x_taps)), channels(update))
+    sample_x = nest_lets(list(zip((xlo, xhi, wxl, wxh), x_taps)), channels(update))
     samples = For(iy, 0, gh, ForKind.SERIAL,
-                  _lets(list(zip((ylo, yhi, wyl, wyh), y_taps)), For(ix, 0, gw, ForKind.SERIAL, sample_x)))
+                  nest_lets(list(zip((ylo, yhi, wyl, wyh), y_taps)), For(ix, 0, gw, ForKind.SERIAL, sample_x)))
     bins = For(pw, 0, output_width, ForKind.SERIAL, SeqStmt.flatten(
         channels(init), samples, [channels(finish)] if finish is not None else []))
     (sy, size_h, grid_h), (sx, size_w, grid_w) = (geo.axis(coord(1), coord(3), output_height, sampling_ratio),
                                                   geo.axis(coord(0), coord(2), output_width, sampling_ratio))
-    grids = _lets([(gh, tir.max(m.to_int(ghf), tir.const(0, i64))),
+    grids = nest_lets([(gh, tir.max(m.to_int(ghf), tir.const(0, i64))),
                    (gw, tir.max(m.to_int(gwf), tir.const(0, i64)))], bins)
     finite = tir.isfinite(coord(0)) & tir.isfinite(coord(1)) & tir.isfinite(coord(2)) & tir.isfinite(coord(3))
     limit = m.c(float(MAX_GRID))
     body = AssertStmt(finite & (ghf <= limit) & (gwf <= limit), _ROI_FAILURE.format(roi="a ROI"), grids)
-    body = _lets([(y0, sy), (bh, size_h), (ghf, grid_h), (x0, sx), (bw, size_w), (gwf, grid_w)], body)
+    body = nest_lets([(y0, sy), (bh, size_h), (ghf, grid_h), (x0, sx), (bw, size_w), (gwf, grid_w)], body)
     body = AssertStmt((b >= 0) & (b < n), "roi_align: a batch_indices entry is outside [0, N), the images of x; "
                                           "each ROI must name an image of the batch", body)
-    body = _lets([(r, q // output_height), (ph, q % output_height), (b, cast(ib[r], i64))], body)
+    body = nest_lets([(r, q // output_height), (ph, q % output_height), (b, cast(ib[r], i64))], body)
     loop = For(q, 0, num * output_height, ForKind.PARALLEL, body)
     return PrimFunc([xb, rb, ib, yb], loop, {"tir.noalias": True, "tir.is_scheduled": True})

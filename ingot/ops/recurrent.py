@@ -49,6 +49,8 @@ from ingot.ir import DataType, Var, decl_buffer
 from ingot.ir.expr import Broadcast, PrimExpr, Ramp, Select, cast, const
 from ingot.tir import Allocate, BufferStore, For, ForKind, IfThenElse, LetStmt, PrimFunc, SeqStmt
 
+from ._util import nest_lets
+
 #: Gates per layer kind (the gate axis of ``W``/``R`` is ``gates * hidden`` long).
 GATES = {"LSTM": 4, "GRU": 3, "RNN": 1}
 
@@ -323,7 +325,7 @@ class _Kernel:
                     f_pre = f_pre + self.peep[d, 2 * h + n] * c_prev
                     o_pre = o_pre + self.peep[d, h + n] * cn
                 f_val = self.c(1.0) - i if s.input_forget else f_act(self.clip(f_pre))
-                return _lets([
+                return nest_lets([
                     (i, f_act(self.clip(i_pre))),
                     (f, f_val),
                     (cn, f * c_prev + i * g_act(self.clip(x(b, 3, n) + acc[bi, 3 * h + n]))),
@@ -343,7 +345,7 @@ class _Kernel:
                 z, r, lets = zr(bi, b, n)
                 cand = Var("cand", dt)
                 rec = acc[bi, 2 * h + n] + (self.rbh[d, n] if self.rbh is not None else self.c(0.0))
-                return _lets(lets + [(cand, g_act(self.clip(x(b, 2, n) + r * rec)))],
+                return nest_lets(lets + [(cand, g_act(self.clip(x(b, 2, n) + r * rec)))],
                              finish(b, n, cand + z * (state[d, b, n] - cand), []))
             return SeqStmt([self.gemv(0, h_row, 0, gh), gates(gru_lbr)])
 
@@ -352,7 +354,7 @@ class _Kernel:
         def first(bi: Var, b: PrimExpr) -> Any:
             def body(n: Var) -> Any:
                 z, r, lets = zr(bi, b, n)
-                return _lets(lets, SeqStmt([BufferStore(acc, z, [bi, n]),
+                return nest_lets(lets, SeqStmt([BufferStore(acc, z, [bi, n]),
                                             BufferStore(acc, r * state[d, b, n], [bi, 3 * h + n])]))
             return self.hidden_loop(body)
 
@@ -397,13 +399,6 @@ class _Kernel:
         params = [p for p in (self.xp, self.rt, self.h0, self.c0, self.lens, self.peep, self.rbh,
                               self.y, self.yh, self.yc) if p is not None]
         return PrimFunc(params, _loop(q, work, body, kind), {"tir.noalias": True, "tir.is_scheduled": True})
-
-
-def _lets(pairs: list, body: Any) -> Any:
-    """``body`` under ``LetStmt``s binding ``pairs`` in order."""
-    for var, value in reversed(pairs):
-        body = LetStmt(var, value, body)
-    return body
 
 
 def weight_panel(hidden: int, dtype: str) -> Optional[int]:
