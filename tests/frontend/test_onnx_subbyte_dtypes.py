@@ -222,6 +222,18 @@ def test_bitcast_matches_onnx_reference_bit_for_bit():
                                       err_msg=f"{src} -> {dst}")
 
 
+def test_bitcast_of_a_scalar_stays_a_scalar_interpreted_and_compiled():
+    # np.ascontiguousarray made the numpy reference's 0-d result (1,) (a node-suite mismatch)
+    model = _model([helper.make_node("BitCast", ["x"], ["y"], to=TP.INT32)], [("x", TP.FLOAT, [])],
+                   [("y", TP.INT32, [])], opset=26)
+    feeds = {"x": np.array(1.5, np.float32)}
+    from ingot.frontend.reference import evaluate
+
+    mod, _ = from_onnx(model, shape_dict={"x": []})
+    for got in (_compiled(model, feeds)[0], np.asarray(evaluate(mod, [feeds["x"]])[0])):
+        assert got.shape == () and got == np.array(1.5, np.float32).view(np.int32)
+
+
 def test_bitcast_of_different_widths_names_the_types():
     model = _model([helper.make_node("BitCast", ["x"], ["y"], to=TP.INT16)], [("x", TP.FLOAT, [4])],
                    [("y", TP.INT16, [4])], opset=26)

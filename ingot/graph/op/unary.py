@@ -213,7 +213,9 @@ register_op(
 def _np_bitcast(args: Any, attrs: Any) -> np.ndarray:
     from ingot.ir.dtype import DataType
 
-    return np.ascontiguousarray(args[0]).view(DataType(attrs["dtype"]).numpy_dtype())
+    x = np.asarray(args[0])
+    # a copy only when strided (np.ascontiguousarray would also turn a 0-d array into shape (1,))
+    return (x if x.flags.c_contiguous else x.copy()).view(DataType(attrs["dtype"]).numpy_dtype())
 
 
 def _bit_width(dtype: Any) -> int:
