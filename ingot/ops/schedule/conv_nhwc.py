@@ -78,7 +78,7 @@ from ingot.tir.schedule.error import ScheduleError
 from ingot.tir.stmt import ForKind
 
 from .analysis import BlockInfo, panel_layout
-from .rules import _fuse_parallel, _vectorize_tail, choose_mr, fit_tile, max_tile_rows
+from .rules import _fuse_parallel, _vectorize_tail, choose_mr, fit_tile, fuse_parallel_loops, max_tile_rows
 
 __all__ = ["conv_nhwc_rule", "choose_kc", "SMALL_MAP", "ConvNhwcShape", "ConvNhwcParams",
            "analyze_conv_nhwc", "default_conv_params", "build_conv_nhwc",
@@ -537,8 +537,7 @@ def _build_conv_nhwc_loops(sch: Any, name: str, info: BlockInfo, shape: ConvNhwc
         # the rows too would give finer tasks, but then no loop variable alone separates the
         # tasks' tiles and CompactBufferAllocation keeps the accumulator tile a shared
         # full-size workspace in memory instead of a per-tile local array.)
-        task = sch.fuse(ln, oo)
-        sch.parallel(task)
+        task = fuse_parallel_loops(sch, [ln, oo])
     else:
         task = _parallel(sch, outer, outer_ext, cores, parallel_fuse)
     # Step 4. Accumulators in registers, the epilogue fused into their write-back.
@@ -556,9 +555,7 @@ def _parallel(sch: Any, loops: list, extents: list, cores: int, fuse: Optional[i
         return _fuse_parallel(sch, loops, extents, cores)
     if not 1 <= fuse <= len(loops):
         raise ValueError(f"build_conv_nhwc: parallel_fuse must be 1..{len(loops)}, got {fuse}")
-    outer = sch.fuse(*loops[:fuse]) if fuse > 1 else loops[0]
-    sch.parallel(outer)
-    return outer
+    return fuse_parallel_loops(sch, loops[:fuse])
 
 
 #: Share of L1d one weight-panel slice of the blocked reduction may fill (the rest: input pixels,
@@ -760,13 +757,11 @@ def _blocked(sch: Any, order: str, blk: Any, tile_loops: tuple, outer_ext: list,
     sch.unroll(on)
     sch.vectorize(ol)
     if order == "oc":
-        task = sch.fuse(ln, oo)
-        sch.parallel(task)
+        task = fuse_parallel_loops(sch, [ln, oo])
     elif parallel_fuse == 3:
         # (n, oh, oc block) as one parallel loop: the task is one row's oc block (its slices
         # inside), e.g. 7 rows x 5 blocks = 35 tasks instead of 7 rows split 4/3 over 2 cores
-        task = sch.fuse(ln, ly, oo)
-        sch.parallel(task)
+        task = fuse_parallel_loops(sch, [ln, ly, oo])
     else:
         _parallel(sch, [ln, ly], outer_ext[:2], cores, parallel_fuse)
         task = oo

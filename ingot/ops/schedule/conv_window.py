@@ -29,7 +29,7 @@ from ingot.tir.schedule.error import ScheduleError
 
 from .analysis import BlockInfo
 from .conv_nhwc import _register_tile, current_policy
-from .rules import _fuse_parallel, choose_mr
+from .rules import _fuse_parallel, choose_mr, fuse_parallel_loops
 
 __all__ = ["nhwc_window_rule", "window_accumulators"]
 
@@ -109,9 +109,8 @@ def nhwc_window_rule(sch: Any, name: str, info: BlockInfo, cpu: CpuModel, *,
         # (n, c): every output vector is one task; the fused loop is also the tile loop
         outer = spatial[:-1]
         sch.reorder(*outer, co, *reduce, cn, cl)
-        tile_loop = sch.fuse(*outer, co) if outer else co
+        tile_loop = fuse_parallel_loops(sch, [*outer, co])
         outer_loops, outer_ext = [], []
-        sch.parallel(tile_loop)
     sch.unroll(cn)
     sch.vectorize(cl)
     if outer_loops:

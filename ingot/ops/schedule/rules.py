@@ -133,11 +133,44 @@ def choose_nr(extent: Optional[int], lanes: int) -> "tuple[int, int]":
     return (1, vl) if vl >= 4 and extent % vl == 0 else (1, 1)
 
 
+def runtime_outer_loops(sch: Any, loops: list) -> int:
+    """How many leading ``loops`` have a run-time extent (a model's symbolic batch), at most all
+    but the last. The parallel loop starts below them: fusing them into it would split each
+    register tile's accumulator index over two buffer dimensions (``fused // OH``, ``fused % OH``),
+    and CompactBufferAllocation, which proves iterations disjoint one dimension at a time, would
+    then keep the accumulator a full-size buffer instead of a per-tile local array. A serial loop
+    over images around the constant model's parallel loop costs one fork per image.
+
+    Example:
+        >>> # runtime_outer_loops(sch, sch.get_loops(blk)) -> 1 for a (batch, 56, 56, 64) conv
+    """
+    n = 0
+    while n < len(loops) - 1 and _extent(sch, loops[n]) is None:
+        n += 1
+    return n
+
+
+def fuse_parallel_loops(sch: Any, loops: list) -> Any:
+    """Fuse ``loops`` (directly nested, outermost first) below their run-time outer loops
+    (`runtime_outer_loops`) and make the result parallel; returns it.
+
+    Example:
+        >>> # task = fuse_parallel_loops(sch, [ln, oo])   # oo alone when ln's extent is the batch
+    """
+    loops = loops[runtime_outer_loops(sch, loops):]
+    outer = sch.fuse(*loops) if len(loops) > 1 else loops[0]
+    sch.parallel(outer)
+    return outer
+
+
 def _fuse_parallel(sch: Any, loops: list, extents: list, cores: int) -> Any:
     """Fuse the leading loops until there are >= 4 * cores iterations (or all are fused) and
-    make the result parallel. Returns the parallel loop (or None when there is no loop)."""
+    make the result parallel, below the run-time outer loops (`runtime_outer_loops`). Returns the
+    parallel loop (or None when there is no loop)."""
     if not loops:
         return None
+    skip = runtime_outer_loops(sch, loops)
+    loops, extents = loops[skip:], extents[skip:]
     n, total = 0, 1
     while n < len(loops):
         n += 1
