@@ -26,14 +26,14 @@ import heapq
 from typing import Any, Sequence
 
 from ingot.codegen.c import CSource, generate_c
-from ingot.codegen.toolchain import (CompileOptions, ToolchainError, compile_jobs, compile_shared_library,
-                                     compile_shared_library_units, compile_to_assembly, compiler_accepts_cpu,
-                                     march_flags)
+from ingot.codegen.toolchain import (CompileError, CompileOptions, ToolchainError, compile_jobs, compile_object,
+                                     compile_shared_library, compile_shared_library_units, compile_to_assembly,
+                                     compiler_accepts_cpu, march_flags)
 from ingot.ir.module import IRModule
 from ingot.target import Target, as_target
 from ingot.tir.function import PrimFunc
 
-__all__ = ["KernelSource", "assemble_source", "build_module", "compile_options_for", "emit_kernel_source",
+__all__ = ["KernelSource", "OverlappedLink", "assemble_source", "build_module", "compile_options_for", "emit_kernel_source",
            "generate_source", "kernel_symbols", "link_kernel_sources", "module_assembly",
            "translation_units"]
 
@@ -353,8 +353,12 @@ def assemble_source(pieces: Sequence[KernelSource], target: "Target | str | None
 
 
 def _entry_prototypes(pieces: Sequence[KernelSource]) -> str:
-    return "".join(f"INGOT_EXPORT int32_t {p.symbol}(IngotValue* args, int32_t* type_codes, int32_t num_args, "
-                   "char* err, int32_t err_len);\n" for p in pieces)
+    return _symbol_prototypes([p.symbol for p in pieces])
+
+
+def _symbol_prototypes(symbols: Sequence[str]) -> str:
+    return "".join(f"INGOT_EXPORT int32_t {s}(IngotValue* args, int32_t* type_codes, int32_t num_args, "
+                   "char* err, int32_t err_len);\n" for s in symbols)
 
 
 def translation_units(pieces: Sequence[KernelSource], tail: str, units: int,
@@ -412,21 +416,254 @@ def translation_units(pieces: Sequence[KernelSource], tail: str, units: int,
 
 
 def link_kernel_sources(pieces: Sequence[KernelSource], tail: str, options: CompileOptions, *,
-                        cache_dir: Any = None, jobs: "int | None" = None, tail_weight: "int | None" = None) -> str:
+                        cache_dir: Any = None, jobs: "int | None" = None, tail_weight: "int | None" = None,
+                        overlap: "OverlappedLink | None" = None) -> str:
     """Compile kernels ``pieces`` plus ``tail`` into one shared library; returns its path.
 
     A module with at least `SPLIT_MIN_CHARS` of kernel C and more than one kernel is split into
     `translation_units` (one per compile job) compiled in parallel and linked; a smaller one is
     one unit and one compiler call (no thread pool, no link step), as `compile_shared_library`.
-    ``tail_weight`` estimates the tail's gcc cost (see `translation_units`).
+    ``tail_weight`` estimates the tail's gcc cost (see `translation_units`). With ``overlap`` (an
+    `OverlappedLink` that was fed the kernels while they were lowered) a module it splits is
+    linked from its units, most of them compiled already. A compiler error names the kernel
+    whose C it points at.
 
     Example:
         >>> path = link_kernel_sources(pieces, aot_and_metadata, compile_options_for("llvm"))  # doctest: +SKIP
     """
-    jobs = compile_jobs() if jobs is None else max(1, int(jobs))
-    size = sum(len(p.text) for p in pieces)
-    units = jobs if (len(pieces) > 1 and size >= SPLIT_MIN_CHARS) else 1
-    sources = translation_units(pieces, tail, units, tail_weight)
-    if len(sources) == 1:
-        return compile_shared_library(sources[0], options, cache_dir=cache_dir)
-    return compile_shared_library_units(sources, options, cache_dir=cache_dir, jobs=jobs)
+    try:
+        if overlap is not None:
+            units = overlap.units(pieces, tail, options)
+            if len(units) > 1:
+                return overlap.link(units, options)
+        jobs = compile_jobs() if jobs is None else max(1, int(jobs))
+        size = sum(len(p.text) for p in pieces)
+        units = jobs if (len(pieces) > 1 and size >= SPLIT_MIN_CHARS) else 1
+        sources = translation_units(pieces, tail, units, tail_weight)
+        if len(sources) == 1:
+            return compile_shared_library(sources[0], options, cache_dir=cache_dir)
+        return compile_shared_library_units(sources, options, cache_dir=cache_dir, jobs=jobs)
+    except CompileError as exc:
+        raise _naming_kernel(exc, pieces) from None
+
+
+def _naming_kernel(exc: CompileError, pieces: Sequence[KernelSource]) -> CompileError:
+    """``exc`` with the kernel its first error line points into named up front (the unit's saved
+    source is searched for each kernel's text); ``exc`` itself when no kernel is found."""
+    import re
+
+    match = re.search(r"\.c:(\d+):\d+: (?:fatal )?error", exc.stderr)
+    try:
+        with open(exc.source_path, encoding="utf-8", errors="replace") as f:
+            source = f.read()
+    except (OSError, ValueError):
+        return exc
+    if match is None:
+        return exc
+    line = int(match.group(1))
+    for p in pieces:
+        at = source.find(p.text) if p.text else -1
+        if at >= 0 and source.count("\n", 0, at) < line <= source.count("\n", 0, at + len(p.text)) + 1:
+            return CompileError(f"C compilation of kernel {p.name!r} failed (gcc error at line {line} of its "
+                                f"translation unit): fix its schedule or report the generated C\n{exc}",
+                                command=exc.command, stderr=exc.stderr, source_path=exc.source_path,
+                                returncode=exc.returncode)
+    return exc
+
+
+# ------------------------------------------------------------------ overlapping gcc with lowering
+#
+# Note: lowering a graph module's kernels is Python on one core, and gcc used to start only after
+# the last kernel was lowered. `OverlappedLink` instead compiles translation units in background
+# threads (waiting on gcc processes, so the GIL is free) while the next kernels are lowered: the
+# AOT entries as soon as the graph is planned (they only need the kernels' symbols) and the
+# kernels in consecutive batches of about `OVERLAP_UNIT_CHARS` as they come. While kernels are
+# still being lowered the lowering thread counts as one of the `compile_jobs`, so a 2-core machine
+# runs one gcc beside Python; at `link` every job runs gcc. The partition is a function of the
+# final pieces and tail alone (`OverlappedLink.units`); a unit compiled ahead is used only when its
+# text and options are the ones the partition asks for (a kernel whose schedule was replaced, or
+# a float16 kernel that changes the module's options, is simply compiled again), and the objects
+# go through the ordinary object cache (`ingot.codegen.toolchain.compile_object`), so
+# `compile_shared_library_units` then only links. The library's source (``get_source``) does not
+# depend on the partition.
+
+#: Kernel C (plus `UNIT_OVERHEAD_CHARS` per kernel) in one translation unit compiled while the
+#: next kernels are lowered: large enough that gcc's per-unit start-up (the prelude) stays a small
+#: share, small enough that the last, partial unit left when lowering ends is short.
+OVERLAP_UNIT_CHARS = 150_000
+
+#: The AOT entries get a unit of their own, compiled first, when their gcc weight (characters x
+#: ``aot_weight``) is at least this: below it they cost gcc less than one more unit and link step.
+OVERLAP_AOT_MIN_WEIGHT = SPLIT_MIN_CHARS
+
+
+class OverlappedLink:
+    """Compiles a graph module's translation units while its kernels are still being lowered.
+
+    Use as a context manager around lowering and the final `link_kernel_sources` call: leaving the
+    block cancels units not yet started and waits for the running compilers, so an error (in
+    lowering or in gcc) leaves no compiler process behind. Feed `add_entries` (the AOT entries'
+    text and the kernels' entry symbols, known before lowering) and `add_kernel` (each kernel's
+    C once final); a compile error of a background unit is raised by the next call (naming the
+    kernel) or by `link`.
+
+    Example:
+        >>> with OverlappedLink(compile_options_for("llvm")) as overlap:            # doctest: +SKIP
+        ...     overlap.add_entries(aot_entries, entry_symbols, aot_weight=12)
+        ...     for piece in lowered_kernels:
+        ...         overlap.add_kernel(piece)
+        ...     path = link_kernel_sources(pieces, aot_entries + metadata, options, overlap=overlap)
+    """
+
+    def __init__(self, options: CompileOptions, *, cache_dir: Any = None, jobs: "int | None" = None):
+        import threading
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.options = options
+        self.cache_dir = cache_dir
+        self.jobs = compile_jobs() if jobs is None else max(1, int(jobs))
+        self._entries = ("", (), 0)
+        self._batch: list[KernelSource] = []
+        self._seen: list[KernelSource] = []
+        self._units: dict = {}  # (options, unit text) -> Future of its object path
+        self._pool = ThreadPoolExecutor(max_workers=self.jobs, thread_name_prefix="ingot-cc") if self.jobs > 1 else None
+        # One compile slot per job; the lowering thread holds one until `link`.
+        self._slots = threading.Semaphore(self.jobs)
+        self._slots.acquire()
+        self._lowering = True
+
+    def __enter__(self) -> "OverlappedLink":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Cancel units not started and wait for the compilers that run (idempotent).
+
+        Example:
+            >>> OverlappedLink(compile_options_for("llvm"), jobs=1).close()
+        """
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+        self._release_lowering_slot()
+
+    def _release_lowering_slot(self) -> None:
+        if self._lowering:
+            self._lowering = False
+            self._slots.release()
+
+    def add_entries(self, text: str, symbols: Sequence[str], aot_weight: int = 1) -> None:
+        """The AOT entries' C ``text`` (the start of the module's tail) calling kernel entries
+        ``symbols``: compiled now, as their own unit, when they weigh enough (module note).
+
+        Example:
+            >>> OverlappedLink(compile_options_for("llvm"), jobs=1).add_entries("", [])
+        """
+        self._entries = (text, tuple(symbols), int(aot_weight))
+        if text and len(text) * int(aot_weight) >= OVERLAP_AOT_MIN_WEIGHT:
+            self._submit(_entries_unit(self._entries[1], text), self.options)
+
+    def add_kernel(self, piece: KernelSource) -> None:
+        """The final C of the next kernel in module order; a full batch starts compiling.
+
+        Example:
+            >>> from ingot.ir import decl_buffer
+            >>> from ingot.tir import Evaluate
+            >>> k = emit_kernel_source(PrimFunc([decl_buffer((2,), "int8", "x")], Evaluate(0)), "f",
+            ...                        "ingot_f", "ingot_kernel_f")
+            >>> OverlappedLink(compile_options_for("llvm"), jobs=1).add_kernel(k)
+        """
+        self._raise_failed()
+        self._seen.append(piece)
+        self._batch.append(piece)
+        if _weight(self._batch) >= OVERLAP_UNIT_CHARS:
+            if "_Float16" in "".join(p.text for p in self._batch):
+                self.options = self.options.replace(fp_contract="off")  # `_options_for_source`'s rule
+            self._submit(_unit_text(self._batch, ""), self.options)
+            self._batch = []
+
+    def units(self, pieces: Sequence[KernelSource], tail: str, options: CompileOptions) -> "list[str]":
+        """The translation units of kernels ``pieces`` plus ``tail`` (a function of them alone):
+        full batches of consecutive kernels, the AOT entries (when ``tail`` starts with the text
+        given to `add_entries` and they weigh enough), and a last unit of the remaining kernels
+        and the rest of the tail. One unit (no split) with a single compile job.
+
+        Example:
+            >>> units = OverlappedLink(compile_options_for("llvm"), jobs=1).units([], "int x;", compile_options_for("llvm"))
+            >>> len(units), units[0].endswith("int x;")
+            (1, True)
+        """
+        _check_unique(pieces)
+        if self.jobs == 1:
+            return translation_units(pieces, tail, 1)
+        out, batch = [], []
+        for p in pieces:
+            batch.append(p)
+            if _weight(batch) >= OVERLAP_UNIT_CHARS:
+                out.append(_unit_text(batch, ""))
+                batch = []
+        entries, _, aot_weight = self._entries
+        symbols = [p.symbol for p in pieces]
+        if entries and tail.startswith(entries) and len(entries) * aot_weight >= OVERLAP_AOT_MIN_WEIGHT:
+            out.append(_entries_unit(symbols, entries))
+            tail = tail[len(entries):]
+        if len(out) == 0:
+            return translation_units(pieces, tail, 1)
+        done = {p.symbol for p in pieces} - {p.symbol for p in batch}
+        last = tail if not tail else "\n/* entries defined in the module's other translation units */\n" + \
+            _entry_prototypes([p for p in pieces if p.symbol in done]) + tail
+        out.append(_unit_text(batch, last))
+        return out
+
+    def link(self, units: Sequence[str], options: CompileOptions) -> str:
+        """Compile the ``units`` not compiled ahead (every job now), wait for all, link them
+        (`ingot.codegen.toolchain.compile_shared_library_units`, which finds the objects cached).
+
+        Example:
+            >>> overlap.link(overlap.units(pieces, tail, options), options)      # doctest: +SKIP
+        """
+        self._release_lowering_slot()
+        futures = [self._submit(u, options) for u in units]
+        for f in futures:
+            f.result()  # re-raises a unit's CompileError
+        return compile_shared_library_units(list(units), options, cache_dir=self.cache_dir, jobs=self.jobs)
+
+    def _submit(self, text: str, options: CompileOptions):
+        from concurrent.futures import Future
+
+        key = (options, text)
+        if key not in self._units:
+            if self._pool is None:  # one job: compiled by `link`'s call, in this thread
+                self._units[key] = Future()
+                self._units[key].set_result(None)
+            else:
+                self._units[key] = self._pool.submit(self._compile, text, options)
+        return self._units[key]
+
+    def _compile(self, text: str, options: CompileOptions) -> str:
+        with self._slots:
+            return compile_object(text, options, cache_dir=self.cache_dir)
+
+    def _raise_failed(self) -> None:
+        for f in self._units.values():
+            if f.done() and not f.cancelled() and f.exception() is not None:
+                exc = f.exception()
+                raise (_naming_kernel(exc, self._seen) if isinstance(exc, CompileError) else exc) from None
+
+
+def _weight(group: Sequence[KernelSource]) -> int:
+    return sum(len(p.text) + UNIT_OVERHEAD_CHARS for p in group)
+
+
+def _unit_text(group: Sequence[KernelSource], tail: str) -> str:
+    from ingot.codegen.c import C_PRELUDE
+
+    return C_PRELUDE + "\n" + _render_helpers(group) + "\n" + "\n".join(p.text for p in group) + "\n" + tail
+
+
+def _entries_unit(symbols: Sequence[str], entries: str) -> str:
+    from ingot.codegen.c import C_PRELUDE
+
+    return (C_PRELUDE + "\n/* entries defined in the module's other translation units */\n"
+            + _symbol_prototypes(symbols) + entries)

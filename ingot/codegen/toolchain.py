@@ -55,6 +55,7 @@ __all__ = [
     "cache_dir",
     "compile_count",
     "compile_jobs",
+    "compile_object",
     "compile_shared_library",
     "compile_shared_library_units",
     "compile_to_assembly",
@@ -422,6 +423,29 @@ def compile_jobs() -> int:
         return max(1, os.cpu_count() or 1)
 
 
+def compile_object(source: str, options: CompileOptions | None = None, *,
+                   cache_dir: str | os.PathLike | None = None) -> str:
+    """Compile C ``source`` to a position-independent object file (``-fPIC -c``), cached by
+    content like a library; return its path. `compile_shared_library_units` links such objects;
+    compiling a unit here ahead of time (`ingot.codegen.build.OverlappedLink`, while the next
+    kernels are lowered) leaves exactly the cache entry that call would make, so it only links.
+
+    Example::
+
+        >>> compile_object("int one(void) { return 1; }").endswith(".o")   # doctest: +SKIP
+        True
+    """
+    options = options or CompileOptions()
+    compiler = find_compiler()
+    version = _version_of(tuple(compiler))
+    obj_flags, _ = _flags_for(options, "object")
+    key = _cache_key(source, [*compiler, *obj_flags, "-o", "<out>", "<src>"], version, options)
+    return disk_cache.compiled_entry(
+        key, ".o", source, ".c",
+        lambda src, obj: _run_compiler([*compiler, *obj_flags, "-o", "<out>", str(src)], obj, str(src)),
+        cache_dir)
+
+
 def compile_shared_library_units(sources: "list[str]", options: CompileOptions | None = None, *,
                                  cache_dir: str | os.PathLike | None = None, jobs: int | None = None) -> str:
     """Compile several C translation units into one shared library; return its path.
@@ -464,10 +488,7 @@ def compile_shared_library_units(sources: "list[str]", options: CompileOptions |
     # Step 2: compile the objects not in the cache, in parallel (a hit is touched: used now,
     # eviction leaves it until the link below is long done).
     def compile_one(k: int) -> str:
-        return disk_cache.compiled_entry(
-            keys[k], ".o", sources[k], ".c",
-            lambda src, obj: _run_compiler([*compiler, *obj_flags, "-o", "<out>", str(src)], obj, str(src)),
-            cache_dir)
+        return compile_object(sources[k], options, cache_dir=cache_dir)
 
     todo = [k for k in range(len(sources)) if not disk_cache.entry_path(keys[k], ".o", cache_dir).exists()]
     workers = min(len(todo), max(1, jobs or compile_jobs()))

@@ -195,8 +195,8 @@ def build(mod: IRModule, target: Any = "llvm", pipeline: Any = "default", *,
     elif pipeline not in (None, "default"):
         mod = pipeline(mod)
     prim = IRModule({n: f for n, f in mod.functions.items() if not isinstance(f, Function)})
-    checked: dict = {}  # kernel key -> KernelSource of the last schedule that passed the check
-    scheduled, report = _schedule_kernels(prim, target, apply_schedule, checked)
+    # The plans come before the kernels are scheduled (they do not depend on them), so that gcc
+    # can compile the AOT entries while Python lowers the kernels (`OverlappedLink`).
     consts = ConstantTable()
     plans = {name: compile_plan(f, name, consts) for name, f in mod.functions.items()
              if isinstance(f, Function) and not f.attrs.get("Primitive")}
@@ -207,8 +207,12 @@ def build(mod: IRModule, target: Any = "llvm", pipeline: Any = "default", *,
     # Branches and loop bodies run through the interpreter of their caller's control-flow step.
     callees = control_callees(plans)
     aot_plans = {n: p for n, p in plans.items() if aot and is_aot_compatible(p) and n not in callees}
-    lib, kernels, aot_names = _compile(scheduled, target, aot_plans, layout, checked,
-                                       extern_keys if any(_extern_steps(p) for p in aot_plans.values()) else None)
+    extern_keys = extern_keys if any(_extern_steps(p) for p in aot_plans.values()) else None
+    checked: dict = {}  # kernel key -> KernelSource of the last schedule that passed the check
+    with _overlapped_link(prim, target, aot_plans, layout, extern_keys) as overlap:
+        scheduled, report = _schedule_kernels(prim, target, apply_schedule, checked,
+                                              overlap.add_kernel if overlap is not None else None)
+        lib, kernels, aot_names = _compile(scheduled, target, aot_plans, layout, checked, extern_keys, overlap)
     weights = _weights_array(consts)
     return Executable(mod, lib, target, plans, layout, weights, aot_names, kernels, report, externals)
 
@@ -232,12 +236,30 @@ def _kernel_names(prim: IRModule) -> "dict[str, tuple[str, str, str]]":
     return {k: (n, *syms) for (k, _), n, syms in zip(items, names, kernel_symbols(names))}
 
 
-def _schedule_kernels(prim: IRModule, target: Any, apply_schedule: Any,
-                      checked: dict) -> "tuple[IRModule, dict[str, str]]":
+def _overlapped_link(prim: IRModule, target: Any, aot_plans: dict, layout: list, extern_keys: "list | None"):
+    """An `ingot.codegen.build.OverlappedLink` for ``prim`` already compiling the AOT entries
+    (made with the kernel symbols the module will have unless a schedule renames a kernel, in
+    which case `_compile` makes them again), or a null context when there is no kernel."""
+    import contextlib
+
+    from ingot.codegen.build import OverlappedLink
+
+    if not prim.functions:
+        return contextlib.nullcontext()
+    symbols = {key: symbol for key, (_, symbol, _) in _kernel_names(prim).items()}
+    entries, _, _ = _aot_entries(aot_plans, symbols, set(symbols.values()), layout, extern_keys)
+    overlap = OverlappedLink(_compile_options(target, ""))
+    overlap.add_entries(entries, list(symbols.values()), AOT_GCC_WEIGHT)
+    return overlap
+
+
+def _schedule_kernels(prim: IRModule, target: Any, apply_schedule: Any, checked: dict,
+                      on_kernel: Any = None) -> "tuple[IRModule, dict[str, str]]":
     """`schedule_hook.schedule_func` on every kernel, checking each schedule by making its C
     (`ingot.driver.kernel_cache.kernel_source`: from the kernel source cache, or lowered and
     printed), so one bad schedule falls back alone instead of failing the module. The C of the
-    schedule each kernel keeps is left in ``checked[key]`` for `_compile`."""
+    schedule each kernel keeps is left in ``checked[key]`` for `_compile` and, in module order,
+    given to ``on_kernel`` (gcc may start on it while the next kernels are lowered)."""
     from ingot.tir.function import PrimFunc
 
     from .schedule_hook import schedule_func
@@ -250,6 +272,9 @@ def _schedule_kernels(prim: IRModule, target: Any, apply_schedule: Any,
         if isinstance(func, PrimFunc):
             func, report[key] = schedule_func(func, target, apply_schedule,
                                               lambda f, k=key: _check_kernel(f, k, names, target, prim.attrs, checked))
+            kept = checked.get(key)
+            if on_kernel is not None and kept is not None and kept[0] is func:
+                on_kernel(kept[1])
         funcs[key] = func
     return IRModule(funcs, prim.attrs), report
 
@@ -307,31 +332,17 @@ def _weights_array(consts: ConstantTable) -> np.ndarray:
     return out
 
 
-def _compile(prim: IRModule, target: Any, aot_plans: dict, layout: list,
-             lowered_cache: "dict | None" = None, extern_keys: "list | None" = None) -> "tuple[Any, dict, dict]":
-    """Lower ``prim``, emit its C plus the AOT entries, compile one library; returns
-    ``(lib, {kernel: name in lib}, {graph function: AOT name in lib})``. ``extern_keys``: the
-    slots of the table of external region entries the AOT entries call (None: no table)."""
-    if not prim.functions and not aot_plans:
-        return None, {}, {}
-    from ingot.codegen.build import assemble_source, link_kernel_sources
-    from ingot.codegen.c import function_name
-    from ingot.codegen.prelude import emit_metadata_c, emit_source_c
+def _aot_entries(aot_plans: dict, symbols: dict, taken: set, layout: list,
+                 extern_keys: "list | None") -> "tuple[str, dict, dict]":
+    """The C of the AOT entries of ``aot_plans`` calling kernels by their entry ``symbols``
+    (``{kernel: symbol}``; ``taken``: the symbols in use), as it starts the module's tail; with
+    their metadata (``{name in lib: entry}``) and ``{graph function: name in lib}``."""
     from ingot.codegen.sanitize import sanitize_identifier
-    from ingot.runtime.module import Module
-    from ingot.runtime.threads import num_threads_for_target
 
     from .aot import aot_metadata, emit_aot_function, extern_table_c
 
-    pieces = _kernel_sources(prim, target, lowered_cache)
-    source = assemble_source(pieces, target, include_source=False)
-    md = source.metadata
-    tail = emit_metadata_c(md)
-    kernels = {name: function_name(name, f) for name, f in ((getattr(k, "name_hint", k), f) for k, f in prim.items())}
-    symbols = {name: md["functions"][lib_name]["symbol"] for name, lib_name in kernels.items()}
-    taken = {d["symbol"] for d in md["functions"].values()}
-    functions = dict(md["functions"])
-    texts, aot_names = ([extern_table_c(extern_keys)] if extern_keys is not None else []), {}
+    taken = set(taken)
+    texts, functions, aot_names = ([extern_table_c(extern_keys)] if extern_keys is not None else []), {}, {}
     for name, plan in aot_plans.items():
         symbol, k = f"ingot_graph_{sanitize_identifier(name)}", 1
         while symbol in taken:
@@ -341,14 +352,41 @@ def _compile(prim: IRModule, target: Any, aot_plans: dict, layout: list,
         texts.append(emit_aot_function(plan, symbol, symbols, layout))
         functions[lib_name] = aot_metadata(plan, symbol, layout)
         aot_names[name] = lib_name
-    md = {**md, "functions": functions, "source_included": True}
+    return "\n/* ===== AOT entries of the graph functions ===== */\n" + "\n".join(texts) + "\n", functions, aot_names
+
+
+def _compile(prim: IRModule, target: Any, aot_plans: dict, layout: list,
+             lowered_cache: "dict | None" = None, extern_keys: "list | None" = None,
+             overlap: Any = None) -> "tuple[Any, dict, dict]":
+    """Lower ``prim``, emit its C plus the AOT entries, compile one library; returns
+    ``(lib, {kernel: name in lib}, {graph function: AOT name in lib})``. ``extern_keys``: the
+    slots of the table of external region entries the AOT entries call (None: no table).
+    ``overlap``: the `ingot.codegen.build.OverlappedLink` that compiled units ahead, if any."""
+    if not prim.functions and not aot_plans:
+        return None, {}, {}
+    from ingot.codegen.build import assemble_source, link_kernel_sources
+    from ingot.codegen.c import function_name
+    from ingot.codegen.prelude import emit_metadata_c, emit_source_c
+    from ingot.runtime.module import Module
+    from ingot.runtime.threads import num_threads_for_target
+
+    pieces = _kernel_sources(prim, target, lowered_cache)
+    source = assemble_source(pieces, target, include_source=False)
+    md = source.metadata
+    tail = emit_metadata_c(md)
+    kernels = {name: function_name(name, f) for name, f in ((getattr(k, "name_hint", k), f) for k, f in prim.items())}
+    symbols = {name: md["functions"][lib_name]["symbol"] for name, lib_name in kernels.items()}
+    taken = {d["symbol"] for d in md["functions"].values()}
+    entries, aot_functions, aot_names = _aot_entries(aot_plans, symbols, taken, layout, extern_keys)
+    md = {**md, "functions": {**md["functions"], **aot_functions}, "source_included": True}
     # The library's source (``lib.get_source()``, embedded as ingot_module_source) is the one
     # translation unit; gcc may get it split in several (`link_kernel_sources`), same library.
-    aot_text = "\n/* ===== AOT entries of the graph functions ===== */\n" + "\n".join(texts) + "\n" + emit_metadata_c(md)
+    aot_text = entries + emit_metadata_c(md)
     code = source.code[:-len(tail)] + aot_text
     options = _compile_options(target, code)
     embedded = emit_source_c(code)
-    path = link_kernel_sources(pieces, aot_text + embedded, options, tail_weight=AOT_GCC_WEIGHT * len(aot_text))
+    path = link_kernel_sources(pieces, aot_text + embedded, options, tail_weight=AOT_GCC_WEIGHT * len(aot_text),
+                               overlap=overlap)
     lib = Module(path, source=code + embedded)
     lib.set_num_threads(num_threads_for_target(target))
     return lib, kernels, aot_names
