@@ -119,19 +119,20 @@ def plan_symbolic_extents(info: BlockInfo) -> BlockInfo:
     planning extent `PLANNED_EXTENT` and list them in ``info.symbolic``, so the rules, which read
     ``extents`` only to choose tiles, blocking and how many outer loops to fuse into the parallel
     loop, schedule such a block as its batch-1 constant version. The loops keep their symbolic
-    extents: the rules split only the inner (tile) axes, and fusing or parallelizing a symbolic
-    outer loop is exact for every run-time size. A symbolic axis that is not leading, or that a
-    GEMM rule tiles (``i_index``/``j_index``: a dynamic sequence length), stays None and the rules
+    extents: the rules split only the inner (tile) axes, and the parallel loop starts below the
+    symbolic outer loops (`rules.runtime_outer_loops`), so the code is exact for every run-time size. A symbolic axis that is not leading, that a GEMM
+    rule tiles (``i_index``/``j_index``: a dynamic sequence length) or that is innermost (the
+    vector axis: a softmax row of run-time length) stays None and the rules
     that need constant extents decline the block as before.
 
     Example:
-        >>> info = plan_symbolic_extents(BlockInfo("elementwise", [0, 1], [], [0, 1], [None, 64]))
+        >>> info = plan_symbolic_extents(BlockInfo("elementwise", [0, 1, 2], [], [0, 1, 2], [None, 64, None]))
         >>> info.extents, info.symbolic
-        ([1, 64], [0])
+        ([1, 64, None], [0])
     """
     tiled = {info.i_index, info.j_index}
     spatial = set(info.spatial)
-    for k, extent in enumerate(info.extents):
+    for k, extent in enumerate(info.extents[:-1]):  # the innermost axis is the vector axis
         if k not in spatial or k in tiled:
             break
         if extent is None:
