@@ -488,9 +488,10 @@ def _naming_kernel(exc: CompileError, pieces: Sequence[KernelSource]) -> Compile
 # depend on the partition.
 
 #: Kernel C (plus `UNIT_OVERHEAD_CHARS` per kernel) in one translation unit compiled while the
-#: next kernels are lowered: large enough that gcc's per-unit start-up (the prelude) stays a small
-#: share, small enough that the last, partial unit left when lowering ends is short.
-OVERLAP_UNIT_CHARS = 150_000
+#: next kernels are lowered: large enough that gcc's per-unit start-up (the prelude: about 0.25 s
+#: of compiler CPU) stays a small share, small enough that the last, partial unit left when
+#: lowering ends is short.
+OVERLAP_UNIT_CHARS = 300_000
 
 #: The AOT entries get a unit of their own, compiled first, when their gcc weight (characters x
 #: ``aot_weight``) is at least this: below it they cost gcc less than one more unit and link step.
