@@ -99,3 +99,37 @@ def test_transformer_block_with_dynamic_batch_keeps_rules(tmp_path):
     layer = torch.nn.TransformerEncoderLayer(32, 2, 64, dropout=0.0, activation="gelu", batch_first=True)
     x = np.random.default_rng(0).standard_normal((1, 8, 32)).astype("float32")
     _check(layer, x, tmp_path, {"row_norm_rule"})
+
+
+def test_symbolic_batch_conv_keeps_register_tile_local_and_matches_numpy():
+    # conv_nhwc_rule on a (batch, 8, 8, 16) conv whose batch is an int64 run-time size: the batch
+    # loop stays serial outside the parallel loop, so the accumulator compacts to the tile (a
+    # batch-sized "local" buffer means the register tile lives in memory), and one build serves
+    # every batch.
+    from ingot import te
+    from ingot.ir.expr import Var
+    from ingot.ops import nn
+    from ingot.ops.schedule.default import schedule_blocks
+    from ingot.target import Target
+    from ingot.tir.schedule import Schedule
+
+    batch = Var("batch", "int64")
+    x = te.placeholder((batch, 8, 8, 16), name="x")
+    w = te.placeholder((3, 3, 16, 16), name="w")
+    y = nn.conv2d_nhwc(x, w, padding=1)
+    log: list = []
+    sch = schedule_blocks(Schedule(te.create_prim_func([x, w, y])), Target(TARGET), log=log)
+    assert ("conv2d_nhwc", "conv_nhwc_rule") in [(blk, rule) for blk, rule, _ in log]
+    lowered = ingot.lower(sch.mod)["main"].script()
+    local = [line for line in lowered.splitlines() if 'scope="local"' in line]
+    assert local and not any("batch" in line for line in local), local
+    lib = ingot.build(sch.mod, TARGET)
+    rng = np.random.default_rng(0)
+    wv = rng.standard_normal((3, 3, 16, 16)).astype("float32")
+    for n in (1, 3):
+        xv = rng.standard_normal((n, 8, 8, 16)).astype("float32")
+        out = np.zeros((n, 8, 8, 16), "float32")
+        lib["main"](xv, wv, out)
+        ref = torch.nn.functional.conv2d(torch.from_numpy(xv).permute(0, 3, 1, 2),
+                                         torch.from_numpy(wv).permute(3, 2, 0, 1), padding=1)
+        np.testing.assert_allclose(out, ref.permute(0, 2, 3, 1).numpy(), rtol=1e-4, atol=1e-4)
