@@ -106,7 +106,7 @@ def _load_converters() -> None:
     from . import ops_control, ops_einsum, ops_extra, ops_math, ops_nn, ops_rnn, ops_tensor  # noqa: F401 - register on import
     from . import ops_ml, ops_string, ops_trees  # noqa: F401 - string tensors, ai.onnx.ml
     from . import ops_quant  # noqa: F401 - MatMulInteger, ConvInteger, QLinearMatMul, QLinearConv
-    from . import ops_training, ops_vision  # noqa: F401 - DeformConv, RoiAlign, TensorScatter; optimizers
+    from . import ops_flex_attention, ops_training, ops_vision  # noqa: F401 - issue 17's vision/training/attention ops
 
 
 # -- loading and checking ------------------------------------------------------------------------
@@ -194,9 +194,9 @@ def find_unsupported(model: Any, opset: int) -> dict[str, list[str]]:
 
     Example:
         >>> from onnx import helper
-        >>> g = helper.make_graph([helper.make_node("RoiAlign", [], [], name="r0")], "g", [], [])
+        >>> g = helper.make_graph([helper.make_node("Frobnicate", [], [], name="r0", domain="com.example")], "g", [], [])
         >>> find_unsupported(helper.make_model(g), 17)
-        {'RoiAlign': ['r0']}
+        {'com.example.Frobnicate': ['r0']}
     """
     missing: dict[str, list[str]] = {}
     versions = domain_opsets(model)
