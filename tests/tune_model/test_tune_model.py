@@ -47,10 +47,11 @@ def test_time_budget_is_honoured(tmp_path):
     info = records.info
     assert "time budget" in info["stop_reason"], info["stop_reason"]
     # The tuner's own clock (setup and in-model validation excluded): it never starts a build/run chunk
-    # that the previous one says cannot finish in time, so the overrun is at most one chunk. The bound is
-    # loose on purpose (a busy 2-core CI machine, tests running in parallel); without the budget the run
-    # would not stop at all (no trial limit).
-    assert budget * 0.7 <= info["elapsed_s"] <= budget * 2.0 + 4.0, info["elapsed_s"]
+    # that the previous one says cannot finish in time, so the overrun is at most one chunk, and it may
+    # stop up to one round early (a round of 3.5 s on a loaded machine left 4.5 s, too little for the
+    # next). The bounds are loose on purpose (a busy 2-core CI machine, tests running in parallel);
+    # without the budget the run would not stop at all (no trial limit).
+    assert budget * 0.25 <= info["elapsed_s"] <= budget * 2.0 + 4.0, info["elapsed_s"]
     assert sum(t["trials"] for t in records.tasks) >= 2
 
 
