@@ -149,8 +149,22 @@ def _range(args: list, p: dict) -> Any:
 
 
 def _expand_shape(args: list, p: dict) -> Any:
-    """ONNX Expand's output shape: ``shape`` broadcast bidirectionally with ``x``'s shape."""
-    return np.array(np.broadcast_shapes(args[1].shape, tuple(np.asarray(args[0]).reshape(-1).tolist())), "int64")
+    """ONNX Expand's output shape: ``shape`` broadcast bidirectionally with ``x``'s shape.
+
+    ``p["kept_axes"]``: output axes where the compiled broadcast passes ``x``'s own (symbolic) dim
+    through, assuming it is not a 1 that the shape widens; the run checks that assumption instead of
+    returning a result of the wrong size.
+    """
+    x_shape = args[1].shape
+    out = np.broadcast_shapes(x_shape, tuple(np.asarray(args[0]).reshape(-1).tolist()))
+    for axis in p.get("kept_axes", ()):
+        src = x_shape[axis - (len(out) - len(x_shape))]
+        if out[axis] != src:
+            raise IRError(f"Expand {p.get('node', '')!r}: the input's run-time dim {axis - (len(out) - len(x_shape))} "
+                          f"is {src}, which the shape widens to {out[axis]}; the compiled model assumed that "
+                          "symbolic dim is not a broadcast 1. Give the input a fixed size with shape_dict, or "
+                          "run the model with fallback=\"onnxruntime\"")
+    return np.array(out, "int64")
 
 
 def _reshape_shape(args: list, p: dict) -> Any:

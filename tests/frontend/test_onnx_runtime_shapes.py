@@ -143,6 +143,17 @@ def test_expand_constant_of_shape_tile_range_slice_pad_with_run_time_inputs():
     ])
 
 
+def test_expand_of_a_symbolic_dim_that_is_a_widened_1_at_run_time_is_an_error_not_a_wrong_size():
+    # The kernel passes x's symbolic dim n through; with n = 1 and shape [5] ONNX broadcasts to 5 (the
+    # result came out with shape (1,)): the run now stops, naming the node, and other sizes still match.
+    model = _model([helper.make_node("Expand", ["x", "s"], ["y"], name="expand0")],
+                   [_vi("x", F, ["n"]), _vi("s", I64, [1])], [_out("y", F, 1)])
+    ex, _ = _check(model, [[np.arange(3, dtype="float32"), np.array([3], "int64")],
+                           [np.ones(1, "float32"), np.array([1], "int64")]])
+    with pytest.raises(Exception, match=r"Expand 'expand0'.*dim 0 is 1, which the shape widens to 5"):
+        G.Executor(ex, ingot.cpu())["main"](np.array([7], "float32"), np.array([5], "int64"))
+
+
 @pytest.mark.compiler
 def test_unique_compress_and_non_max_suppression():
     nodes = [helper.make_node("Unique", ["x"], ["u", "ui", "uinv", "uc"], sorted=0),

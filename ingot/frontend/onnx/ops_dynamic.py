@@ -163,11 +163,14 @@ def dynamic_expand(ctx: Any, node: Any) -> Any:
     """Expand whose ``shape`` input is computed at run time (broadcast both ways with the input's shape)."""
     x, shape = node.input(0), node.input(1)
     n = max(static_length(ctx, node, shape, "Expand's shape"), len(ctx.shape(x)))
-    target = _builtin(ctx, "expand_shape", [ctx.expr(shape), x], {}, (((n,), "int64"),))
-    dims = list(_as_shape(ctx, node, target, "Expand's shape"))
-    # Where the input's dim is not 1 the result's is the input's (the builtin checked the broadcast):
-    # say so, so the kernel's shapes relate. (A symbolic input dim is assumed not to be 1 at run time.)
     src = list(ctx.shape(x))
+    # Where the input's dim is not 1 the result's is the input's (the builtin checked the broadcast):
+    # say so, so the kernel's shapes relate. A symbolic input dim is assumed not to be a 1 that the
+    # shape widens; the builtin checks that at run time (kept_axes) rather than give a wrong size.
+    kept = [n - len(src) + k for k, d in enumerate(src) if not isinstance(d, int)]
+    target = _builtin(ctx, "expand_shape", [ctx.expr(shape), x], {"kept_axes": kept, "node": node.name},
+                      (((n,), "int64"),))
+    dims = list(_as_shape(ctx, node, target, "Expand's shape"))
     for k, d in enumerate(src):
         if not (isinstance(d, int) and d == 1):
             dims[n - len(src) + k] = d
