@@ -12,7 +12,8 @@ torch/onnxruntime when called.
   small ones run against ONNX Runtime for the tests);
 * `ingot.testing.mlp`: the 784-128-10 MLP graph, its parameters and a numpy reference;
 * `ingot.testing.kernels`: small PrimFuncs (matmul, add) for the tuning tests and GEMM benchmarks;
-* `ingot.testing.tune_mlp`: the model-tuning tests' 32-wide MLP (graph module, Model, ONNX file).
+* `ingot.testing.tune_mlp`: the model-tuning tests' 32-wide MLP (graph module, Model, ONNX file);
+* `ingot.testing.onnx_run`: `run_compiled`, one ONNX model imported, built and run (importer tests).
 
 Example:
     >>> from ingot.testing.mlp import mlp_module, mlp_params
@@ -20,4 +21,4 @@ Example:
 """
 from __future__ import annotations
 
-__all__ = ["architectures", "kernels", "mlp", "tune_mlp", "zoo"]
+__all__ = ["architectures", "kernels", "mlp", "onnx_run", "tune_mlp", "zoo"]

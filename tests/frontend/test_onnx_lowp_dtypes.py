@@ -12,9 +12,7 @@ ml_dtypes = pytest.importorskip("ml_dtypes")
 onnx = pytest.importorskip("onnx")
 from onnx import TensorProto as TP, helper  # noqa: E402
 
-import ingot  # noqa: E402
-from ingot import graph as G  # noqa: E402
-from ingot.frontend.onnx import from_onnx  # noqa: E402
+from ingot.testing.onnx_run import run_compiled  # noqa: E402
 from ingot.ops import lowp  # noqa: E402
 
 FORMATS = ["float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float4_e2m1fn"]
@@ -82,13 +80,6 @@ def _cast_model(src: int, dst: int, shape: list, saturate: int = 1):
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)])
 
 
-def _compiled(model, inputs: dict) -> list:
-    mod, _ = from_onnx(model, shape_dict={k: list(v.shape) for k, v in inputs.items()})
-    out = G.Executor(G.build(mod, "llvm"), ingot.cpu())["main"](*inputs.values())
-    outs = list(out) if isinstance(out, (list, tuple)) else [out]
-    return [o.numpy() if hasattr(o, "numpy") else np.asarray(o) for o in outs]
-
-
 @pytest.mark.compiler
 @pytest.mark.parametrize("saturate", [1, 0])
 @pytest.mark.parametrize("src", ["float32", "float16", "float64"])
@@ -98,10 +89,10 @@ def test_compiled_cast_to_and_from_matches_numpy_bit_for_bit(fmt, src, saturate)
         pytest.skip("float4 has no saturate attribute (it always saturates)")
     onnx_src = {"float32": TP.FLOAT, "float16": TP.FLOAT16, "float64": TP.DOUBLE}[src]
     x = _samples(fmt, src)
-    (y,) = _compiled(_cast_model(onnx_src, _ONNX_TYPE[fmt], [x.size], saturate), {"x": x})
+    (y,) = run_compiled(_cast_model(onnx_src, _ONNX_TYPE[fmt], [x.size], saturate), {"x": x})
     assert y.dtype == _ml(fmt)
     np.testing.assert_array_equal(y.view(np.uint8), lowp.encode_numpy(x, fmt, bool(saturate)))
-    (back,) = _compiled(_cast_model(_ONNX_TYPE[fmt], onnx_src, [y.size]), {"x": y})
+    (back,) = run_compiled(_cast_model(_ONNX_TYPE[fmt], onnx_src, [y.size]), {"x": y})
     np.testing.assert_array_equal(back, lowp.decode_numpy(y, fmt).astype(src))
 
 
@@ -121,5 +112,5 @@ def test_quantize_dequantize_float8_matches_onnxruntime(fmt):
                           [helper.make_tensor_value_info("y", TP.FLOAT, [4, 6])], inits)
     model = helper.make_model(g, opset_imports=[helper.make_opsetid("", 21)])
     want = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})
-    got = _compiled(model, {"x": x})
+    got = run_compiled(model, {"x": x})
     np.testing.assert_array_equal(got[0], want[0])

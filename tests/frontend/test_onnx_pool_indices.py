@@ -10,9 +10,7 @@ onnx = pytest.importorskip("onnx")
 from onnx import TensorProto as TP, helper  # noqa: E402
 from onnx.reference import ReferenceEvaluator  # noqa: E402
 
-import ingot  # noqa: E402
-from ingot import graph as G  # noqa: E402
-from ingot.frontend.onnx import from_onnx  # noqa: E402
+from ingot.testing.onnx_run import run_compiled  # noqa: E402
 
 pytestmark = pytest.mark.compiler
 
@@ -22,13 +20,6 @@ def _model(nodes: list, inputs: list, outputs: list, opset: int = 22, inits: "li
     g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info(*i) for i in inputs],
                           [helper.make_tensor_value_info(n, t, [None] * rank) for n, t in outputs], inits or [])
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], ir_version=10)
-
-
-def _compiled(model, inputs: dict) -> list:
-    mod, _ = from_onnx(model, shape_dict={k: list(v.shape) for k, v in inputs.items()})
-    out = G.Executor(G.build(mod, "llvm"), ingot.cpu())["main"](*inputs.values())
-    outs = list(out) if isinstance(out, (list, tuple)) else [out]
-    return [o.numpy() if hasattr(o, "numpy") else np.asarray(o) for o in outs]
 
 
 _CASES = [  # (input shape, attributes)
@@ -47,7 +38,7 @@ def test_maxpool_indices_match_onnx_reference(shape, attrs):
     x = np.random.default_rng(len(shape) + len(attrs)).integers(-3, 4, shape).astype(np.float32)
     model = _model([helper.make_node("MaxPool", ["x"], ["y", "i"], **attrs)], [("x", TP.FLOAT, list(shape))],
                    [("y", TP.FLOAT), ("i", TP.INT64)], opset=12)
-    got = _compiled(model, {"x": x})
+    got = run_compiled(model, {"x": x})
     if len(shape) == 5 and attrs.get("storage_order"):
         # onnx.reference 1.23 gives row-major indices for 3-D whatever storage_order says; ONNX Runtime
         # follows it (h + w*H + d*H*W), as the spec does.
@@ -67,6 +58,6 @@ def test_maxpool_indices_feed_maxunpool_like_onnxruntime():
              helper.make_node("MaxUnpool", ["y", "i"], ["z"], kernel_shape=[2, 2], strides=[2, 2])]
     model = _model(nodes, [("x", TP.FLOAT, [2, 3, 6, 6])], [("i", TP.INT64), ("z", TP.FLOAT)], opset=11)
     want = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})
-    got = _compiled(model, {"x": x})
+    got = run_compiled(model, {"x": x})
     np.testing.assert_array_equal(got[0], want[0])
     np.testing.assert_array_equal(got[1], want[1])

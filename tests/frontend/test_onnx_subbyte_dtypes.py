@@ -13,7 +13,7 @@ from onnx import TensorProto as TP, helper  # noqa: E402
 from onnx.reference import ReferenceEvaluator  # noqa: E402
 
 import ingot  # noqa: E402
-from ingot import graph as G  # noqa: E402
+from ingot.testing.onnx_run import run_compiled  # noqa: E402
 from ingot.frontend.onnx import from_onnx  # noqa: E402
 from ingot.ops import lowp  # noqa: E402
 
@@ -26,13 +26,6 @@ def _model(nodes: list, inputs: list, outputs: list, opset: int = 25, inits: "li
     g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info(*i) for i in inputs],
                           [helper.make_tensor_value_info(*o) for o in outputs], inits or [])
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], ir_version=11)
-
-
-def _compiled(model, inputs: dict) -> list:
-    mod, _ = from_onnx(model, shape_dict={k: list(v.shape) for k, v in inputs.items()})
-    out = G.Executor(G.build(mod, "llvm"), ingot.cpu())["main"](*inputs.values())
-    outs = list(out) if isinstance(out, (list, tuple)) else [out]
-    return [o.numpy() if hasattr(o, "numpy") else np.asarray(o) for o in outs]
 
 
 def _reference(model, inputs: dict) -> list:
@@ -70,7 +63,7 @@ def test_cast_to_sub_byte_and_back_matches_onnx_reference(src):
     x = _values(src)
     outputs = [(f"q_{n}", SUB_BYTE[n], [x.size]) for n in names] + [(f"b_{n}", _SRC[src], [x.size]) for n in names]
     model = _model(nodes, [("x", _SRC[src], [x.size])], outputs)
-    got = _compiled(model, {"x": x})
+    got = run_compiled(model, {"x": x})
     _assert_same(got, _reference(model, {"x": x}))
     assert [g.dtype.name for g in got[:4]] == names
 
@@ -88,7 +81,7 @@ def test_sub_byte_inputs_sign_extend_and_move_unchanged():
                   helper.make_node("Cast", [n], [f"w_{n}"], to=TP.INT32)]
         outputs += [(f"t_{n}", SUB_BYTE[n], [5, 3]), (f"w_{n}", TP.INT32, [3, 5])]
     model = _model(nodes, [(n, SUB_BYTE[n], [3, 5]) for n in SUB_BYTE], outputs)
-    got = _compiled(model, xs)
+    got = run_compiled(model, xs)
     _assert_same(got, _reference(model, xs))
 
 
@@ -112,7 +105,7 @@ def test_blocked_quantize_dequantize_with_sub_byte_weights_matches_onnx_referenc
     model = _model(nodes, [("x", TP.FLOAT, [4, 8])],
                    [("dw", TP.FLOAT, [4, 8]), ("q", SUB_BYTE[qtype], [4, 8]), ("dq", TP.FLOAT, [4, 8])],
                    opset=21, inits=inits)
-    _assert_same(_compiled(model, {"x": x}), _reference(model, {"x": x}))
+    _assert_same(run_compiled(model, {"x": x}), _reference(model, {"x": x}))
 
 
 def test_sub_byte_numpy_cast_matches_ml_dtypes():
@@ -149,7 +142,7 @@ def test_cast_to_e8m0_every_round_mode_matches_onnx_reference():
              for r, s in modes]
     x = _e8m0_inputs()
     model = _model(nodes, [("x", TP.FLOAT, [x.size])], [(f"y_{r}_{s}", TP.FLOAT8E8M0, [x.size]) for r, s in modes])
-    got = _compiled(model, {"x": x})
+    got = run_compiled(model, {"x": x})
     assert got[0].dtype == np.dtype(ml_dtypes.float8_e8m0fnu)
     _assert_same(got, _reference(model, {"x": x}))
 
@@ -162,7 +155,7 @@ def test_cast_from_e8m0_every_code_matches_ml_dtypes():
              helper.make_node("Cast", ["x"], ["e4m3"], to=TP.FLOAT8E4M3FN)]
     model = _model(nodes, [("x", TP.FLOAT8E8M0, [256])],
                    [("f32", TP.FLOAT, [256]), ("f16", TP.FLOAT16, [256]), ("e4m3", TP.FLOAT8E4M3FN, [256])])
-    f32, f16, e4m3 = _compiled(model, {"x": codes})
+    f32, f16, e4m3 = run_compiled(model, {"x": codes})
     np.testing.assert_array_equal(f32, codes.astype(np.float32))
     with np.errstate(over="ignore"):   # codes above float16's range become inf, on both sides
         np.testing.assert_array_equal(f16, codes.astype(np.float32).astype(np.float16))
@@ -208,7 +201,7 @@ def test_bitcast_matches_onnx_reference_bit_for_bit():
         outputs.append((f"y{k}", onnx_type[dst], [64]))
         feeds[f"x{k}"] = _random_bits(src, 64)
     model = _model(nodes, inputs, outputs, opset=26)
-    got, want = _compiled(model, feeds), _reference(model, feeds)
+    got, want = run_compiled(model, feeds), _reference(model, feeds)
     for (src, dst), g, w in zip(_BITCAST_PAIRS, got, want):
         assert g.dtype == w.dtype, (src, dst)
         if dst == "bool":   # numpy's view keeps the byte; a bool is true for any non-zero byte
@@ -222,7 +215,7 @@ def test_bitcast_matches_onnx_reference_bit_for_bit():
                                       err_msg=f"{src} -> {dst}")
 
 
-def test_bitcast_of_a_scalar_stays_a_scalar_interpreted_and_compiled():
+def test_bitcast_of_a_scalar_stays_a_scalar_interpreted_andrun_compiled():
     # np.ascontiguousarray made the numpy reference's 0-d result (1,) (a node-suite mismatch)
     model = _model([helper.make_node("BitCast", ["x"], ["y"], to=TP.INT32)], [("x", TP.FLOAT, [])],
                    [("y", TP.INT32, [])], opset=26)
@@ -230,7 +223,7 @@ def test_bitcast_of_a_scalar_stays_a_scalar_interpreted_and_compiled():
     from ingot.frontend.reference import evaluate
 
     mod, _ = from_onnx(model, shape_dict={"x": []})
-    for got in (_compiled(model, feeds)[0], np.asarray(evaluate(mod, [feeds["x"]])[0])):
+    for got in (run_compiled(model, feeds)[0], np.asarray(evaluate(mod, [feeds["x"]])[0])):
         assert got.shape == () and got == np.array(1.5, np.float32).view(np.int32)
 
 

@@ -21,9 +21,7 @@ onnx = pytest.importorskip("onnx")
 from onnx import TensorProto as TP, helper  # noqa: E402
 from onnx.reference import ReferenceEvaluator  # noqa: E402
 
-import ingot  # noqa: E402
-from ingot import graph as G  # noqa: E402
-from ingot.frontend.onnx import from_onnx  # noqa: E402
+from ingot.testing.onnx_run import run_compiled  # noqa: E402
 
 pytestmark = pytest.mark.compiler
 
@@ -43,13 +41,6 @@ def _model(nodes, inputs: dict, outputs: dict, opset: int = 21, inits=()):
         nodes, "g", [helper.make_tensor_value_info(k, _ELEM[v.dtype], v.shape) for k, v in inputs.items()],
         [helper.make_tensor_value_info(k, _ELEM[np.dtype(d)], s) for k, (d, s) in outputs.items()], list(inits))
     return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)])
-
-
-def _compiled(model, inputs: dict) -> list:
-    mod, _ = from_onnx(model, shape_dict={k: list(v.shape) for k, v in inputs.items()})
-    out = G.Executor(G.build(mod, "llvm"), ingot.cpu())["main"](*inputs.values())
-    outs = list(out) if isinstance(out, (list, tuple)) else [out]
-    return [o.numpy() if hasattr(o, "numpy") else np.asarray(o) for o in outs]
 
 
 def _reference(model, inputs: dict) -> list:
@@ -79,7 +70,7 @@ def test_mod_float_matches_numpy_on_edge_cases(dtype, fmod):
     x, y = np.array(_EDGE_X, dtype), np.array(_EDGE_Y, dtype)
     model = _model([helper.make_node("Mod", ["x", "y"], ["z"], fmod=fmod)], {"x": x, "y": y},
                    {"z": (dtype, x.shape)})
-    (got,) = _compiled(model, {"x": x, "y": y})
+    (got,) = run_compiled(model, {"x": x, "y": y})
     with np.errstate(all="ignore"):
         want = np.fmod(x, y) if fmod else np.mod(x, y)
     np.testing.assert_array_equal(got, want)  # NaN where numpy has NaN, equal elsewhere
@@ -94,7 +85,7 @@ def test_mod_int_matches_numpy(dtype, fmod):
     y = np.array([2, -3, 8, -2, 3, 5, -4, -3], dtype)
     model = _model([helper.make_node("Mod", ["x", "y"], ["z"], fmod=fmod)], {"x": x, "y": y},
                    {"z": (dtype, x.shape)})
-    (got,) = _compiled(model, {"x": x, "y": y})
+    (got,) = run_compiled(model, {"x": x, "y": y})
     np.testing.assert_array_equal(got, np.fmod(x, y) if fmod else np.mod(x, y))
 
 
@@ -105,7 +96,7 @@ def test_reduce_max_min_of_infinite_rows(op):
     axes = helper.make_tensor("axes", TP.INT64, [1], [1])
     model = _model([helper.make_node(op, ["x", "axes"], ["y"], keepdims=1)], {"x": x},
                    {"y": ("float32", [3, 1])}, opset=18, inits=[axes])
-    (got,) = _compiled(model, {"x": x})
+    (got,) = run_compiled(model, {"x": x})
     want = (np.max if op == "ReduceMax" else np.min)(x, axis=1, keepdims=True)
     np.testing.assert_array_equal(got, want)
 
@@ -116,7 +107,7 @@ def test_argmax_argmin_of_infinite_rows(op, select_last_index):
     x = np.array([[-np.inf] * 4, [np.inf] * 4, [1.0, -np.inf, 2.0, 2.0], [-np.inf, 1.0, np.inf, np.inf]], np.float32)
     model = _model([helper.make_node(op, ["x"], ["y"], axis=1, keepdims=0, select_last_index=select_last_index)],
                    {"x": x}, {"y": ("int64", [4])}, opset=18)
-    (got,) = _compiled(model, {"x": x})
+    (got,) = run_compiled(model, {"x": x})
     np.testing.assert_array_equal(got, _reference(model, {"x": x})[0])
 
 
@@ -150,7 +141,7 @@ def test_attention_fully_masked_rows_are_zero(opset):
     mask[0] = False  # query 0 may attend no key: Y and the mode-3 probabilities are 0 there, not NaN
     mask[2, 3:] = False
     model, inputs = _attention_case("float32", mask=mask, opset=opset, mode=3)
-    got = _compiled(model, inputs)
+    got = run_compiled(model, inputs)
     want = _reference(model, inputs)
     assert not np.isnan(got[0]).any()
     for g, w in zip(got, want):
@@ -161,14 +152,14 @@ def test_attention_float_mask_with_minus_inf_row_and_causal():
     mask = np.zeros((4, 6), np.float32)
     mask[1] = -np.inf
     model, inputs = _attention_case("float32", mask=mask, is_causal=1)
-    (got,) = _compiled(model, inputs)
+    (got,) = run_compiled(model, inputs)
     np.testing.assert_allclose(got, _reference(model, inputs)[0], rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("is_causal", [0, 1])
 def test_attention_float16_matches_reference(is_causal):
     model, inputs = _attention_case("float16", is_causal=is_causal, seed=3)
-    (got,) = _compiled(model, inputs)
+    (got,) = run_compiled(model, inputs)
     np.testing.assert_allclose(got.astype(np.float32), _reference(model, inputs)[0].astype(np.float32),
                                rtol=1e-3, atol=1e-7)
 
@@ -185,7 +176,7 @@ def test_float16_matmul_accumulates_in_float32():
     rng = np.random.default_rng(1)
     inputs = {"a": rng.random((2, 3, 4, 64)).astype(np.float16), "b": rng.random((2, 3, 64, 5)).astype(np.float16)}
     model = _model([helper.make_node("MatMul", ["a", "b"], ["y"])], inputs, {"y": ("float16", [2, 3, 4, 5])})
-    (got,) = _compiled(model, inputs)
+    (got,) = run_compiled(model, inputs)
     assert got.dtype == np.float16
     _assert_correctly_rounded(got, _exact_then_rounded(model, inputs))
 
@@ -194,7 +185,7 @@ def test_float16_gemm_accumulates_in_float32():
     rng = np.random.default_rng(2)
     inputs = {"a": rng.random((4, 96)).astype(np.float16), "b": rng.random((7, 96)).astype(np.float16)}
     model = _model([helper.make_node("Gemm", ["a", "b"], ["y"], transB=1)], inputs, {"y": ("float16", [4, 7])})
-    (got,) = _compiled(model, inputs)
+    (got,) = run_compiled(model, inputs)
     _assert_correctly_rounded(got, _exact_then_rounded(model, inputs))
 
 
@@ -205,7 +196,7 @@ def test_float16_conv_accumulates_in_float32(group):
               "w": rng.random((8, 16 // group, 3, 3)).astype(np.float16)}
     model = _model([helper.make_node("Conv", ["x", "w"], ["y"], group=group)], inputs,
                    {"y": ("float16", [1, 8, 6, 6])})
-    (got,) = _compiled(model, inputs)
+    (got,) = run_compiled(model, inputs)
     _assert_correctly_rounded(got, _exact_then_rounded(model, inputs))
 
 
@@ -216,7 +207,7 @@ def test_float16_reduction_accumulates_in_float32(op):
     axes = helper.make_tensor("axes", TP.INT64, [1], [1])
     model = _model([helper.make_node(op, ["x", "axes"], ["y"], keepdims=0)], inputs, {"y": ("float16", [3])},
                    opset=18, inits=[axes])
-    (got,) = _compiled(model, inputs)
+    (got,) = run_compiled(model, inputs)
     _assert_correctly_rounded(got, _exact_then_rounded(model, inputs))
 
 
@@ -224,7 +215,7 @@ def test_float16_softmax_rounds_like_the_reference():
     rng = np.random.default_rng(5)
     inputs = {"x": (rng.random((4, 3, 64)) * 8 - 4).astype(np.float16)}
     model = _model([helper.make_node("Softmax", ["x"], ["y"])], inputs, {"y": ("float16", [4, 3, 64])})
-    (got,) = _compiled(model, inputs)
+    (got,) = run_compiled(model, inputs)
     np.testing.assert_array_equal(got, _reference(model, inputs)[0])
 
 
@@ -234,7 +225,7 @@ def test_float16_softmax_rounds_like_the_reference():
 def test_elu_family_near_zero(dtype, op, attrs):
     x = np.array([-3.0, -0.5, -0.01, -1e-3, -1e-6, 0.0, 0.5, 3.0], dtype)
     model = _model([helper.make_node(op, ["x"], ["y"], **attrs)], {"x": x}, {"y": (dtype, x.shape)}, opset=18)
-    (got,) = _compiled(model, {"x": x})
+    (got,) = run_compiled(model, {"x": x})
     np.testing.assert_allclose(got, _reference(model, {"x": x})[0], rtol=1e-3 if dtype == "float16" else 1e-6,
                                atol=1e-7)
 
@@ -244,7 +235,7 @@ def test_elu_family_near_zero(dtype, op, attrs):
 def test_elu_family_bfloat16_matches_reference(op, attrs):
     x = np.array([-3.0, -0.5, -0.01, 0.0, 0.5, 3.0], ml_dtypes.bfloat16)
     model = _model([helper.make_node(op, ["x"], ["y"], **attrs)], {"x": x}, {"y": (x.dtype, x.shape)}, opset=22)
-    (got,) = _compiled(model, {"x": x})
+    (got,) = run_compiled(model, {"x": x})
     assert got.dtype == x.dtype
     np.testing.assert_allclose(got.astype(np.float32), _reference(model, {"x": x})[0].astype(np.float32),
                                rtol=1e-3, atol=1e-7)
@@ -253,6 +244,6 @@ def test_elu_family_bfloat16_matches_reference(op, attrs):
 @pytest.mark.skipif(ml_dtypes is None, reason="needs ml_dtypes")
 def test_attention_bfloat16_causal_matches_reference():
     model, inputs = _attention_case(ml_dtypes.bfloat16, is_causal=1, seed=7)
-    (got,) = _compiled(model, inputs)
+    (got,) = run_compiled(model, inputs)
     want = _reference(model, inputs)[0]
     np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), rtol=1e-3, atol=1e-7)
