@@ -14,7 +14,8 @@ Note: the prelude *is* the ABI between generated code and the runtime. It define
   semantics, CLOCK_MONOTONIC), ``ingot_time_function_flushed`` (the same with a cache flush of
   every argument but the first before each call, TVM's ``cache_flush_cpu_non_first_arg``; since
   ABI version 2), ``ingot_set_num_threads``, ``ingot_get_num_threads``,
-  ``ingot_abi_version``. They are weak symbols so that several Ingot translation units can be
+  ``ingot_set_adaptive_team`` and ``ingot_pool_counters`` (the thread pool's adaptive team,
+  see the parallel-loop note in the C text), ``ingot_abi_version``. They are weak symbols so that several Ingot translation units can be
   linked into one library.
 
 A generated module is::
@@ -603,6 +604,15 @@ INGOT_WEAK_EXPORT int32_t ingot_get_num_threads(void) { return (int32_t)ingot_te
  * closely), then sleep on a condition variable.
  * One pool per library (weak + hidden: its translation units share it, other libraries keep theirs);
  * one loop at a time on it: a second thread calling the library meanwhile runs its loop by itself.
+ * Adaptive team (on unless ingot_set_adaptive_team(0)): stealing cannot move a task whose thread the OS
+ * descheduled in the middle of it, and the join then waits for that thread's next time slice (the p99
+ * beside a busy core). The caller times each loop: a join that waited much longer than a task takes
+ * (INGOT_POOL_LATE_NS and INGOT_POOL_LATE_TASKS tasks) was late. After INGOT_POOL_LATE_TRIGGER late
+ * joins close together the pool runs the next loops with one thread fewer (on 2 cores: on the caller
+ * alone), for a hold that starts at INGOT_POOL_HOLD_MIN_NS; then one loop runs with the full team (a
+ * probe): on time, the cap goes and the next hold halves; late, the cap stays and the hold doubles
+ * (up to INGOT_POOL_HOLD_MAX_NS). Only the threads that claim a slot take part in a loop, so a capped
+ * team does not get its descheduled thread back through stealing.
  * C11 atomics: generated kernels are C; a C++ file including the prelude does without the pool. */
 #ifndef __cplusplus
 #include <pthread.h>
@@ -614,6 +624,15 @@ typedef int32_t (*ingot_task_fn)(void* ctx, int64_t i);
 #define INGOT_POOL_MAX_WORKERS 255
 #define INGOT_POOL_SPIN 2000 /* pause instructions a worker waits for the next loop before it sleeps */
 #define INGOT_POOL_IDLE_S 2  /* seconds a sleeping worker waits for a loop before it leaves */
+/* A join that waits longer than this and than INGOT_POOL_LATE_TASKS of the caller's mean task waited
+ * for a descheduled thread: a time slice is milliseconds, a quiet join's skew is at most a task. */
+#define INGOT_POOL_LATE_NS 200000
+#define INGOT_POOL_LATE_TASKS 3
+/* Each late join adds 2 to a score that each on-time join lowers by 1; at this score the team shrinks
+ * (two late joins close together, not one stray interrupt on a quiet machine). */
+#define INGOT_POOL_LATE_TRIGGER 4
+#define INGOT_POOL_HOLD_MIN_NS 20000000LL   /* first hold of a capped team: 20 ms, then probe */
+#define INGOT_POOL_HOLD_MAX_NS 1000000000LL /* longest hold: a failed probe costs one time slice */
 
 /* One thread's share of the current loop: tasks [lo, hi) relative to `begin`, packed as lo << 32 | hi
  * so that the owner (front) and thieves (back) take tasks with one compare-and-swap, and how many of
@@ -639,6 +658,14 @@ typedef struct {
   void* ctx;
   int64_t begin;
   _Atomic int32_t n_slots;    /* read by a late thread while the next loop is set up: either value is safe */
+  /* Adaptive team state: read and written only by the caller that owns the pool (busy), whose
+   * atomic_exchange/store of busy orders one owner's writes before the next owner's reads. */
+  int32_t cap;                /* 0: the full team; else at most this many threads until hold_until */
+  int32_t late_score;
+  int64_t hold_until_ns;
+  int64_t hold_ns;            /* the next hold */
+  /* Loops on the pool, late joins, loops run by a capped team, probes (ingot_pool_counters). */
+  _Atomic int64_t counters[4];
   ingot_pool_slot_t slots[INGOT_POOL_MAX_WORKERS + 1];
 } ingot_pool_t;
 
@@ -673,33 +700,39 @@ INGOT_INLINE void ingot_pool_run_task(ingot_pool_t* p, ingot_pool_slot_t* slot, 
   atomic_fetch_add_explicit(&slot->done, 1, memory_order_release);
 }
 
-/* Claim a slot of loop `gen` and run its tasks; then steal from the other slots until all are empty. */
-INGOT_INLINE void ingot_pool_run(ingot_pool_t* p, uint32_t gen) {
+/* Claim a slot of loop `gen` and run its tasks; then steal from the other slots until all are empty.
+ * A thread that finds every slot claimed (a worker beyond the loop's team, or one woken after the team
+ * got going) leaves the loop to its team: a capped team must not get its late thread back by stealing.
+ * Returns how many tasks this thread ran. */
+INGOT_INLINE int64_t ingot_pool_run(ingot_pool_t* p, uint32_t gen) {
   uint64_t c = atomic_load_explicit(&p->claim, memory_order_acquire);
   for (;;) {
-    if ((uint32_t)(c >> 32) != gen) return; /* a newer loop: its own wake-up brings this thread back */
+    if ((uint32_t)(c >> 32) != gen) return 0; /* a newer loop: its own wake-up brings this thread back */
     if ((int64_t)(c & 0xffffffffu) >= atomic_load_explicit(&p->n_slots, memory_order_relaxed))
-      break; /* every slot has its owner: only steal */
+      return 0; /* every slot has its owner */
     if (atomic_compare_exchange_weak_explicit(&p->claim, &c, c + 1, memory_order_acq_rel, memory_order_acquire))
       break;
   }
   int32_t n_slots = atomic_load_explicit(&p->n_slots, memory_order_relaxed);
   int32_t own = (int32_t)(c & 0xffffffffu);
-  int64_t task;
-  if (own < n_slots)
-    while (ingot_pool_take(&p->slots[own], 0, &task)) ingot_pool_run_task(p, &p->slots[own], task);
-  else
-    own = 0;
+  int64_t task, ran = 0;
+  if (own >= n_slots) return 0; /* claimed while the next, smaller loop was set up: nothing of ours */
+  while (ingot_pool_take(&p->slots[own], 0, &task)) {
+    ingot_pool_run_task(p, &p->slots[own], task);
+    ++ran;
+  }
   for (int stole = 1; stole;) {
     stole = 0;
     for (int32_t k = 1; k <= n_slots; ++k) {
       ingot_pool_slot_t* victim = &p->slots[(own + k) % n_slots];
       while (ingot_pool_take(victim, 1, &task)) {
         ingot_pool_run_task(p, victim, task);
+        ++ran;
         stole = 1;
       }
     }
   }
+  return ran;
 }
 
 static void* ingot_pool_worker(void* arg) {
@@ -768,6 +801,8 @@ static void ingot_pool_after_fork_in_child(void) {
   atomic_store(&p->n_workers, 0);
   atomic_store(&p->busy, 0);
   atomic_store(&p->quit, 0);
+  p->cap = 0; /* the child's own loops find out whether its cores are busy */
+  p->late_score = 0;
 }
 
 __attribute__((constructor)) static void ingot_pool_register_fork_handler(void) {
@@ -784,6 +819,66 @@ __attribute__((destructor)) static void ingot_pool_stop(void) {
   pthread_cond_broadcast(&p->wake);
   pthread_mutex_unlock(&p->mu);
   for (int i = 0; i < 1000 && atomic_load(&p->n_workers) > 0; ++i) sched_yield();
+}
+
+/* Whether the pool adapts its team to late joins (see the parallel-loop note); per library, like the
+ * thread count. */
+__attribute__((weak, visibility("hidden"))) _Atomic int32_t ingot_pool_adaptive_var = 1;
+
+/* Turns the adaptive team on (1) or off (0) for this library's parallel loops; returns the previous
+ * setting. Off, a loop always runs on the full team (the A/B baseline). */
+INGOT_WEAK_EXPORT int32_t ingot_set_adaptive_team(int32_t on) {
+  return atomic_exchange(&ingot_pool_adaptive_var, on != 0 ? 1 : 0);
+}
+
+/* Copies up to n of: loops run on the pool, late joins, loops run by a capped team, probes, and the
+ * current cap (0: none) into out; returns how many it wrote. The cap is a snapshot (another caller may
+ * own the pool). */
+INGOT_WEAK_EXPORT int32_t ingot_pool_counters(int64_t* out, int32_t n) {
+  ingot_pool_t* p = &ingot_pool;
+  int32_t k = 0;
+  for (; k < n && k < 4; ++k) out[k] = atomic_load_explicit(&p->counters[k], memory_order_relaxed);
+  if (k < n) out[k++] = (int64_t)__atomic_load_n(&p->cap, __ATOMIC_RELAXED);
+  return k;
+}
+
+INGOT_INLINE int64_t ingot_pool_now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (int64_t)t.tv_sec * 1000000000LL + t.tv_nsec;
+}
+
+INGOT_INLINE void ingot_pool_count(ingot_pool_t* p, int k) {
+  atomic_fetch_add_explicit(&p->counters[k], 1, memory_order_relaxed);
+}
+
+/* After a loop of `team` threads whose caller ran `ran` tasks in own_ns and then waited wait_ns at the
+ * join: update the adaptive team (the caller owns the pool). */
+INGOT_INLINE void ingot_pool_adapt(ingot_pool_t* p, int64_t team, int probing, int64_t ran, int64_t own_ns,
+                                   int64_t wait_ns, int64_t now) {
+  int64_t mean_task = own_ns / (ran > 0 ? ran : 1);
+  int late = wait_ns > INGOT_POOL_LATE_NS && wait_ns > INGOT_POOL_LATE_TASKS * mean_task;
+  if (late) {
+    ingot_pool_count(p, 1);
+    p->late_score += 2;
+  } else if (p->late_score > 0) {
+    p->late_score -= 1;
+  }
+  if (p->hold_ns < INGOT_POOL_HOLD_MIN_NS) p->hold_ns = INGOT_POOL_HOLD_MIN_NS;
+  if (probing) {
+    if (late) { /* still busy: hold longer before the next probe */
+      p->hold_ns = p->hold_ns * 2 > INGOT_POOL_HOLD_MAX_NS ? INGOT_POOL_HOLD_MAX_NS : p->hold_ns * 2;
+      p->hold_until_ns = now + p->hold_ns;
+    } else { /* the full team is on time again */
+      __atomic_store_n(&p->cap, 0, __ATOMIC_RELAXED);
+      p->hold_ns /= 2;
+    }
+    p->late_score = 0;
+  } else if (p->late_score >= INGOT_POOL_LATE_TRIGGER) {
+    __atomic_store_n(&p->cap, (int32_t)(team - 1), __ATOMIC_RELAXED);
+    p->hold_until_ns = now + p->hold_ns;
+    p->late_score = 0;
+  }
 }
 
 INGOT_INLINE int32_t ingot_serial_for(int64_t begin, int64_t end, ingot_task_fn fn, void* ctx) {
@@ -808,6 +903,25 @@ __attribute__((weak, visibility("hidden"))) int32_t ingot_parallel_for(int64_t b
   if (team > n) team = n;
   ingot_pool_t* p = &ingot_pool;
   if (team <= 1 || atomic_exchange(&p->busy, 1)) return ingot_serial_for(begin, end, fn, ctx);
+  int adaptive = atomic_load_explicit(&ingot_pool_adaptive_var, memory_order_relaxed);
+  int probing = 0;
+  int64_t t0 = 0;
+  if (adaptive) {
+    t0 = ingot_pool_now_ns();
+    if (p->cap > 0 && team > p->cap) {
+      if (t0 < p->hold_until_ns) {
+        team = p->cap;
+        ingot_pool_count(p, 2);
+      } else {
+        probing = 1; /* the hold is over: does the full team keep time again? */
+        ingot_pool_count(p, 3);
+      }
+    }
+    if (team <= 1) {
+      atomic_store(&p->busy, 0);
+      return ingot_serial_for(begin, end, fn, ctx);
+    }
+  }
   int workers = ingot_pool_grow(p, (int)team - 1);
   if (workers == 0) {
     atomic_store(&p->busy, 0);
@@ -831,13 +945,19 @@ __attribute__((weak, visibility("hidden"))) int32_t ingot_parallel_for(int64_t b
   atomic_store_explicit(&p->gen, gen, memory_order_release);
   pthread_cond_broadcast(&p->wake);
   pthread_mutex_unlock(&p->mu);
-  ingot_pool_run(p, gen);
+  int64_t ran = ingot_pool_run(p, gen);
+  int64_t t1 = adaptive ? ingot_pool_now_ns() : 0;
   /* Nothing is left to take: wait for the tasks other threads are running. */
   for (int64_t t = 0; t < team; ++t) {
     int64_t size = (t + 1) * n / team - t * n / team;
     for (long s = 0; atomic_load_explicit(&p->slots[t].done, memory_order_acquire) < size; ++s) {
       if (s < 100000) ingot_cpu_relax(); else sched_yield(); /* a task whose thread was preempted */
     }
+  }
+  ingot_pool_count(p, 0);
+  if (adaptive) {
+    int64_t t2 = ingot_pool_now_ns();
+    ingot_pool_adapt(p, team, probing, ran, t1 - t0, t2 - t1, t2);
   }
   int32_t fail = atomic_load(&p->fail);
   atomic_store(&p->busy, 0);

@@ -59,6 +59,8 @@ SYM_TIME_FUNCTION = "ingot_time_function"
 SYM_TIME_FUNCTION_FLUSHED = "ingot_time_function_flushed"  # since ABI version 2, mask since 3
 SYM_SET_NUM_THREADS = "ingot_set_num_threads"
 SYM_GET_NUM_THREADS = "ingot_get_num_threads"
+SYM_SET_ADAPTIVE_TEAM = "ingot_set_adaptive_team"  # libraries built before it lack it (always a full team)
+SYM_POOL_COUNTERS = "ingot_pool_counters"
 SYM_ABI_VERSION = "ingot_abi_version"
 
 #: Size of the error buffer the runtime hands to every packed call.

@@ -421,6 +421,48 @@ class Module:
         f.argtypes = []
         return int(f())
 
+    def set_adaptive_team(self, on: bool) -> bool:
+        """Whether this module's thread pool shrinks its team while joins are late (a thread whose
+        core is busy; docs/runtime.md "Threads and concurrent callers"); on by default. Off, every
+        parallel loop runs on the full team (the A/B baseline). Returns the previous setting.
+
+        Example::
+
+            >>> mod.set_adaptive_team(False)  # doctest: +SKIP
+            True
+        """
+        if not isinstance(on, bool):
+            raise TypeError(f"Module.set_adaptive_team(on): on must be True or False, got {on!r}")
+        try:
+            f = getattr(self._lib, abi.SYM_SET_ADAPTIVE_TEAM)
+        except AttributeError:
+            raise IngotRuntimeError(f"module {self.lib_path!r} does not export {abi.SYM_SET_ADAPTIVE_TEAM} "
+                                    "(built before the adaptive team); rebuild it") from None
+        f.restype = ctypes.c_int32
+        f.argtypes = [ctypes.c_int32]
+        return bool(f(int(on)))
+
+    def pool_counters(self) -> dict:
+        """Counters of this module's thread pool since it was loaded: ``loops`` run on the pool,
+        ``late`` joins (a thread came back much later than its tasks take), ``capped`` loops run on
+        a smaller team, ``probes`` of the full team, and the current ``cap`` (0: none). Empty for a
+        library built before the counters.
+
+        Example::
+
+            >>> sorted(mod.pool_counters())  # doctest: +SKIP
+            ['cap', 'capped', 'late', 'loops', 'probes']
+        """
+        try:
+            f = getattr(self._lib, abi.SYM_POOL_COUNTERS)
+        except AttributeError:
+            return {}
+        f.restype = ctypes.c_int32
+        f.argtypes = [ctypes.c_void_p, ctypes.c_int32]
+        out = (ctypes.c_int64 * 5)()
+        n = f(out, 5)
+        return dict(zip(("loops", "late", "capped", "probes", "cap"), (int(v) for v in out[:n])))
+
     def __repr__(self) -> str:
         return f"<ingot.Module {os.path.basename(self.lib_path)} functions={self.function_names}>"
 

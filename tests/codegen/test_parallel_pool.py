@@ -209,3 +209,154 @@ def test_loops_of_different_team_sizes_follow_each_other(stress_lib):
             hits = np.zeros(n, "int32")
             assert stress_lib.stress(n, threads, 3, hits.ctypes.data, 0) == 0
             np.testing.assert_array_equal(hits, np.full(n, 3, "int32"), err_msg=f"{threads} threads, n={n}")
+
+
+# ------------------------------------------------------------------ adaptive team
+_ADAPT_C = r"""
+#include <time.h>
+/* The thread that calls ingot_parallel_for; tasks run by a worker may sleep, as a thread whose core a
+ * busy process took in the middle of a task. */
+static _Thread_local int adapt_is_caller;
+typedef struct { _Atomic int32_t* hits; int64_t worker_sleep_ns; } adapt_ctx_t;
+
+static void adapt_spin(int64_t ns) {
+  int64_t end = ingot_pool_now_ns() + ns;
+  while (ingot_pool_now_ns() < end) {}
+}
+
+static int32_t adapt_task(void* arg, int64_t i) {
+  adapt_ctx_t* ctx = (adapt_ctx_t*)arg;
+  adapt_spin(20000); /* 20 us of work: the worker joins every loop */
+  if (!adapt_is_caller && ctx->worker_sleep_ns > 0) {
+    struct timespec pause = {0, (long)ctx->worker_sleep_ns};
+    nanosleep(&pause, NULL);
+  }
+  atomic_fetch_add(&ctx->hits[i], 1);
+  return 0;
+}
+
+/* `rounds` loops of n tasks on 2 threads; every task adds 1 to its hits[i]. */
+INGOT_EXPORT int32_t adapt(int64_t n, int32_t rounds, int32_t* hits, int64_t worker_sleep_ns) {
+  adapt_is_caller = 1;
+  ingot_set_num_threads(2);
+  adapt_ctx_t ctx = {(_Atomic int32_t*)hits, worker_sleep_ns};
+  int32_t fail = 0;
+  for (int32_t r = 0; r < rounds; ++r) fail |= ingot_parallel_for(0, n, adapt_task, &ctx);
+  return fail;
+}
+"""
+
+
+def _adapt_lib(tag):
+    import ctypes
+
+    from ingot.codegen.prelude import C_PRELUDE
+    from ingot.codegen.toolchain import compile_shared_library
+
+    # One library per test (its own pool and adaptive state): the tag makes the sources differ.
+    lib = ctypes.CDLL(compile_shared_library(C_PRELUDE + f"/* {tag} */\n" + _ADAPT_C))
+    lib.adapt.argtypes = [ctypes.c_int64, ctypes.c_int32, ctypes.c_void_p, ctypes.c_int64]
+    lib.adapt.restype = ctypes.c_int32
+    lib.ingot_set_adaptive_team.argtypes = [ctypes.c_int32]
+    lib.ingot_set_adaptive_team.restype = ctypes.c_int32
+    lib.ingot_pool_counters.argtypes = [ctypes.c_void_p, ctypes.c_int32]
+    lib.ingot_pool_counters.restype = ctypes.c_int32
+    return lib
+
+
+def _counters(lib):
+    out = np.zeros(5, "int64")
+    assert lib.ingot_pool_counters(out.ctypes.data, 5) == 5
+    return dict(zip(("loops", "late", "capped", "probes", "cap"), out.tolist()))
+
+
+def _run_adapt(lib, rounds, worker_sleep_ns, n=64):
+    hits = np.zeros(n, "int32")
+    assert lib.adapt(n, rounds, hits.ctypes.data, worker_sleep_ns) == 0
+    np.testing.assert_array_equal(hits, np.full(n, rounds, "int32"))
+
+
+def test_late_joins_shrink_the_team_and_a_probe_restores_it():
+    import time
+
+    lib = _adapt_lib("shrink")
+    # Step 1: a worker that loses 2 ms in each task (its core busy): joins are late, the team shrinks
+    # to the caller alone, and later loops run without the worker (every task still runs once).
+    _run_adapt(lib, 40, 2_000_000)
+    c = _counters(lib)
+    assert c["late"] >= 2 and c["cap"] == 1 and c["capped"] > 0, c
+    # Step 2: the core is free again: after the hold a probe runs the full team, on time, and the cap goes.
+    # (Others share a test machine: a probe may come back late and double the hold; wait it out.)
+    deadline = time.monotonic() + 30
+    while _counters(lib)["cap"] != 0 and time.monotonic() < deadline:
+        _run_adapt(lib, 5, 0)
+        time.sleep(0.005)
+    c = _counters(lib)
+    assert c["cap"] == 0 and c["probes"] >= 1, c
+
+
+def test_without_the_adaptive_team_every_loop_runs_on_the_full_team():
+    lib = _adapt_lib("fixed")
+    assert lib.ingot_set_adaptive_team(0) == 1  # on by default
+    _run_adapt(lib, 30, 2_000_000)
+    c = _counters(lib)
+    assert c["capped"] == 0 and c["probes"] == 0 and c["cap"] == 0 and c["loops"] == 30, c
+    assert lib.ingot_set_adaptive_team(1) == 0
+    _run_adapt(lib, 30, 2_000_000)
+    assert _counters(lib)["capped"] > 0
+
+
+def test_module_switches_the_adaptive_team(pooled):
+    a, b = _inputs(3)
+    assert pooled.set_adaptive_team(False) is True
+    try:
+        before = pooled.pool_counters()
+        np.testing.assert_allclose(_call(pooled, a, b), a @ b, rtol=1e-4, atol=1e-3)
+        after = pooled.pool_counters()
+        assert after["loops"] == before["loops"] + 1 and after["capped"] == before["capped"], (before, after)
+    finally:
+        assert pooled.set_adaptive_team(True) is False
+    with pytest.raises(TypeError, match="True or False"):
+        pooled.set_adaptive_team(1)
+
+
+_TSAN_MAIN = r"""
+int main(void) {
+  static int32_t hits[1000];
+  /* Stealing under every team size, with slow tasks, then the adaptive team shrinking and probing. */
+  for (int32_t threads = 2; threads <= 8; threads *= 2) {
+    for (int64_t n = 1; n <= 1000; n *= 7) {
+      memset(hits, 0, sizeof(hits));
+      if (stress(n, threads, 20, hits, 5) != 0) return 2;
+      for (int64_t i = 0; i < n; ++i) if (hits[i] != 20) { printf("stress: hits[%ld] = %d\n", (long)i, hits[i]); return 3; }
+    }
+  }
+  memset(hits, 0, sizeof(hits));
+  if (adapt(64, 40, hits, 2000000) != 0 || adapt(64, 200, hits, 0) != 0) return 4;
+  for (int i = 0; i < 64; ++i) if (hits[i] != 240) { printf("adapt: hits[%d] = %d\n", i, hits[i]); return 5; }
+  printf("ok\n");
+  return 0;
+}
+"""
+
+
+def test_the_pool_is_free_of_data_races_under_thread_sanitizer(tmp_path):
+    # ThreadSanitizer watches every memory access of the pool while tasks are stolen, teams change
+    # size, and the adaptive team shrinks and probes; a race report (or a lost task) fails the test.
+    import subprocess
+
+    from ingot.codegen.prelude import C_PRELUDE
+    from ingot.codegen.toolchain import find_compiler
+
+    src = tmp_path / "pool_tsan.c"
+    src.write_text(C_PRELUDE + _STRESS_C + _ADAPT_C + _TSAN_MAIN)
+    exe = tmp_path / "pool_tsan"
+    cc = find_compiler()
+    built = subprocess.run(cc + ["-O1", "-g", "-fsanitize=thread", "-pthread", str(src), "-o", str(exe), "-lm"],
+                           capture_output=True, text=True)
+    if built.returncode != 0:
+        pytest.skip(f"the compiler cannot build with -fsanitize=thread here: {built.stderr[-300:]}")
+    run = subprocess.run([str(exe)], capture_output=True, text=True, timeout=300,
+                         env={"TSAN_OPTIONS": "halt_on_error=1 exitcode=66"})
+    assert "ThreadSanitizer" not in run.stderr, run.stderr[-4000:]
+    assert run.returncode == 0 and run.stdout.strip().endswith("ok"), (run.returncode, run.stdout, run.stderr[-2000:])
