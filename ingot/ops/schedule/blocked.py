@@ -305,6 +305,11 @@ def blocked_gemm_rule(sch: Any, name: str, info: BlockInfo, cpu: CpuModel, *, ep
         >>> #                   k_split=lambda lp: sch.sample_perfect_tile(lp, n=3, max_innermost_factor=8))
     """
     lanes = cpu.lanes(info.dtype)
+    runtime_rows = info.kind == "gemm" and info.extents[info.i_index] is None
+    if runtime_rows:
+        if mc_split is not None:
+            raise ScheduleError(f"blocked_gemm_rule: block {name!r}: rows of run-time length take no mc_split")
+        fused, info = _runtime_rows(sch, name, info)
     if not is_large_gemm(info) or not info.simple_loops:
         raise ScheduleError(f"blocked_gemm_rule: block {name!r} is not a large plain GEMM")
     order = order or "panel"
@@ -349,7 +354,13 @@ def blocked_gemm_rule(sch: Any, name: str, info: BlockInfo, cpu: CpuModel, *, ep
     # (batch, kc, ic, jr, ir, ko, ki, ii, jn, jl) with jr parallel.
     blk = sch.get_block(name)
     loops = sch.get_loops(blk)
-    if mc_split is None:
+    if runtime_rows:
+        # Step 0. One row loop over the run-time rows (the run-time axes above i fused into it);
+        # one ic block (MC = all rows: the planned rows' A block fits in L2), the tail tile guarded.
+        row = sch.fuse(*[loops[x] for x in fused]) if len(fused) > 1 else loops[i]
+        ic = None
+        ir, ii = sch.split(row, [None, mr])
+    elif mc_split is None:
         ic, ir, ii = sch.split(loops[i], [None, mc // mr, mr])
     else:
         io, ii = sch.split(loops[i], [None, mr])
@@ -368,14 +379,15 @@ def blocked_gemm_rule(sch: Any, name: str, info: BlockInfo, cpu: CpuModel, *, ep
         ko, ki = sch.split(loops[r], [None, ku])
     else:
         kco, ko, ki = sch.split(loops[r], [None, kc // ku, ku])
-    others = [loops[x] for x in info.spatial if x not in (i, j)]
+    others = [loops[x] for x in info.spatial if x not in (i, j) and not (runtime_rows and x in fused)]
     kl = [kco] if kco is not None else []
+    icl = [ic] if ic is not None else []
     if order == "slice":
-        sch.reorder(*others, *([jc] if jc is not None else []), *kl, ic, jr, ir, ko, ki, ii, jn, jl)
+        sch.reorder(*others, *([jc] if jc is not None else []), *kl, *icl, jr, ir, ko, ki, ii, jn, jl)
     elif order == "block":
-        sch.reorder(*others, ic, jr, *kl, ir, ko, ki, ii, jn, jl)
+        sch.reorder(*others, *icl, jr, *kl, ir, ko, ki, ii, jn, jl)
     else:
-        sch.reorder(*others, jr, ic, *kl, ir, ko, ki, ii, jn, jl)
+        sch.reorder(*others, jr, *icl, *kl, ir, ko, ki, ii, jn, jl)
     sch.unroll(ki)
     sch.unroll(ii)
     sch.unroll(jn)
@@ -395,9 +407,39 @@ def blocked_gemm_rule(sch: Any, name: str, info: BlockInfo, cpu: CpuModel, *, ep
         if kco is None or order != "slice":
             from .rules import _fuse_epilogue
 
-            _fuse_epilogue(sch, blk, ir if kco is None else (ic if order == "panel" else jr), lanes)
+            at = ir if kco is None else (ic if order == "panel" and ic is not None else jr)
+            _fuse_epilogue(sch, blk, at, lanes)
         else:
             _inline_epilogue(sch, blk)
+
+
+def _runtime_rows(sch: Any, name: str, info: BlockInfo) -> "tuple[list, BlockInfo]":
+    """For a GEMM whose row axis ``i`` has a run-time extent: the iteration positions fused into one
+    row loop — ``i`` and the run-time spatial axes right above it that the vector operand does not
+    read ((seq, batch) or (batch, seq) token rows: contiguous rows of the broadcast operand and the
+    output, whichever of the two is the long one) — and ``info`` with those axes planned as one row
+    axis of `rules.PLANNED_ROWS` (the others as extent 1). Raises `ScheduleError` when the rows are
+    a lone run-time batch (`rules.planned_gemm_rows`: the batch-1 plan applies)."""
+    import dataclasses
+
+    from .rules import PLANNED_ROWS, _vector_operand_vars, planned_gemm_rows
+
+    i = info.i_index
+    block = sch.get(sch.get_block(name))
+    vec_vars = _vector_operand_vars(block, info)
+    fused = [i]
+    k = i - 1
+    while (k >= 0 and k in info.spatial and k in info.symbolic and vec_vars is not None
+           and block.iter_vars[k].var not in vec_vars):
+        fused.insert(0, k)
+        k -= 1
+    if len(fused) == 1 and planned_gemm_rows(sch, name, info) is None:
+        raise ScheduleError(f"blocked_gemm_rule: block {name!r}: its rows are a run-time batch (planned as 1)")
+    extents = list(info.extents)
+    for x in fused:
+        extents[x] = 1
+    extents[i] = PLANNED_ROWS
+    return fused, dataclasses.replace(info, extents=extents, symbolic=list(info.symbolic))
 
 
 def _factors(spec: Any, loop: Any, n: int, name: str) -> list:

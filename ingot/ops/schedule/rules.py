@@ -33,7 +33,7 @@ from ingot.tir.stmt import ForKind
 
 from .analysis import BlockInfo
 
-__all__ = ["gemm_rule", "reduction_rule", "elementwise_rule", "parallel_vectorize", "choose_mr", "choose_nr",
+__all__ = ["gemm_rule", "planned_gemm_rows", "PLANNED_ROWS", "reduction_rule", "elementwise_rule", "parallel_vectorize", "choose_mr", "choose_nr",
            "fit_tile", "max_tile_rows"]
 
 
@@ -131,6 +131,63 @@ def choose_nr(extent: Optional[int], lanes: int) -> "tuple[int, int]":
     while vl * 2 <= extent:
         vl *= 2
     return (1, vl) if vl >= 4 and extent % vl == 0 else (1, 1)
+
+
+#: Rows a rule plans a GEMM row axis of run-time length for when that axis is a sequence (see
+#: `planned_gemm_rows`): 128 tokens, the length BERT/GPT-2 are benchmarked at, so the tiles, the
+#: cache blocks and the rule (`blocked_gemm_rule` vs `gemm_rule`) are the constant model's at that
+#: length; the row tile then has a tail (a split predicate), exact for every run-time length.
+PLANNED_ROWS = 128
+
+
+def planned_gemm_rows(sch: Any, name: str, info: BlockInfo) -> Optional[int]:
+    """The row extent a GEMM rule plans block ``name`` for: its constant ``i`` extent, or
+    `PLANNED_ROWS` when ``i`` has a run-time extent and is a sequence — below a static spatial axis
+    (an attention head's query rows: (batch, heads, seq, d)), below a run-time axis that the vector
+    operand reads too (a batch of matmuls), or alone with an extent that is a product of run-time
+    sizes (a dense over flattened (seq * batch) tokens). Otherwise None: a lone run-time row axis is
+    a batch (the batch-1 plan, `analysis.plan_symbolic_extents`), and a run-time ``i`` right below
+    another run-time axis that only the broadcast operand reads ((seq, batch, K) or (batch, seq, K)
+    rows) is ambiguous — which of the two is the sequence is not in the kernel.
+
+    Example:
+        >>> # planned_gemm_rows(sch, "T_matmul", info) -> 128 for a (batch, 12, seq, 64) attention matmul
+    """
+    i = info.i_index
+    if info.extents[i] is not None:
+        return info.extents[i]
+    block = sch.get(sch.get_block(name))
+    before = [k for k in info.spatial if k < i]
+    if not before:
+        extent = block.iter_vars[i].dom.extent
+        return PLANNED_ROWS if _is_product_of_sizes(extent) else None
+    k = before[-1]
+    if k not in info.symbolic:
+        return PLANNED_ROWS  # a static axis (heads) above the rows
+    vec_vars = _vector_operand_vars(block, info)
+    if vec_vars is not None and block.iter_vars[k].var in vec_vars:
+        return PLANNED_ROWS  # a batch of independent GEMMs above the rows
+    return None
+
+
+def _is_product_of_sizes(e: Any) -> bool:
+    from ingot.ir import expr as E
+
+    while isinstance(e, E.Cast):
+        e = e.value
+    return isinstance(e, E.Mul) and all(isinstance(x, (E.Var, E.Mul, E.Cast)) for x in (e.a, e.b))
+
+
+def _vector_operand_vars(block: Any, info: BlockInfo) -> "set | None":
+    """The variables the operand indexed by j reads (None when no single operand is)."""
+    from ingot.ir.expr import BufferLoad
+    from ingot.ir.functor import collect_loads, collect_vars
+
+    jv = block.iter_vars[info.j_index].var
+    out = block.body.buffer
+    found = [collect_vars(ld) for ld in collect_loads(block.body.value)
+             if isinstance(ld, BufferLoad) and ld.buffer is not out and jv in collect_vars(ld)]
+    return found[0] if len(found) == 1 else None
 
 
 def runtime_outer_loops(sch: Any, loops: list) -> int:
@@ -279,7 +336,7 @@ def gemm_rule(sch: Any, name: str, info: BlockInfo, cpu: CpuModel, *, epilogue: 
     block = sch.get_block(name)
     loops = sch.get_loops(block)
     i, j = info.i_index, info.j_index
-    ext_i, ext_j = info.extents[i], info.extents[j]
+    ext_i, ext_j = planned_gemm_rows(sch, name, info), info.extents[j]
     nv, vl = choose_nr(ext_j, lanes)
     if nvec is not None:
         nv = nvec
@@ -301,7 +358,8 @@ def gemm_rule(sch: Any, name: str, info: BlockInfo, cpu: CpuModel, *, epilogue: 
     sch.unroll(jn)
     if vl > 1:
         sch.vectorize(jl)
-    outer_ext = o_ext + [None if ext_i is None else -(-ext_i // mr),
+    # a planned run-time row count (gl.m) counts as unknown for the parallel fusion
+    outer_ext = o_ext + [None if info.extents[info.i_index] is None else -(-ext_i // mr),
                          None if ext_j is None else -(-ext_j // (nv * vl))]
     _fuse_parallel(sch, [*others, io, jo], outer_ext, cores)
     # the innermost tile loop: the loop just above the first reduce loop
@@ -350,7 +408,9 @@ def _fuse_epilogue(sch: Any, producer: Any, tile_loop: Any, vl: int) -> None:
             try:
                 # all-or-nothing: a refusal leaves sch (IR, handles, trace) as it was
                 sch.reverse_compute_at(cons, tile_loop)
-            except ScheduleError:
+            except (ScheduleError, ValueError):
+                # ValueError: region analysis cannot bound the tile's region in the consumer's
+                # coordinates (rows fused from run-time axes): it stays a separate pass
                 continue
             _vectorize_tail(sch, cons, vl)
             frontier.append(cons)

@@ -177,6 +177,21 @@ def is_affine_binding(realize: BlockRealize, loops: list[StmtSRef]) -> bool:
     return bool(getattr(result, "indices", result))
 
 
+def _size_expr(e: PrimExpr, loop_ids: set) -> bool:
+    """Whether ``e`` is a run-time size: a product of constants > 0 and variables that are not loop
+    variables (a buffer's symbolic dims, which are never negative) — the divisor `fuse` leaves when
+    it fuses a loop of run-time extent into the one above it."""
+    if isinstance(e, Cast):
+        return _size_expr(e.value, loop_ids)
+    if isinstance(e, Var):
+        return id(e) not in loop_ids
+    if isinstance(e, IntImm):
+        return e.value > 0
+    if isinstance(e, Mul):
+        return _size_expr(e.a, loop_ids) and _size_expr(e.b, loop_ids)
+    return False
+
+
 def _syntactic_affine(values: Iterable[PrimExpr], dom: dict[Var, Range]) -> bool:
     loop_ids = {id(v) for v in dom}
     plain_uses: dict[int, int] = {}  # loop var → number of bindings using it outside // and %
@@ -201,7 +216,10 @@ def _syntactic_affine(values: Iterable[PrimExpr], dom: dict[Var, Range]) -> bool
             return False
         if isinstance(e, (FloorDiv, FloorMod)):
             c = as_const_int(e.b)
-            return c is not None and c > 0 and ok(e.a, True, uses, divmod_uses)
+            if c is None:
+                # fuse of loops with run-time extents: (seq, batch) -> f // batch, f % batch
+                return _size_expr(e.b, loop_ids) and ok(e.a, True, uses, divmod_uses)
+            return c > 0 and ok(e.a, True, uses, divmod_uses)
         return False
 
     for value in values:
