@@ -3,19 +3,25 @@
 For each model (batch 1; random weights; exported to ONNX from plain ``torch.nn``): compile with
 Ingot (default thread policy, ``ingot.runtime.threads``), open an ONNX Runtime session with as many
 intra-op threads, check the outputs agree, then time single calls (per-call wall times: median and
-p99) of each runtime, one runtime at a time:
+p99) of each runtime, one runtime at a time, in ``--rounds`` rounds of
 
 1. quiet;
 2. loaded: a CPU-hog process (a busy loop that stops by itself after ``--hog-seconds``) pinned to
-   CPU 1 with ``os.sched_setaffinity`` runs while the same calls are timed again.
+   CPU 1 with ``os.sched_setaffinity``, started for this round's loaded calls and stopped after them.
 
-It prints loaded/quiet per runtime (median and p99). Then 4 Python threads call one Ingot package
-with different inputs and every output is compared with the single-threaded output of the same
-input (must be identical). The load average is printed before and after: others share this
-machine, so a disturbed run shows.
+Runtimes: ``ingot`` (the thread pool's adaptive team on, the default), ``ingot-fixed`` (the same
+library with ``Module.set_adaptive_team(False)``: every parallel loop on the full team, the A/B
+baseline) and ``ort``. Each round gives a loaded/quiet ratio of medians per runtime; the table shows
+the median of the per-round ratios and their spread (min-max), so that a model of 0.02 ms, whose
+quiet and loaded times differ by less than the machine's drift between two blocks, does not give a
+coin-flip ratio. Medians and p99 in the table pool every round's calls. Ingot's pool counters over the
+loaded calls (late joins, loops run by a smaller team) show what the adaptive team did.
+Then 4 Python threads call one Ingot package with different inputs and every output is compared with
+the single-threaded output of the same input (must be identical). The load average is printed before
+and after: others share this machine, so a disturbed run shows.
 
     python benchmarks/contention.py                       # MLP 784-128-10 and MobileNetV2
-    python benchmarks/contention.py --models mlp --calls 2000
+    python benchmarks/contention.py --models mlp --calls 2000 --rounds 10
     python benchmarks/contention.py --models mlp,mobilenet_v2,resnet50,bert
 """
 from __future__ import annotations
@@ -127,6 +133,18 @@ def concurrent_check(fn, inputs: list, threads: int = 4, rounds: int = 5) -> int
     return len(bad)
 
 
+def round_ratios(quiet: list, loaded: list) -> dict:
+    """Loaded/quiet ratio of the medians of each round: their median and spread (min, max).
+
+    Example:
+        >>> r = round_ratios([np.array([1.0, 1.0]), np.array([2.0])], [np.array([2.0]), np.array([3.0, 3.0])])
+        >>> r["median"], r["min"], r["max"]
+        (1.75, 1.5, 2.0)
+    """
+    ratios = [float(np.median(l_) / np.median(q)) for q, l_ in zip(quiet, loaded)]
+    return {"median": float(np.median(ratios)), "min": min(ratios), "max": max(ratios), "rounds": ratios}
+
+
 def bench(name: str, args, workdir: str) -> dict:
     import onnxruntime as ort
 
@@ -149,20 +167,52 @@ def bench(name: str, args, workdir: str) -> dict:
     got = (got[0] if isinstance(got, tuple) else got).numpy()
     err = float(np.max(np.abs(got - want)))
 
-    def ingot_call():
-        return main(x)
+    lib = getattr(package.executable, "lib", None)
 
     def ort_call():
         return sess.run(None, {in_name: x})
 
-    calls, budget = args.calls, args.max_seconds
+    def with_adaptive(on: bool):
+        def call():
+            return main(x)
+        call.adaptive = on
+        return call
+
+    runtimes = {"ingot": with_adaptive(True), "ingot-fixed": with_adaptive(False), "ort": ort_call}
+    runtimes = {k: runtimes[k] for k in args.runtimes.split(",")}
+    rounds = max(1, args.rounds)
+    calls, budget = max(1, args.calls // rounds), args.max_seconds / rounds
     row = {"model": name, "threads": threads, "package_threads": package.get_num_threads(), "compile_s": compile_s,
-           "max_abs_err": err}
-    for label, fn in (("ingot", ingot_call), ("ort", ort_call)):
-        row[f"{label}_quiet"] = stats(per_call_ms(fn, calls, budget))
-    for label, fn in (("ingot", ingot_call), ("ort", ort_call)):
+           "max_abs_err": err, "runtimes": list(runtimes)}
+    samples = {(k, cond): [] for k in runtimes for cond in ("quiet", "loaded")}
+    counters = {k: {} for k in runtimes}
+
+    def timed(label, fn, cond):
+        adaptive = getattr(fn, "adaptive", None)
+        if adaptive is not None and lib is not None:
+            lib.set_adaptive_team(adaptive)
+        before = lib.pool_counters() if lib is not None else {}
+        samples[(label, cond)].append(per_call_ms(fn, calls, budget))
+        if cond == "loaded" and adaptive is not None:
+            after = lib.pool_counters() if lib is not None else {}
+            for key in ("loops", "late", "capped"):
+                counters[label][key] = counters[label].get(key, 0) + after.get(key, 0) - before.get(key, 0)
+
+    # Quiet and loaded alternate, the hog started and stopped per round, so a drift of the machine over
+    # the run moves both sides of a round's ratio alike.
+    for _ in range(rounds):
+        for label, fn in runtimes.items():
+            timed(label, fn, "quiet")
         with Hog(args.hog_seconds, args.hog_cpu):
-            row[f"{label}_loaded"] = stats(per_call_ms(fn, calls, budget))
+            for label, fn in runtimes.items():
+                timed(label, fn, "loaded")
+    if lib is not None:
+        lib.set_adaptive_team(True)
+    for label in runtimes:
+        row[f"{label}_quiet"] = stats(np.concatenate(samples[(label, "quiet")]))
+        row[f"{label}_loaded"] = stats(np.concatenate(samples[(label, "loaded")]))
+        row[f"{label}_ratio"] = round_ratios(samples[(label, "quiet")], samples[(label, "loaded")])
+        row[f"{label}_pool"] = counters[label]
     rng = np.random.default_rng(1)
     inputs = [rng.standard_normal(x.shape).astype(x.dtype) for _ in range(6)]
 
@@ -173,28 +223,41 @@ def bench(name: str, args, workdir: str) -> dict:
     return row
 
 
+_SHOWN = {"ingot": "Ingot", "ingot-fixed": "Ingot, full team", "ort": "ONNX Runtime"}
+
+
 def report(rows: list) -> str:
     lines = ["| model | runtime | quiet median ms | quiet p99 ms | loaded median ms | loaded p99 ms | "
-             "loaded/quiet median | loaded/quiet p99 |", "|---|---|---|---|---|---|---|---|"]
+             "loaded/quiet median (per round: median [min-max]) | loaded/quiet p99 | pool while loaded |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
-        for label, shown in (("ingot", "Ingot"), ("ort", "ONNX Runtime")):
-            q, l_ = r[f"{label}_quiet"], r[f"{label}_loaded"]
-            lines.append(f"| {r['model']} | {shown} | {q['median']:.3f} | {q['p99']:.3f} | {l_['median']:.3f} | "
-                         f"{l_['p99']:.3f} | {l_['median'] / q['median']:.2f} | {l_['p99'] / q['p99']:.2f} |")
+        for label in r["runtimes"]:
+            q, l_, ratio = r[f"{label}_quiet"], r[f"{label}_loaded"], r[f"{label}_ratio"]
+            pool = r.get(f"{label}_pool") or {}
+            pool_text = (f"{pool['late']} late / {pool['loops']} loops, {pool['capped']} capped"
+                         if "loops" in pool else "")
+            lines.append(f"| {r['model']} | {_SHOWN.get(label, label)} | {q['median']:.3f} | {q['p99']:.3f} | "
+                         f"{l_['median']:.3f} | {l_['p99']:.3f} | {ratio['median']:.2f} [{ratio['min']:.2f}-"
+                         f"{ratio['max']:.2f}] | {l_['p99'] / q['p99']:.2f} | {pool_text} |")
     lines.append("")
     for r in rows:
         lines.append(f"{r['model']}: {r['threads']} thread(s) (package {r['package_threads']}), max |Ingot - ORT| "
                      f"{r['max_abs_err']:.2e}, 4 threads x one package: {r['concurrent_mismatches']} mismatching "
-                     f"outputs; compile {r['compile_s']:.1f} s")
+                     f"outputs; compile {r['compile_s']:.1f} s; {len(r[r['runtimes'][0] + '_ratio']['rounds'])} "
+                     f"rounds")
     return "\n".join(lines)
 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--models", default="mlp,mobilenet_v2")
-    p.add_argument("--calls", type=int, default=1000, help="timed calls per runtime and condition")
-    p.add_argument("--max-seconds", type=float, default=8.0, help="stop timing one condition after this")
-    p.add_argument("--hog-seconds", type=float, default=20.0, help="the hog stops by itself after this")
+    p.add_argument("--calls", type=int, default=1000, help="timed calls per runtime and condition, over all rounds")
+    p.add_argument("--max-seconds", type=float, default=8.0,
+                   help="stop timing one runtime and condition after this (over all rounds)")
+    p.add_argument("--rounds", type=int, default=5, help="quiet/loaded rounds (the hog runs in each loaded half)")
+    p.add_argument("--runtimes", default="ingot,ingot-fixed,ort",
+                   help="of ingot (adaptive team), ingot-fixed (full team), ort")
+    p.add_argument("--hog-seconds", type=float, default=60.0, help="the hog stops by itself after this")
     p.add_argument("--hog-cpu", type=int, default=1)
     p.add_argument("--concurrent-rounds", type=int, default=5)
     args = p.parse_args(argv)

@@ -19,7 +19,9 @@ machine does not oversubscribe a small one.
 
 Why more threads than allowed CPUs hurts: an OpenMP loop ends at a barrier, so a loop split over
 two threads where only one CPU is granted waits for the descheduled thread's next time slice
-(milliseconds) on every kernel.
+(milliseconds) on every kernel. Within the count, a library's thread pool also adapts at run time:
+while its joins come back late (a core busy with another process) it runs loops on one thread fewer,
+probing the full team now and then (docs/runtime.md "Adaptive team"; ``Module.set_adaptive_team``).
 
 Example:
     >>> default_num_threads(environ={"OMP_NUM_THREADS": "3"}, affinity={0, 1})
