@@ -123,8 +123,13 @@ def read_manifest(path: str) -> dict:
     return manifest
 
 
-def load_executable(path: str) -> Any:
+def load_executable(path: str, *, map_weights: bool = False) -> Any:
     """Load an exported model (``model.so`` or ``model.json``) into an `Executable` (fresh process OK).
+
+    The weights are read and checked against the manifest's SHA-256. ``map_weights=True`` maps
+    the file instead (copy-on-write: pages are read on first use, nothing is hashed; only the size
+    is checked), for a caller that knows the file is the one written with the manifest (the package
+    cache: `ingot.workflow.package_cache`). A mapped file must not be truncated while in use.
 
     Example:
         >>> from ingot import graph as G
@@ -135,7 +140,7 @@ def load_executable(path: str) -> Any:
     from ingot.runtime.threads import num_threads_for_target
     from ingot.target import as_target
 
-    from .executor import Executable, _host_empty
+    from .executor import Executable
 
     path = os.path.abspath(os.fspath(path))
     manifest = read_manifest(path)
@@ -147,20 +152,46 @@ def load_executable(path: str) -> Any:
         lib.set_num_threads(num_threads_for_target(target))
     wfile = os.path.join(folder, manifest["weights"])
     nbytes = manifest["weights_bytes"]
-    weights = _host_empty((max(nbytes, 1),), "uint8")  # huge pages: same placement as a fresh build
-    # Read straight into the weights buffer and hash it in place (no temporary copies: a warm
-    # `ingot.compile` of a 100 MB model loads its package this way, ~0.3 s less than fromfile + copy).
-    got, extra = 0, b""
-    if nbytes:  # an empty blob needs no file
-        with open(wfile, "rb") as fh:
-            got, extra = fh.readinto(memoryview(weights)[:nbytes]), fh.read(1)
-    if got != nbytes or extra or hashlib.sha256(memoryview(weights)[:nbytes]).hexdigest() != manifest["weights_sha256"]:
+    if map_weights and nbytes:
+        weights = _map_weights(wfile, nbytes)
+    else:
+        weights = _read_weights(wfile, nbytes, manifest["weights_sha256"])
+    if weights is None:
         raise IRError(f"weights file {wfile!r} does not match the manifest (size or SHA-256 differs); "
                       f"re-export the model")
     external = {symbol: load_external_module(entry, mpath_of(path), symbol)
                 for symbol, entry in manifest.get("external", {}).items()}
     return Executable(None, lib, target, manifest["functions"], manifest["constants"], weights, manifest["aot"],
                       manifest["kernels"], manifest.get("schedules", {}), external)
+
+
+def _read_weights(wfile: str, nbytes: int, sha256: str) -> "Any | None":
+    """The weights read into a huge-page buffer (same placement as a fresh build) and hashed in
+    place (no temporary copies); None when the size or the SHA-256 differs from the manifest's."""
+    from .executor import _host_empty
+
+    weights = _host_empty((max(nbytes, 1),), "uint8")
+    got, extra = 0, b""
+    if nbytes:  # an empty blob needs no file
+        with open(wfile, "rb") as fh:
+            got, extra = fh.readinto(memoryview(weights)[:nbytes]), fh.read(1)
+    if got != nbytes or extra or hashlib.sha256(memoryview(weights)[:nbytes]).hexdigest() != sha256:
+        return None
+    return weights
+
+
+def _map_weights(wfile: str, nbytes: int) -> "Any | None":
+    """The weights file mapped copy-on-write (a kernel's stray write stays private); None when its
+    size differs from the manifest's."""
+    import mmap
+
+    import numpy as np
+
+    with open(wfile, "rb") as fh:
+        if os.fstat(fh.fileno()).st_size != nbytes:
+            return None
+        mapped = mmap.mmap(fh.fileno(), nbytes, access=mmap.ACCESS_COPY)
+    return np.frombuffer(mapped, dtype=np.uint8)
 
 
 def mpath_of(path: str) -> str:

@@ -19,6 +19,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import os
 import shutil
@@ -181,31 +182,49 @@ def load(path_or_model: Any, shape_dict: "Mapping[str, Sequence[Any]] | None" = 
         path_or_model, source = _torch_to_onnx(path_or_model, example_inputs), type(path_or_model).__name__
     _check_fallback(fallback)
     args = {"shape_dict": shape_dict, "dtype_dict": dtype_dict, "fallback": fallback}
-    data = _model_bytes(path_or_model) if cache else None
-    if data is None:
+    if not cache or not _is_model_bytes_or_file(path_or_model):
         return _import_onnx(path_or_model, source, args)[0]
     from . import package_cache
 
-    key = package_cache.model_key(data, args)
+    if isinstance(path_or_model, (bytes, bytearray)):
+        data, digest = bytes(path_or_model), None
+    else:  # read at most once: the memo knows an unchanged file's digest, else the bytes read are imported
+        digest, data = package_cache.file_digest(path_or_model, cache_dir)
+    key = package_cache.model_key(data, args, digest)
+
+    def model_bytes() -> bytes:  # the bytes the key names (the file may change after this load)
+        return data if data is not None else _read_unchanged(path_or_model, digest)
+
     known = package_cache.recall_model(key, cache_dir)
-    if known is not None:  # imported fine before: defer the import (from these bytes: the file may change)
+    if known is not None:  # imported fine before: defer the import
         return Model(None, {}, known[0], known[1], source, key,
-                     importer=lambda: _import_parts(data, source, args, origin=source))
-    model, keyable = _import_onnx(path_or_model, source, args)
+                     importer=lambda: _import_parts(model_bytes(), source, args, origin=source))
+    model, keyable = _import_onnx(model_bytes(), source, args, origin=source, path=_file_of(path_or_model))
     if keyable:
         model._content_key = key
         package_cache.remember_model(key, model.inputs, model.outputs, cache_dir)
     return model
 
 
-def _model_bytes(path_or_model: Any) -> "bytes | None":
-    """The bytes of a model file or bytes object (what its content key hashes); None otherwise."""
-    if isinstance(path_or_model, (bytes, bytearray)):
-        return bytes(path_or_model)
-    if isinstance(path_or_model, (str, os.PathLike)) and os.path.isfile(path_or_model):
-        with open(path_or_model, "rb") as f:
-            return f.read()
-    return None  # a ModelProto (no bytes without serializing it), or a missing file (load_model says so)
+def _is_model_bytes_or_file(path_or_model: Any) -> bool:
+    """Whether a content key applies: bytes, or a file (a ModelProto has no bytes without serializing
+    it; a missing file is reported by `load_model`)."""
+    return isinstance(path_or_model, (bytes, bytearray)) or (
+        isinstance(path_or_model, (str, os.PathLike)) and os.path.isfile(path_or_model))
+
+
+def _file_of(path_or_model: Any) -> "str | None":
+    return os.fspath(path_or_model) if isinstance(path_or_model, (str, os.PathLike)) else None
+
+
+def _read_unchanged(path: Any, digest: str) -> bytes:
+    """The bytes of model file ``path``, checked to be those `load` keyed the model by."""
+    with open(path, "rb") as f:
+        data = f.read()
+    if hashlib.sha256(data).hexdigest() != digest:
+        raise ModelInputError(f"{os.fspath(path)}: the model file changed after ingot.load read it (its SHA-256 "
+                              f"differs); load it again with ingot.load({os.fspath(path)!r}, ...)")
+    return data
 
 
 def _import_parts(path_or_model: Any, source: str, args: dict, origin: str) -> "tuple[Any, dict]":
@@ -213,12 +232,21 @@ def _import_parts(path_or_model: Any, source: str, args: dict, origin: str) -> "
     return model._mod, model._params
 
 
-def _import_onnx(path_or_model: Any, source: str, args: dict, origin: "str | None" = None) -> "tuple[Model, bool]":
-    """Import ONNX (``origin``: the file name for messages, when importing a file's bytes); returns
-    the model and whether its bytes decide it (not when weights are in external data files)."""
+def _import_onnx(path_or_model: Any, source: str, args: dict, origin: "str | None" = None,
+                 path: "str | None" = None) -> "tuple[Model, bool]":
+    """Import ONNX (``origin``: the file name for messages, when importing a file's bytes; ``path``: the
+    file bytes were read from, `load_model`); returns the model and whether its bytes decide it (not
+    when weights are in external data files)."""
     from ingot.frontend.onnx import from_onnx, load_model
 
-    proto, loaded_from = load_model(path_or_model)
+    proto, loaded_from = load_model(path_or_model, path=path)
+    # Asked before the external data are loaded (loading resets each tensor's data_location; only
+    # bytes keep it: the one case where the answer is used).
+    external = _has_external_data(proto)
+    if external and path is not None:  # what onnx.load(path) does
+        from onnx.external_data_helper import load_external_data_for_model
+
+        load_external_data_for_model(proto, os.path.dirname(os.path.abspath(path)))
     mod, params = from_onnx(proto, shape_dict=args["shape_dict"], dtype_dict=args["dtype_dict"], checked=True,
                             source=origin or loaded_from,
                             keep_unsupported=args["fallback"] is not None)
@@ -226,7 +254,7 @@ def _import_onnx(path_or_model: Any, source: str, args: dict, origin: "str | Non
     inputs = [TensorInfo(p.name_hint, tuple(d if isinstance(d, int) else str(d) for d in p.struct_info.shape),
                          str(p.struct_info.dtype)) for p in main.params if p.name_hint not in params]
     outputs = _sinfo_tensors(main.ret_struct_info, [o.name for o in proto.graph.output])
-    return Model(mod, params, inputs, outputs, source), not _has_external_data(proto)
+    return Model(mod, params, inputs, outputs, source), not external
 
 
 def _has_external_data(proto: Any) -> bool:

@@ -45,6 +45,7 @@ import hashlib
 import json
 import os
 import threading
+import time
 import warnings
 from functools import lru_cache
 from pathlib import Path
@@ -53,14 +54,16 @@ from typing import Any
 from ingot.codegen import disk_cache
 from ingot.support import unlink_quietly, write_atomic
 
-__all__ = ["CACHE_VERSION", "PackageCacheWarning", "cache_stats", "compile_key", "lookup", "model_key",
+__all__ = ["CACHE_VERSION", "PackageCacheWarning", "cache_stats", "compile_key", "file_digest", "lookup", "model_key",
            "recall_model", "remember_model", "store"]
 
 #: Bump when the entry format or the key's meaning changes (source edits invalidate on their own).
-CACHE_VERSION = 1
+CACHE_VERSION = 2
 _FILES = (".so", ".weights.bin", ".json")  # what `ingot.graph.artifact.export_executable` writes
 _COMMIT = ".package.json"
 _MODEL = ".model.json"
+_DIGEST = ".digest.json"  # `file_digest`
+_SETTLED_NS = 2_000_000_000  # `file_digest`: a file changed this recently is not memoized
 
 _stats_lock = threading.Lock()
 _stats = {"hits": 0, "misses": 0, "bypassed": 0, "corrupt": 0}
@@ -108,17 +111,66 @@ def _code_fingerprint() -> str:
     return source_fingerprint((".",), f"package {CACHE_VERSION}")
 
 
-def model_key(data: bytes, load_args: dict) -> str:
+def model_key(data: "bytes | None", load_args: dict, digest: "str | None" = None) -> str:
     """The content key of a model file's ``data`` imported with ``load_args`` (``shape_dict``,
     ``dtype_dict``, ``fallback``) by this Ingot: it names the model in `compile_key` and in
-    `remember_model`. Hashes the bytes once (a 100 MB ONNX file: ~0.1 s).
+    `remember_model`. Hashes the bytes once (a 100 MB ONNX file: ~0.1 s), unless their SHA-256
+    ``digest`` is given (`file_digest`).
 
     Example:
         >>> model_key(b"x", {"shape_dict": {"a": [1]}}) != model_key(b"x", {"shape_dict": {"a": [2]}})
         True
+        >>> model_key(b"x", {}) == model_key(None, {}, hashlib.sha256(b"x").hexdigest())
+        True
     """
     args = json.dumps(load_args, sort_keys=True, default=str)
-    return _sha256("model", hashlib.sha256(data).hexdigest(), args, _code_fingerprint())
+    return _sha256("model", digest or hashlib.sha256(data).hexdigest(), args, _code_fingerprint())
+
+
+def file_digest(path: "str | os.PathLike", cache_dir: Any = None) -> "tuple[str, bytes | None]":
+    """``(SHA-256 of the file's bytes, the bytes or None)``. The digest of a file read before comes
+    from a memo in the cache directory (``<key>.digest.json`` under ``package/``) when the file's
+    path, size, mtime, ctime, inode and device are those it had then: the bytes are not read
+    (None). Else the file is read once, hashed, and the bytes returned for the caller to parse.
+
+    Note: any write changes the mtime and the ctime (which no program can set back), a replacement
+    the inode. A write within the same clock tick as the stat would not, so a file is memoized only
+    when its last change is `_SETTLED_NS` older than the moment it was read ("racy git").
+
+    Example:
+        >>> import tempfile
+        >>> with tempfile.NamedTemporaryFile(suffix=".onnx") as f:
+        ...     _ = f.write(b"model"); f.flush()
+        ...     file_digest(f.name, "/tmp/ingot-doc-cache") == (hashlib.sha256(b"model").hexdigest(), b"model")
+        True
+    """
+    real = os.path.realpath(path)
+    memo = _path(_sha256("digest", real), _DIGEST, cache_dir)
+    before = os.stat(real)
+    stat = [real, before.st_size, before.st_mtime_ns, before.st_ctime_ns, before.st_ino, before.st_dev]
+    try:
+        with open(memo, "rb") as f:
+            record = json.loads(f.read())
+        if record.get("format") == CACHE_VERSION and record.get("stat") == stat:
+            disk_cache.touch(memo)
+            return record["sha256"], None
+    except (OSError, ValueError, AttributeError):  # no memo (or a broken one): read the file
+        pass
+    read_at = time.time_ns()
+    with open(real, "rb") as f:
+        data = f.read()
+    digest = hashlib.sha256(data).hexdigest()
+    after = os.stat(real)
+    settled = read_at - max(after.st_mtime_ns, after.st_ctime_ns) > _SETTLED_NS
+    if settled and [after.st_size, after.st_mtime_ns, after.st_ctime_ns, after.st_ino] == stat[1:5]:
+        text = json.dumps({"format": CACHE_VERSION, "stat": stat, "sha256": digest})
+        try:
+            memo.parent.mkdir(parents=True, exist_ok=True)
+            write_atomic(memo, text)
+            disk_cache.note_write(len(text), cache_dir)
+        except OSError:  # a read-only cache: the next load hashes the file again
+            pass
+    return digest, data
 
 
 def ir_key(mod: Any, params: "dict | None", signature: Any) -> str:
@@ -225,43 +277,112 @@ def lookup(key: str, cache_dir: Any = None) -> "Any | None":
         >>> lookup("0" * 64, "/tmp/ingot-doc-cache") is None
         True
     """
-    commit = _path(key, _COMMIT, cache_dir)
-    if not disk_cache.touch(commit):
+    return _recall(key, _COMMIT, cache_dir, _package_of)
+
+
+def recall_model(key: str, cache_dir: Any = None) -> "tuple[list, list] | None":
+    """The ``(inputs, outputs)`` recorded by `remember_model` for ``key``, or None.
+
+    Example:
+        >>> recall_model("cd" * 32, "/tmp/ingot-doc-cache") is None
+        True
+    """
+    return _recall(key, _MODEL, cache_dir, _signature_of)
+
+
+def _recall(key: str, suffix: str, cache_dir: Any, build: Any) -> Any:
+    """``build(key, entry, cache_dir)`` of the committed entry file ``<key><suffix>``, or None
+    when there is none. A package entry that fails (unreadable JSON, a file missing, truncated or
+    changed, a library that does not load) warns, is deleted and is a miss; a model record that
+    fails is only a miss (it costs the next load an import, and that import rewrites it)."""
+    path = _path(key, suffix, cache_dir)
+    if not disk_cache.touch(path):
         return None
     try:
-        return _load(key, commit, cache_dir)
+        return build(key, _read_entry(path, key), cache_dir)
     except FileNotFoundError as exc:  # evicted between the touch and the read: an ordinary miss
-        if exc.filename == str(commit):
+        if exc.filename == str(path):
             return None
         reason = f"{os.path.basename(exc.filename or '?')} is missing"
     except Exception as exc:  # noqa: BLE001 - whatever is wrong with the entry, rebuilding fixes it
         reason = f"{type(exc).__name__}: {exc}"
+    if suffix != _COMMIT:
+        return None
     count("corrupt")
-    warnings.warn(f"ingot.compile: the package cache entry {commit} is unreadable ({reason}); deleting it and "
-                  f"compiling again", PackageCacheWarning, stacklevel=3)
+    warnings.warn(f"ingot.compile: the package cache entry {path} is unreadable ({reason}); deleting it and "
+                  f"compiling again", PackageCacheWarning, stacklevel=4)
     _drop(key, cache_dir)
     return None
 
 
-def _load(key: str, commit: Path, cache_dir: Any) -> Any:
+def _signature_of(key: str, entry: dict, cache_dir: Any) -> "tuple[list, list]":
+    from .model import TensorInfo
+
+    return ([TensorInfo.from_json(i) for i in entry["inputs"]], [TensorInfo.from_json(o) for o in entry["outputs"]])
+
+
+def _package_of(key: str, entry: dict, cache_dir: Any) -> Any:
+    """Step 1: check each file against its record (`_check_file`); Step 2: load the executable,
+    memory-mapping the weights when their file is the one written (else reading and hashing them)."""
     from ingot.graph.artifact import load_executable
 
-    from .model import Package, TensorInfo
+    from .model import Package
 
-    entry = _read_entry(commit, key)
-    for suffix, (size, digest) in entry["files"].items():
-        path = _path(key, suffix, cache_dir)
-        disk_cache.touch(path)  # LRU: the entry's files age together
-        if path.stat().st_size != size:
-            raise ValueError(f"{path.name} has {path.stat().st_size} bytes, the entry says {size} (truncated?)")
-        if digest is not None and _file_sha256(path) != digest:
-            raise ValueError(f"{path.name} does not match its SHA-256")
-    executable = load_executable(str(_path(key, ".so", cache_dir)))
-    package = Package(executable, [TensorInfo.from_json(i) for i in entry["inputs"]],
-                      [TensorInfo.from_json(o) for o in entry["outputs"]], entry["target"], entry["source"])
+    unchanged = {suffix: _check_file(_path(key, suffix, cache_dir), record, suffix != ".weights.bin")
+                 for suffix, record in entry["files"].items()}
+    executable = load_executable(str(_path(key, ".so", cache_dir)), map_weights=unchanged[".weights.bin"])
+    if not all(unchanged.values()):  # content verified though the stat changed (a copied cache): stamp again
+        _restamp(key, entry, cache_dir)
+    inputs, outputs = _signature_of(key, entry, cache_dir)
+    package = Package(executable, inputs, outputs, entry["target"], entry["source"])
     package.partition_report = entry.get("partition_report", [])
     package.schedule_summary = entry.get("schedule_summary")
     return package
+
+
+def _check_file(path: Path, record: list, hash_if_changed: bool) -> bool:
+    """Whether entry file ``path`` is untouched since it was written: its size, inode and mtime
+    are those recorded (`_stamp`: the mtime was set one second into the past, so any later write,
+    truncation or replacement changes it). A changed stat with the right size is checked by
+    SHA-256 when ``hash_if_changed`` (the weights are checked by `load_executable` instead);
+    ValueError when the content is wrong. Marks the file used (LRU) by its access time only."""
+    size, digest, stamp = record
+    st = os.stat(path)
+    if st.st_size != size:
+        raise ValueError(f"{path.name} has {st.st_size} bytes, the entry says {size} (truncated?)")
+    unchanged = [st.st_mtime_ns, st.st_ino] == stamp
+    if not unchanged and hash_if_changed and _file_sha256(path) != digest:
+        raise ValueError(f"{path.name} does not match its SHA-256")
+    _touch_keeping_mtime(path, st.st_mtime_ns)
+    return unchanged
+
+
+def _touch_keeping_mtime(path: Path, mtime_ns: int) -> None:
+    try:  # LRU eviction reads max(atime, mtime): the access time marks the use, the mtime stays the stamp
+        os.utime(path, ns=(time.time_ns(), mtime_ns))
+    except OSError:  # a read-only cache
+        pass
+
+
+def _stamp(path: Path) -> list:
+    """Set ``path``'s mtime one second into the past and return ``[mtime_ns, inode]`` (`_check_file`).
+
+    Note: a file's mtime has the granularity of the kernel's clock tick; a write in the same tick
+    as ours would leave the mtime unchanged. No write can produce a time in the past, so after
+    this stamp every change of the content changes the mtime (or the inode, for a replacement)."""
+    st = os.stat(path)
+    mtime_ns = st.st_mtime_ns - 1_000_000_000
+    os.utime(path, ns=(time.time_ns(), mtime_ns))
+    return [mtime_ns, st.st_ino]
+
+
+def _restamp(key: str, entry: dict, cache_dir: Any) -> None:
+    try:
+        for suffix, record in entry["files"].items():
+            record[2] = _stamp(_path(key, suffix, cache_dir))
+        write_atomic(_path(key, _COMMIT, cache_dir), json.dumps(entry))
+    except OSError:  # a read-only cache: every hit checks the content
+        pass
 
 
 def _read_entry(path: Path, key: str) -> dict:
@@ -297,15 +418,16 @@ def store(key: str, package: Any, cache_dir: Any = None) -> bool:
         files = {}
         for suffix in _FILES:
             path = _path(key, suffix, cache_dir)
-            # The weights' SHA-256 is in the executable manifest (checked by load_executable): hashing
-            # them again at each hit would cost ~0.1 s per 100 MB.
-            files[suffix] = (path.stat().st_size, None if suffix == ".weights.bin" else _file_sha256(path))
+            # The weights' SHA-256 is in the executable manifest (`load_executable` checks it when the
+            # stamp does not match): hashing them again here would cost ~0.1 s per 100 MB.
+            files[suffix] = [path.stat().st_size, None if suffix == ".weights.bin" else _file_sha256(path),
+                             _stamp(path)]
         entry = {"format": CACHE_VERSION, "key": key, "files": files, "target": package.target,
                  "source": package.source, "inputs": [i.to_json() for i in package.inputs],
                  "outputs": [o.to_json() for o in package.outputs], **reports}
         text = json.dumps(entry)
         write_atomic(_path(key, _COMMIT, cache_dir), text)
-        disk_cache.note_write(sum(size for size, _ in files.values()) + len(text), cache_dir)
+        disk_cache.note_write(sum(size for size, _, _ in files.values()) + len(text), cache_dir)
         return True
     except Exception:  # noqa: BLE001 - nothing exportable, or a read-only/full cache: the next compile rebuilds
         return False
@@ -323,32 +445,11 @@ def remember_model(key: str, inputs: list, outputs: list, cache_dir: Any = None)
     path = _path(key, _MODEL, cache_dir)
     text = json.dumps({"format": CACHE_VERSION, "key": key, "inputs": [i.to_json() for i in inputs],
                        "outputs": [o.to_json() for o in outputs]})
+    if recall_model(key, cache_dir) is not None:  # recorded (and touched) already; an unreadable record is rewritten
+        return
     try:
-        if path.is_file():
-            disk_cache.touch(path)
-            return
         path.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(path, text)
         disk_cache.note_write(len(text), cache_dir)
     except OSError:  # a read-only cache only costs the next load its import
         pass
-
-
-def recall_model(key: str, cache_dir: Any = None) -> "tuple[list, list] | None":
-    """The ``(inputs, outputs)`` recorded by `remember_model` for ``key``, or None.
-
-    Example:
-        >>> recall_model("cd" * 32, "/tmp/ingot-doc-cache") is None
-        True
-    """
-    from .model import TensorInfo
-
-    path = _path(key, _MODEL, cache_dir)
-    if not disk_cache.touch(path):
-        return None
-    try:
-        entry = _read_entry(path, key)
-        return ([TensorInfo.from_json(i) for i in entry["inputs"]],
-                [TensorInfo.from_json(o) for o in entry["outputs"]])
-    except (OSError, ValueError, KeyError, TypeError):
-        return None

@@ -112,10 +112,14 @@ def _load_converters() -> None:
 # -- loading and checking ------------------------------------------------------------------------
 
 
-def load_model(model_or_path: Any, *, check: bool = True) -> tuple[Any, str]:
+def load_model(model_or_path: Any, *, check: bool = True, path: "str | None" = None) -> tuple[Any, str]:
     """``(ModelProto, source name)`` from a path, bytes or a ModelProto; corrupt files raise
     `ModelLoadError` naming the file. ``check=False`` skips ``onnx.checker`` (for a ModelProto that
     an earlier `load_model` call already checked: checking a proto serializes every weight again).
+    ``path``: the file that bytes ``model_or_path`` were read from, so a caller that hashed the bytes
+    need not read it again: its name is the source and the checker looks for external data files
+    beside it, but they are not loaded (the caller decides: `ingot.workflow.load` does not key such a
+    model by its bytes, then loads them with ``onnx.external_data_helper.load_external_data_for_model``).
 
     Example:
         >>> load_model(b"not a model")  # doctest: +IGNORE_EXCEPTION_DETAIL
@@ -127,11 +131,13 @@ def load_model(model_or_path: Any, *, check: bool = True) -> tuple[Any, str]:
     if isinstance(model_or_path, onnx.ModelProto):
         model, source = model_or_path, "<model>"
     elif isinstance(model_or_path, (bytes, bytearray)):
-        source = "<bytes>"
+        source = os.fspath(path) if path is not None else "<bytes>"
         try:
             model = onnx.load_from_string(bytes(model_or_path))
         except Exception as exc:  # protobuf raises DecodeError, RuntimeError...
             raise ModelLoadError(source, f"not a valid ONNX protobuf ({type(exc).__name__}: {exc})") from None
+        if path is not None and _has_external_data(model):
+            model_or_path = path  # the checker looks for the external files beside the model file
     elif isinstance(model_or_path, (str, os.PathLike)):
         source = os.fspath(model_or_path)
         if not os.path.exists(source):
@@ -150,9 +156,10 @@ def load_model(model_or_path: Any, *, check: bool = True) -> tuple[Any, str]:
     if not check:
         return model, source
     try:
-        # Given the path, the checker reads the file itself; given the proto, it would serialize
-        # the whole model (all weights) once more first.
-        onnx.checker.check_model(source if isinstance(model_or_path, (str, os.PathLike)) else model)
+        # Given the path, the checker reads the file itself (GPT-2's 652 MB: ~2 s, 4x slower than given
+        # the bytes); given the proto, it would serialize the whole model (all weights) once more first.
+        onnx.checker.check_model(model if isinstance(model_or_path, onnx.ModelProto) else
+                                 bytes(model_or_path) if isinstance(model_or_path, bytearray) else model_or_path)
     except Exception as exc:
         msg = str(exc).strip().splitlines()
         if msg and "No Op registered" in msg[0]:
@@ -161,6 +168,12 @@ def load_model(model_or_path: Any, *, check: bool = True) -> tuple[Any, str]:
         raise ModelLoadError(source, f"the ONNX checker rejects it: {msg[0] if msg else type(exc).__name__}") \
             from None
     return model, source
+
+
+def _has_external_data(model: Any) -> bool:
+    from onnx import TensorProto
+
+    return any(t.data_location == TensorProto.EXTERNAL for t in model.graph.initializer)
 
 
 def _immutable(array: np.ndarray) -> bool:
