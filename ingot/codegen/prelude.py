@@ -609,10 +609,12 @@ INGOT_WEAK_EXPORT int32_t ingot_get_num_threads(void) { return (int32_t)ingot_te
  * beside a busy core). The caller times each loop: a join that waited much longer than a task takes
  * (INGOT_POOL_LATE_NS and INGOT_POOL_LATE_TASKS tasks) was late. After INGOT_POOL_LATE_TRIGGER late
  * joins close together the pool runs the next loops with one thread fewer (on 2 cores: on the caller
- * alone), for a hold that starts at INGOT_POOL_HOLD_MIN_NS; then one loop runs with the full team (a
- * probe): on time, the cap goes and the next hold halves; late, the cap stays and the hold doubles
- * (up to INGOT_POOL_HOLD_MAX_NS). Only the threads that claim a slot take part in a loop, so a capped
- * team does not get its descheduled thread back through stealing.
+ * alone), for a hold that starts at INGOT_POOL_HOLD_MIN_NS; then the full team runs again (a probe):
+ * INGOT_POOL_PROBE_LOOPS loops on time in which another thread ran tasks (one loop proves nothing when
+ * late joins come every few dozen loops, nor does one the caller ran alone) and the cap goes, the next
+ * hold halved; one late join and the cap stays, the hold doubled (up to INGOT_POOL_HOLD_MAX_NS). Only the
+ * threads that claim a slot take part in a loop, so a capped team does not get its descheduled thread
+ * back through stealing.
  * C11 atomics: generated kernels are C; a C++ file including the prelude does without the pool. */
 #ifndef __cplusplus
 #include <pthread.h>
@@ -628,10 +630,13 @@ typedef int32_t (*ingot_task_fn)(void* ctx, int64_t i);
  * for a descheduled thread: a time slice is milliseconds, a quiet join's skew is at most a task. */
 #define INGOT_POOL_LATE_NS 200000
 #define INGOT_POOL_LATE_TASKS 3
-/* Each late join adds 2 to a score that each on-time join lowers by 1; at this score the team shrinks
- * (two late joins close together, not one stray interrupt on a quiet machine). */
-#define INGOT_POOL_LATE_TRIGGER 4
+/* Each late join adds INGOT_POOL_LATE_WEIGHT to a score that each on-time join lowers by 1; at
+ * INGOT_POOL_LATE_TRIGGER the team shrinks: two late joins within 32 loops (a model's loops follow each
+ * other; beside a busy core a late join comes every few dozen loops), not one stray interrupt. */
+#define INGOT_POOL_LATE_WEIGHT 64
+#define INGOT_POOL_LATE_TRIGGER 96
 #define INGOT_POOL_HOLD_MIN_NS 20000000LL   /* first hold of a capped team: 20 ms, then probe */
+#define INGOT_POOL_PROBE_LOOPS 32            /* on-time loops of the full team that lift the cap */
 #define INGOT_POOL_HOLD_MAX_NS 1000000000LL /* longest hold: a failed probe costs one time slice */
 
 /* One thread's share of the current loop: tasks [lo, hi) relative to `begin`, packed as lo << 32 | hi
@@ -664,6 +669,7 @@ typedef struct {
   int32_t late_score;
   int64_t hold_until_ns;
   int64_t hold_ns;            /* the next hold */
+  int32_t probe_left;         /* > 0: probing the full team; on-time loops still to see */
   /* Loops on the pool, late joins, loops run by a capped team, probes (ingot_pool_counters). */
   _Atomic int64_t counters[4];
   ingot_pool_slot_t slots[INGOT_POOL_MAX_WORKERS + 1];
@@ -803,6 +809,7 @@ static void ingot_pool_after_fork_in_child(void) {
   atomic_store(&p->quit, 0);
   p->cap = 0; /* the child's own loops find out whether its cores are busy */
   p->late_score = 0;
+  p->probe_left = 0;
 }
 
 __attribute__((constructor)) static void ingot_pool_register_fork_handler(void) {
@@ -853,14 +860,15 @@ INGOT_INLINE void ingot_pool_count(ingot_pool_t* p, int k) {
 }
 
 /* After a loop of `team` threads whose caller ran `ran` tasks in own_ns and then waited wait_ns at the
- * join: update the adaptive team (the caller owns the pool). */
-INGOT_INLINE void ingot_pool_adapt(ingot_pool_t* p, int64_t team, int probing, int64_t ran, int64_t own_ns,
-                                   int64_t wait_ns, int64_t now) {
+ * join: count a late join and, with the adaptive team on, update it (the caller owns the pool). */
+INGOT_INLINE void ingot_pool_adapt(ingot_pool_t* p, int adaptive, int64_t team, int probing, int64_t n,
+                                   int64_t ran, int64_t own_ns, int64_t wait_ns, int64_t now) {
   int64_t mean_task = own_ns / (ran > 0 ? ran : 1);
   int late = wait_ns > INGOT_POOL_LATE_NS && wait_ns > INGOT_POOL_LATE_TASKS * mean_task;
+  if (late) ingot_pool_count(p, 1);
+  if (!adaptive) return; /* counted only */
   if (late) {
-    ingot_pool_count(p, 1);
-    p->late_score += 2;
+    p->late_score += INGOT_POOL_LATE_WEIGHT;
   } else if (p->late_score > 0) {
     p->late_score -= 1;
   }
@@ -869,7 +877,8 @@ INGOT_INLINE void ingot_pool_adapt(ingot_pool_t* p, int64_t team, int probing, i
     if (late) { /* still busy: hold longer before the next probe */
       p->hold_ns = p->hold_ns * 2 > INGOT_POOL_HOLD_MAX_NS ? INGOT_POOL_HOLD_MAX_NS : p->hold_ns * 2;
       p->hold_until_ns = now + p->hold_ns;
-    } else { /* the full team is on time again */
+      p->probe_left = 0;
+    } else if (ran < n && --p->probe_left == 0) { /* the full team kept time: lift the cap */
       __atomic_store_n(&p->cap, 0, __ATOMIC_RELAXED);
       p->hold_ns /= 2;
     }
@@ -878,6 +887,7 @@ INGOT_INLINE void ingot_pool_adapt(ingot_pool_t* p, int64_t team, int probing, i
     __atomic_store_n(&p->cap, (int32_t)(team - 1), __ATOMIC_RELAXED);
     p->hold_until_ns = now + p->hold_ns;
     p->late_score = 0;
+    p->probe_left = 0;
   }
 }
 
@@ -905,16 +915,18 @@ __attribute__((weak, visibility("hidden"))) int32_t ingot_parallel_for(int64_t b
   if (team <= 1 || atomic_exchange(&p->busy, 1)) return ingot_serial_for(begin, end, fn, ctx);
   int adaptive = atomic_load_explicit(&ingot_pool_adaptive_var, memory_order_relaxed);
   int probing = 0;
-  int64_t t0 = 0;
+  int64_t t0 = ingot_pool_now_ns(); /* late joins are counted with the adaptive team off too (A/B) */
   if (adaptive) {
-    t0 = ingot_pool_now_ns();
     if (p->cap > 0 && team > p->cap) {
-      if (t0 < p->hold_until_ns) {
+      if (p->probe_left == 0 && t0 < p->hold_until_ns) {
         team = p->cap;
         ingot_pool_count(p, 2);
       } else {
-        probing = 1; /* the hold is over: does the full team keep time again? */
-        ingot_pool_count(p, 3);
+        if (p->probe_left == 0) { /* the hold is over: does the full team keep time again? */
+          p->probe_left = INGOT_POOL_PROBE_LOOPS;
+          ingot_pool_count(p, 3);
+        }
+        probing = 1;
       }
     }
     if (team <= 1) {
@@ -946,7 +958,7 @@ __attribute__((weak, visibility("hidden"))) int32_t ingot_parallel_for(int64_t b
   pthread_cond_broadcast(&p->wake);
   pthread_mutex_unlock(&p->mu);
   int64_t ran = ingot_pool_run(p, gen);
-  int64_t t1 = adaptive ? ingot_pool_now_ns() : 0;
+  int64_t t1 = ingot_pool_now_ns();
   /* Nothing is left to take: wait for the tasks other threads are running. */
   for (int64_t t = 0; t < team; ++t) {
     int64_t size = (t + 1) * n / team - t * n / team;
@@ -955,10 +967,8 @@ __attribute__((weak, visibility("hidden"))) int32_t ingot_parallel_for(int64_t b
     }
   }
   ingot_pool_count(p, 0);
-  if (adaptive) {
-    int64_t t2 = ingot_pool_now_ns();
-    ingot_pool_adapt(p, team, probing, ran, t1 - t0, t2 - t1, t2);
-  }
+  int64_t t2 = ingot_pool_now_ns();
+  ingot_pool_adapt(p, adaptive, team, probing, n, ran, t1 - t0, t2 - t1, t2);
   int32_t fail = atomic_load(&p->fail);
   atomic_store(&p->busy, 0);
   return fail;

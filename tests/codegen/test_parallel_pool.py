@@ -301,6 +301,7 @@ def test_without_the_adaptive_team_every_loop_runs_on_the_full_team():
     _run_adapt(lib, 30, 2_000_000)
     c = _counters(lib)
     assert c["capped"] == 0 and c["probes"] == 0 and c["cap"] == 0 and c["loops"] == 30, c
+    assert c["late"] >= 2, c  # late joins are counted with the adaptive team off too
     assert lib.ingot_set_adaptive_team(1) == 0
     _run_adapt(lib, 30, 2_000_000)
     assert _counters(lib)["capped"] > 0
