@@ -15,6 +15,9 @@ then decides). The loop stays a loop when
   except ``if`` statements around single stores whose condition does not use ``i`` (kept
   around the vector store),
 * a store's index does not advance by exactly 1 with ``i`` (a scatter or a reduction into one place),
+  after widening integer casts are pushed down to the leaves of the index (`widen_index`: a kernel
+  with an int64 run-time batch indexes ``(int64)(i + 8) + batch_offset``, which is ``(int64)i + 8 +
+  ...`` and advances by 1 with ``i``),
 * a load's index advances by something other than 0 or 1 (a gather),
 * a load reads a buffer stored in the loop at a different index (lanes would see each other's writes),
 * a value uses ``i`` through an operation without a lane-wise form here (calls, selects, comparisons,
@@ -49,6 +52,42 @@ MAX_VECTOR_LANES = 64
 _LANEWISE = (E.Add, E.Sub, E.Mul, E.Div, E.Min, E.Max)
 
 
+_WIDEN_THROUGH = (E.Add, E.Sub, E.Mul)
+
+
+def widen_index(e: PrimExpr) -> PrimExpr:
+    """``e`` with each widening signed-integer cast (``int32`` to ``int64``) pushed through ``+ - *``
+    down to the leaves: ``(int64)(i * 7 + 1)`` becomes ``(int64)i * 7 + 1``.
+
+    Exact: signed overflow of the narrow arithmetic is undefined in the generated C, so wherever the
+    narrow expression is defined its widened twin has the same value. Why: a model with an int64
+    symbolic batch mixes it with the int32 tile loops, and an index whose loop variable hides under
+    a cast has no constant stride for `SumForm`, so its vectorized loop would stay a scalar loop.
+
+    Example:
+        >>> from ingot.ir import Var
+        >>> i = Var("i", "int32")
+        >>> str(widen_index(E.Cast("int64", i * 7 + 1)))
+        'T.Cast("int64", i) * T.int64(7) + T.int64(1)'
+    """
+    if isinstance(e, E.Cast):
+        src, dst = e.value.dtype, e.dtype
+        if not (dst.is_int and src.is_int and dst.lanes == 1 and src.lanes == 1 and dst.bits >= src.bits):
+            return e
+        inner = e.value
+        if isinstance(inner, _WIDEN_THROUGH):
+            return type(inner)(widen_index(E.Cast(dst, inner.a)), widen_index(E.Cast(dst, inner.b)))
+        if isinstance(inner, E.IntImm):
+            return E.IntImm(dst, inner.value)
+        if isinstance(inner, E.Cast):
+            return widen_index(E.Cast(dst, widen_index(inner)))
+        return e if src.bits != dst.bits else inner
+    if isinstance(e, _WIDEN_THROUGH) and e.dtype.is_int:
+        a, b = widen_index(e.a), widen_index(e.b)
+        return e if a is e.a and b is e.b else type(e)(a, b)
+    return e
+
+
 class _CannotVectorize(Exception):
     """The loop body has a form this rewrite does not handle; keep the loop."""
 
@@ -63,6 +102,7 @@ class _Vectorizer:
 
     def _stride(self, index: PrimExpr) -> "tuple[PrimExpr, int]":
         """(base, stride) of an index that is affine in the loop variable with a constant stride."""
+        index = widen_index(index)
         base = self.analyzer.simplify(substitute(index, {self.var: self.min}))
         stride = self._linear_stride(index)
         if stride is None:
@@ -80,11 +120,16 @@ class _Vectorizer:
             return None
         stride = 0
         for coeff, atoms in SumForm.from_expr(index).terms.values():
-            if len(atoms) == 1 and atoms[0] is self.var:
+            if len(atoms) == 1 and (atoms[0] is self.var or self._widened_var(atoms[0])):
                 stride = coeff
             elif any(a is self.var or (not isinstance(a, E.Var) and self._uses_var(a)) for a in atoms):
                 return None
         return stride
+
+    def _widened_var(self, atom: Any) -> bool:
+        """Whether ``atom`` is the loop variable widened (``(int64)i``, from `widen_index`)."""
+        return (isinstance(atom, E.Cast) and atom.value is self.var and atom.dtype.is_int
+                and atom.dtype.bits >= self.var.dtype.bits)
 
     def _uses_var(self, e: Any) -> bool:
         """Whether the loop variable occurs in ``e`` (as ``collect_vars`` sees it: buffers are not
