@@ -149,22 +149,40 @@ def _range(args: list, p: dict) -> Any:
 
 
 def _expand_shape(args: list, p: dict) -> Any:
-    """ONNX Expand's output shape: ``shape`` broadcast bidirectionally with ``x``'s shape.
+    """ONNX Expand's output shape: ``shape`` broadcast bidirectionally with ``x``'s run-time shape (a
+    symbolic dim of ``x`` that is 1 at run time widens; the compiled broadcast reads it at
+    ``select(n == 1, 0, i)``). Dims that do not broadcast (3 vs 5) are an error naming ``p["node"]``.
 
-    ``p["kept_axes"]``: output axes where the compiled broadcast passes ``x``'s own (symbolic) dim
-    through, assuming it is not a 1 that the shape widens; the run checks that assumption instead of
-    returning a result of the wrong size.
+    Example:
+        >>> _expand_shape([np.array([2, 5]), np.zeros(1)], {}).tolist()
+        [2, 5]
     """
-    x_shape = args[1].shape
-    out = np.broadcast_shapes(x_shape, tuple(np.asarray(args[0]).reshape(-1).tolist()))
-    for axis in p.get("kept_axes", ()):
-        src = x_shape[axis - (len(out) - len(x_shape))]
-        if out[axis] != src:
-            raise IRError(f"Expand {p.get('node', '')!r}: the input's run-time dim {axis - (len(out) - len(x_shape))} "
-                          f"is {src}, which the shape widens to {out[axis]}; the compiled model assumed that "
-                          "symbolic dim is not a broadcast 1. Give the input a fixed size with shape_dict, or "
-                          "run the model with fallback=\"onnxruntime\"")
-    return np.array(out, "int64")
+    x_shape, target = args[1].shape, tuple(np.asarray(args[0]).reshape(-1).tolist())
+    try:
+        return np.array(np.broadcast_shapes(x_shape, target), "int64")
+    except ValueError:
+        raise IRError(f"Expand {p.get('node', '')!r}: the input's run-time shape {x_shape} does not broadcast to "
+                      f"the shape {target} (each dim must be 1 or equal, right-aligned); fix the input or the "
+                      "shape tensor") from None
+
+
+def _broadcast_check(args: list, p: dict) -> Any:
+    """``args[0]`` unchanged once its symbolic dims broadcast against the constants they meet:
+    ``p["dims"]`` is ``((axis, size), ...)``; each run-time dim must be 1 or ``size``. The compiled
+    broadcast reads a 1 correctly (``select(n == 1, 0, i)``) but a 3 against 5 would read out of bounds,
+    so the run stops here with the node's name.
+
+    Example:
+        >>> _broadcast_check([np.ones((1, 4))], {"dims": ((0, 5),), "node": "add0"}).shape
+        (1, 4)
+    """
+    x = args[0]
+    for axis, size in p.get("dims", ()):
+        if x.shape[axis] not in (1, size):
+            raise IRError(f"{p.get('op', 'node')} {p.get('node', '')!r}: operand {p.get('operand', 0)} has size "
+                          f"{x.shape[axis]} at axis {axis} at run time, which does not broadcast with {size} "
+                          "(must be 1 or equal); fix the input shapes")
+    return x
 
 
 def _reshape_shape(args: list, p: dict) -> Any:
@@ -295,7 +313,8 @@ def _tensor_to_shape(args: list, p: dict) -> Any:
 #: kind → ``fn(numpy args, params dict) -> array | tuple of arrays`` (``tensor_to_shape``: a tuple of ints).
 BUILTINS: "dict[str, Callable[[list, dict], Any]]" = {
     "nonzero": _nonzero, "unique": _unique, "compress": _compress, "topk": _topk, "slice": _slice,
-    "tile": _tile, "range": _range, "expand_shape": _expand_shape, "reshape_shape": _reshape_shape,
+    "tile": _tile, "range": _range, "expand_shape": _expand_shape, "broadcast_check": _broadcast_check,
+    "reshape_shape": _reshape_shape,
     "non_max_suppression": _non_max_suppression, "pad": _pad, "tensor_to_shape": _tensor_to_shape,
     "reduce": _reduce, "squeeze": _squeeze, "unsqueeze": _unsqueeze,
     **STRING_BUILTINS, **ML_BUILTINS,  # string tensors and the table-lookup ai.onnx.ml ops

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any, Callable, Sequence
 
 from ingot.ir import IntImm, PrimExpr, as_const_int, convert, structural_equal
+from ingot.tir import Select
 
 
 #: Block annotation: the default schedule keeps this stage as its own loop nest (`inline_injective`
@@ -79,9 +80,15 @@ def dims_equal(a: Any, b: Any) -> bool:
 def broadcast_shape(*shapes: Sequence[Any]) -> tuple:
     """numpy's broadcast of shapes whose dims are ints or expressions.
 
+    A symbolic dim against a constant other than 1 gives the constant: the symbolic one must be 1 or
+    equal to it at run time, and `broadcast_index` reads it either way.
+
     Example:
         >>> [int(d) for d in broadcast_shape((4, 1), (3,))]
         [4, 3]
+        >>> from ingot.ir import Var
+        >>> [str(d) for d in broadcast_shape((Var("n", "int64"),), (5,))]
+        ['5']
     """
     ndim = max(len(s) for s in shapes)
     out = []
@@ -94,20 +101,40 @@ def broadcast_shape(*shapes: Sequence[Any]) -> tuple:
             d = convert(s[j])
             if dim is None or is_one(dim):
                 dim = d
-            elif not is_one(d) and not dims_equal(dim, d):
+            elif is_one(d) or dims_equal(dim, d):
+                continue
+            elif as_const_int(d) is not None and as_const_int(dim) is None:
+                dim = d  # symbolic vs a constant: the constant (the symbolic one is 1 or equal at run time)
+            elif not (as_const_int(dim) is not None and as_const_int(d) is None):
                 raise ValueError(f"shapes {[tuple(map(str, s)) for s in shapes]} do not broadcast at axis {k}")
         out.append(dim)
     return tuple(out)
 
 
 def broadcast_index(tensor: Any, out_shape: Sequence[Any], indices: Sequence[Any]) -> tuple:
-    """The index into ``tensor`` for output index ``indices`` under numpy broadcasting."""
+    """The index into ``tensor`` for output index ``indices`` under numpy broadcasting.
+
+    A symbolic dim of ``tensor`` that is not provably the output's (``n`` against 5, or against
+    another symbolic dim) may be a broadcast 1 at run time: it is read at ``select(n == 1, 0, i)``.
+    Dims that are equal or constant keep the plain index (static kernels do not change).
+
+    Example:
+        >>> from ingot import te
+        >>> from ingot.ir import Var
+        >>> x = te.placeholder((Var("n", "int64"), 1), name="x")
+        >>> [str(e) for e in broadcast_index(x, (5, 3), (Var("i", "int64"), Var("j", "int64")))]
+        ['T.Select(n == T.int64(1), T.int64(0), i)', 'T.int64(0)']
+    """
     offset = len(out_shape) - len(tensor.shape)
     result = []
     for j, dim in enumerate(tensor.shape):
         out_dim = out_shape[j + offset]
+        index = convert(indices[j + offset])
         if is_one(dim) and not is_one(out_dim):
-            result.append(IntImm(convert(indices[j + offset]).dtype, 0))
+            result.append(IntImm(index.dtype, 0))
+        elif as_const_int(convert(dim)) is None and not is_one(out_dim) and not dims_equal(dim, out_dim):
+            one = convert(dim) == IntImm(convert(dim).dtype, 1)
+            result.append(Select(one, IntImm(index.dtype, 0), index))
         else:
             result.append(indices[j + offset])
     return tuple(result)

@@ -143,15 +143,52 @@ def test_expand_constant_of_shape_tile_range_slice_pad_with_run_time_inputs():
     ])
 
 
-def test_expand_of_a_symbolic_dim_that_is_a_widened_1_at_run_time_is_an_error_not_a_wrong_size():
-    # The kernel passes x's symbolic dim n through; with n = 1 and shape [5] ONNX broadcasts to 5 (the
-    # result came out with shape (1,)): the run now stops, naming the node, and other sizes still match.
+@pytest.mark.compiler
+def test_expand_of_a_symbolic_dim_that_is_1_at_run_time_broadcasts_like_onnx():
+    # x's symbolic dim n meets the run-time shape: n = 1 widens to 5 (the kernel reads x at
+    # select(n == 1, 0, i); it used to pass n through and return shape (1,)), n = 4 against 1 keeps 4,
+    # and 3 against 5, which ONNX Runtime refuses too, stops with an error naming the node.
     model = _model([helper.make_node("Expand", ["x", "s"], ["y"], name="expand0")],
                    [_vi("x", F, ["n"]), _vi("s", I64, [1])], [_out("y", F, 1)])
     ex, _ = _check(model, [[np.arange(3, dtype="float32"), np.array([3], "int64")],
-                           [np.ones(1, "float32"), np.array([1], "int64")]])
-    with pytest.raises(Exception, match=r"Expand 'expand0'.*dim 0 is 1, which the shape widens to 5"):
-        G.Executor(ex, ingot.cpu())["main"](np.array([7], "float32"), np.array([5], "int64"))
+                           [np.array([7], "float32"), np.array([5], "int64")],
+                           [np.arange(4, dtype="float32"), np.array([1], "int64")]])
+    with pytest.raises(Exception, match=r"Expand 'expand0'.*\(3,\) does not broadcast to the shape \(5,\)"):
+        G.Executor(ex, ingot.cpu())["main"](np.arange(3, dtype="float32"), np.array([5], "int64"))
+
+
+@pytest.mark.compiler
+def test_expand_of_a_2d_input_with_a_symbolic_batch_against_a_run_time_shape():
+    model = _model([helper.make_node("Expand", ["x", "s"], ["y"], name="expand0")],
+                   [_vi("x", F, ["n", 1]), _vi("s", I64, [3])], [_out("y", F, 3)])
+    rng = np.random.default_rng(0)
+    _check(model, [[rng.standard_normal((1, 1)).astype("float32"), np.array([2, 3, 4], "int64")],
+                   [rng.standard_normal((3, 1)).astype("float32"), np.array([2, 1, 4], "int64")],
+                   [rng.standard_normal((3, 1)).astype("float32"), np.array([1, 3, 1], "int64")]])
+
+
+@pytest.mark.compiler
+@pytest.mark.parametrize("op", ["Add", "Mul", "Sub"])
+def test_binary_op_with_a_symbolic_dim_that_is_1_at_run_time_broadcasts_against_a_constant(op):
+    # x: (n, 4) against y: (5, 1): the result is (5, 4) for n = 5 and for n = 1 (x read at
+    # select(n == 1, 0, i)); n = 3 would read x out of bounds, so the run stops naming the node.
+    model = _model([helper.make_node(op, ["x", "y"], ["z"], name="op0")],
+                   [_vi("x", F, ["n", 4]), _vi("y", F, [5, 1])], [_out("z", F, 2)])
+    rng = np.random.default_rng(1)
+    y = rng.standard_normal((5, 1)).astype("float32")
+    ex, _ = _check(model, [[rng.standard_normal((n, 4)).astype("float32"), y] for n in (5, 1)])
+    with pytest.raises(Exception, match=rf"{op} 'op0': operand 0 has size 3 at axis 0 .*does not broadcast with 5"):
+        G.Executor(ex, ingot.cpu())["main"](rng.standard_normal((3, 4)).astype("float32"), y)
+
+
+@pytest.mark.compiler
+def test_binary_op_with_a_run_time_1_on_the_constant_side_and_a_symbolic_batch():
+    # y's symbolic dim against x's 1 stays symbolic (the result is (n, 4)); x's 1 broadcasts.
+    model = _model([helper.make_node("Add", ["x", "y"], ["z"])],
+                   [_vi("x", F, [1, 4]), _vi("y", F, ["n", 1])], [_out("z", F, 2)])
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((1, 4)).astype("float32")
+    _check(model, [[x, rng.standard_normal((n, 1)).astype("float32")] for n in (1, 6)])
 
 
 @pytest.mark.compiler

@@ -20,8 +20,14 @@ def test_broadcast_and_symbolic_shape_inference():
     assert G.op.matmul(y, G.Var("w", T((8, 5)))).struct_info.shape == (n, 5)
     assert G.op.linear(y, G.Var("w", T((16, 8)))).struct_info.shape == (n, 16)
     assert structural_equal(G.op.flatten(G.Var("z", T((n, 2, 3)))).struct_info.shape[1], 6)
+    # a symbolic dim against a constant is the constant (n is 1 or 4 at run time; the kernel reads a 1
+    # at select(n == 1, 0, i)); against a different symbolic dim the result has no name: an error
+    assert G.op.add(G.Var("a", T((n,))), G.Var("c", T((4,)))).struct_info.shape == (4,)
+    assert G.op.add(G.Var("c", T((4, 1))), G.Var("a", T((n, 3)))).struct_info.shape == (4, 3)
     with pytest.raises(IRError, match="do not broadcast"):
-        G.op.add(G.Var("a", T((n,))), G.Var("c", T((4,))))
+        G.op.add(G.Var("a", T((n,))), G.Var("c", T((PVar("m", "int64"),))))
+    with pytest.raises(IRError, match="do not broadcast"):
+        G.op.add(G.Var("a", T((3,))), G.Var("c", T((4,))))
     # a -1 over symbolic sizes comes out simplified: the round trip gives n back, which broadcasts with n
     flat = G.op.reshape(G.Var("h", T((n, 8, 96))), (-1, 768))
     back = G.op.reshape(G.Var("f", flat.struct_info), (-1, 8, 96))

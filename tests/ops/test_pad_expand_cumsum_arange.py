@@ -49,6 +49,21 @@ def test_broadcast_to_expand_unsqueeze():
         G.op.broadcast_to(G.Var("x", T((3, 2))), (3, 4))
 
 
+@pytest.mark.parametrize("rows", [1, 5])
+def test_symbolic_dim_that_is_1_at_run_time_broadcasts_against_a_constant(rows):
+    # x: (n, 1) broadcast to (5, 4), and x + y with y: (5, 1): the kernel reads x's row at
+    # select(n == 1, 0, i), so n = 1 broadcasts like numpy and n = 5 reads row i.
+    n = PVar("n", "int64")
+    x = rng.standard_normal((rows, 1)).astype("float32")
+    np.testing.assert_allclose(run(lambda p: G.op.broadcast_to(p, (5, 4)), [x], shapes=[(n, 1)]),
+                               np.broadcast_to(x, (5, 4)))
+    y = rng.standard_normal((5, 1)).astype("float32")
+    np.testing.assert_allclose(run(lambda a, b: G.op.add(a, b), [x, y], shapes=[(n, 1), (5, 1)]), x + y, rtol=1e-6)
+    z = rng.standard_normal((1, 3)).astype("float32")
+    np.testing.assert_allclose(run(lambda a, b: G.op.multiply(a, b), [z, x], shapes=[(1, 3), (n, 1)]), z * x,
+                               rtol=1e-6)
+
+
 @pytest.mark.parametrize("axis, exclusive", [(0, False), (1, False), (-1, True)])
 def test_cumsum(axis, exclusive):
     x = rng.standard_normal((4, 6)).astype("float32")

@@ -107,6 +107,35 @@ def unify_runtime_dims(ctx: Any, exprs: list, skip_axis: "int | None" = None, br
     return [match_cast(ctx, e, d) if c else e for e, d, c in zip(exprs, shapes, changed)]
 
 
+def check_broadcast(ctx: Any, node: Any, exprs: list) -> list:
+    """The operands of an elementwise op, each symbolic dim that meets a constant other than 1 checked
+    at run time (the ``broadcast_check`` builtin): the graph broadcasts ``n`` with 5 to 5 and the kernel
+    reads a run-time 1 correctly, but a 3 would read out of bounds, so the run stops naming the node.
+
+    Example: ``Add(x[n], y[5])`` passes ``x`` through ``broadcast_check(dims=((0, 5),))``; a run with
+    ``n = 1`` broadcasts, ``n = 3`` raises ``Add 'add0': operand 0 has size 3 at axis 0 ...``.
+    """
+    infos = [e.struct_info for e in exprs]
+    if not all(isinstance(s, G.TensorStructInfo) and s.shape is not None for s in infos):
+        return list(exprs)
+    ndim = max(len(s.shape) for s in infos)
+    out = []
+    for i, (e, s) in enumerate(zip(exprs, infos)):
+        checks = []
+        for j, d in enumerate(s.shape):
+            k = j + ndim - len(s.shape)
+            sizes = {o.shape[k - ndim + len(o.shape)] for o in infos if k - ndim + len(o.shape) >= 0}
+            sizes = {v for v in sizes if isinstance(v, int) and v != 1}
+            if not isinstance(d, int) and sizes:
+                checks.append((j, max(sizes)))
+        if checks:
+            params = {"dims": tuple(checks), "node": node.name, "op": node.op_type, "operand": i}
+            e = ctx.expr(ctx.emit(G.op.builtin("broadcast_check", e, params=params,
+                                               outputs=((tuple(s.shape), str(s.dtype)),))))
+        out.append(e)
+    return out
+
+
 def match_cast(ctx: Any, e: Any, dims: Any) -> Any:
     """``e`` relabelled with ``dims`` (the ``match_cast`` builtin: the run binds the fresh ones among them
     and checks the others against ``e``'s actual shape).
@@ -164,15 +193,14 @@ def dynamic_expand(ctx: Any, node: Any) -> Any:
     x, shape = node.input(0), node.input(1)
     n = max(static_length(ctx, node, shape, "Expand's shape"), len(ctx.shape(x)))
     src = list(ctx.shape(x))
-    # Where the input's dim is not 1 the result's is the input's (the builtin checked the broadcast):
-    # say so, so the kernel's shapes relate. A symbolic input dim is assumed not to be a 1 that the
-    # shape widens; the builtin checks that at run time (kept_axes) rather than give a wrong size.
-    kept = [n - len(src) + k for k, d in enumerate(src) if not isinstance(d, int)]
-    target = _builtin(ctx, "expand_shape", [ctx.expr(shape), x], {"kept_axes": kept, "node": node.name},
-                      (((n,), "int64"),))
+    # The builtin broadcasts the shape with x's run-time shape (an error naming the node where they do
+    # not broadcast), so its dims are the result's. Where x's dim is a constant other than 1 the result's
+    # is that constant: say so, so the kernel's shapes relate. A symbolic dim of x keeps the builtin's
+    # dim (it may be a 1 the shape widens; the kernel reads it at select(n == 1, 0, i)).
+    target = _builtin(ctx, "expand_shape", [ctx.expr(shape), x], {"node": node.name}, (((n,), "int64"),))
     dims = list(_as_shape(ctx, node, target, "Expand's shape"))
     for k, d in enumerate(src):
-        if not (isinstance(d, int) and d == 1):
+        if isinstance(d, int) and d != 1:
             dims[n - len(src) + k] = d
     return ctx.emit(G.op.broadcast_to(ctx.expr(x), tuple(dims)))
 

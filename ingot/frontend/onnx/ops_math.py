@@ -311,7 +311,7 @@ def _binary(builder: Callable, shape_ref: "Callable | None") -> Callable:
             if isinstance(out, np.ndarray) and out.dtype == bool:
                 return out
             return np.asarray(out, dtype=object)
-        ea, eb = ops_dynamic.unify_runtime_dims(ctx, [ctx.expr(a), ctx.expr(b)])
+        ea, eb = ops_dynamic.check_broadcast(ctx, node, ops_dynamic.unify_runtime_dims(ctx, [ctx.expr(a), ctx.expr(b)]))
         if builder is G.op.power and ctx.dtype(ea) != ctx.dtype(eb):
             eb = ctx.expr(ctx.emit(G.op.cast(eb, ctx.dtype(ea))))  # Pow allows a different exponent type
         if builder is G.op.power and is_int_dtype(ctx.dtype(ea)):

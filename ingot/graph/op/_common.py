@@ -38,12 +38,17 @@ def known_shape(op: str, sinfo: TensorStructInfo, index: int = 0) -> tuple:
 def broadcast_shapes(op: str, *shapes: Sequence[Any]) -> tuple:
     """numpy broadcasting of shapes with int and symbolic dims.
 
-    A symbolic dim broadcasts with 1 and with itself; against a different dim the result cannot be
-    proven, so it is an error that says how to fix it.
+    A symbolic dim broadcasts with 1 and with itself; against a constant other than 1 the result is
+    the constant (the symbolic dim is 1 or that constant at run time: the kernel reads it with
+    ``select(n == 1, 0, i)``, see `ingot.ops._util.broadcast_index`); against a different symbolic
+    dim the result cannot be named, so it is an error that says how to fix it.
 
     Example:
         >>> broadcast_shapes("add", (2, 1, 3), (4, 1))
         (2, 4, 3)
+        >>> from ingot.ir import Var
+        >>> broadcast_shapes("add", (Var("n", "int64"),), (5,))
+        (5,)
     """
     ndim = max(len(s) for s in shapes)
     out = []
@@ -57,6 +62,10 @@ def broadcast_shapes(op: str, *shapes: Sequence[Any]) -> tuple:
             if isinstance(dim, int) and dim == 1:
                 dim = d
             elif isinstance(d, int) and d == 1:
+                continue
+            elif isinstance(d, int) and not isinstance(dim, int):
+                dim = d  # symbolic vs a constant: the constant
+            elif isinstance(dim, int) and not isinstance(d, int):
                 continue
             elif not dims_equal(dim, d):
                 raise op_error(op, f"shapes {tuple(map(str, shapes[0]))} and {tuple(map(str, shapes[1]))} do not "

@@ -19,7 +19,7 @@ import numpy as np
 from ..expr import Call, Expr
 from ..op_registry import OpPattern, make_call, op_error, register_op
 from ..struct_info import TensorStructInfo
-from ._common import broadcast_shapes, known_shape, norm_axis, tensor_sinfo, topi
+from ._common import known_shape, norm_axis, tensor_sinfo, topi
 from .manip import expand_dims
 
 # -- full / zeros / ones / arange -----------------------------------------------------------------
@@ -142,12 +142,17 @@ def pad(x: Expr, pad_width: Sequence[Sequence[int]], pad_value: float = 0.0, pad
 
 
 def _infer_broadcast_to(args: Any, attrs: Any) -> TensorStructInfo:
+    # The target is the result. A symbolic input dim may meet any target dim (a run-time 1 broadcasts:
+    # the kernel reads it at select(n == 1, 0, i)); whoever makes the target checks the pair at run
+    # time (ONNX Expand: the expand_shape builtin). A constant input dim must be 1 or the target's.
     x = tensor_sinfo("broadcast_to", args[0])
     target = tuple(attrs["shape"])
-    out = broadcast_shapes("broadcast_to", known_shape("broadcast_to", x), target)
-    if len(out) != len(target) or any(isinstance(a, int) and isinstance(b, int) and a != b
-                                      for a, b in zip(out, target)):
-        raise op_error("broadcast_to", f"cannot broadcast {tuple(map(str, x.shape))} to {tuple(map(str, target))}")
+    src = known_shape("broadcast_to", x)
+    offset = len(target) - len(src)
+    if offset < 0 or any(isinstance(d, int) and d != 1 and not (isinstance(t, int) and t == d)
+                         for d, t in zip(src, target[offset:] if offset >= 0 else ())):
+        raise op_error("broadcast_to", f"cannot broadcast {tuple(map(str, x.shape))} to {tuple(map(str, target))}: "
+                                       "each input dim must be 1 or the target's (right-aligned)")
     return TensorStructInfo(target, x.dtype)
 
 
