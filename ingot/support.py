@@ -57,9 +57,10 @@ def lazy_exports(package: str, names: "Mapping[str, tuple[str, str | None]]" = (
     return __getattr__, __dir__
 
 
-def write_atomic(path: "str | os.PathLike", data: "str | bytes") -> None:
-    """Write ``data`` (text or bytes) to ``path`` through a temp file in the same directory and a
-    rename, so readers never see half a file and a failure leaves nothing behind.
+def write_atomic(path: "str | os.PathLike", data: "str | bytes | memoryview") -> None:
+    """Write ``data`` (text, or bytes / a memoryview: a big buffer need not be copied into bytes first)
+    to ``path`` through a temp file in the same directory and a rename, so readers never see half
+    a file and a failure leaves nothing behind.
 
     Example:
         >>> write_atomic("/tmp/ingot-example.txt", "hello")
@@ -67,7 +68,7 @@ def write_atomic(path: "str | os.PathLike", data: "str | bytes") -> None:
     path = Path(path)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
     try:
-        if isinstance(data, bytes):
+        if isinstance(data, (bytes, bytearray, memoryview)):
             with os.fdopen(fd, "wb") as f:
                 f.write(data)
         else:
