@@ -607,14 +607,17 @@ INGOT_WEAK_EXPORT int32_t ingot_get_num_threads(void) { return (int32_t)ingot_te
  * Adaptive team (on unless ingot_set_adaptive_team(0)): stealing cannot move a task whose thread the OS
  * descheduled in the middle of it, and the join then waits for that thread's next time slice (the p99
  * beside a busy core). The caller times each loop: a join that waited much longer than a task takes
- * (INGOT_POOL_LATE_NS and INGOT_POOL_LATE_TASKS tasks) was late. After INGOT_POOL_LATE_TRIGGER late
- * joins close together the pool runs the next loops with one thread fewer (on 2 cores: on the caller
- * alone), for a hold that starts at INGOT_POOL_HOLD_MIN_NS; then the full team runs again (a probe):
- * INGOT_POOL_PROBE_LOOPS loops on time in which another thread ran tasks (one loop proves nothing when
- * late joins come every few dozen loops, nor does one the caller ran alone) and the cap goes, the next
- * hold halved; one late join and the cap stays, the hold doubled (up to INGOT_POOL_HOLD_MAX_NS). Only the
- * threads that claim a slot take part in a loop, so a capped team does not get its descheduled thread
- * back through stealing.
+ * (INGOT_POOL_LATE_NS and INGOT_POOL_LATE_TASKS tasks) was late; and what the team gained over the
+ * caller alone: n tasks at the caller's own mean task time, minus the loop's time. The gains add up in a
+ * running sum that forgets 1/INGOT_POOL_GAIN_WINDOW of itself per loop. A late join that leaves the sum
+ * below zero (the team lost more time waiting than its other threads saved: a busy core that takes
+ * the worker for a slice every few loops; not a worker that preempts a busy process for short loops and
+ * helps on most of them) caps the team at one thread fewer (on 2 cores: the caller alone) for a hold
+ * that starts at INGOT_POOL_HOLD_MIN_NS. Then the full team runs again (a probe), its sum from zero:
+ * INGOT_POOL_PROBE_LOOPS loops in which another thread ran tasks with the sum not below zero, and the
+ * cap goes, the next hold halved; a late join that leaves it below zero, and the cap stays, the hold
+ * doubled (up to INGOT_POOL_HOLD_MAX_NS). Only the threads that claim a slot take part in a loop, so a
+ * capped team does not get its descheduled thread back through stealing.
  * C11 atomics: generated kernels are C; a C++ file including the prelude does without the pool. */
 #ifndef __cplusplus
 #include <pthread.h>
@@ -630,11 +633,9 @@ typedef int32_t (*ingot_task_fn)(void* ctx, int64_t i);
  * for a descheduled thread: a time slice is milliseconds, a quiet join's skew is at most a task. */
 #define INGOT_POOL_LATE_NS 200000
 #define INGOT_POOL_LATE_TASKS 3
-/* Each late join adds INGOT_POOL_LATE_WEIGHT to a score that each on-time join lowers by 1; at
- * INGOT_POOL_LATE_TRIGGER the team shrinks: two late joins within 32 loops (a model's loops follow each
- * other; beside a busy core a late join comes every few dozen loops), not one stray interrupt. */
-#define INGOT_POOL_LATE_WEIGHT 64
-#define INGOT_POOL_LATE_TRIGGER 96
+/* The running sum of the team's gains forgets 1/this of itself per loop: about this many loops (a
+ * model call has dozens: a late join every few dozen loops is weighed against the loops around it). */
+#define INGOT_POOL_GAIN_WINDOW 64
 #define INGOT_POOL_HOLD_MIN_NS 20000000LL   /* first hold of a capped team: 20 ms, then probe */
 #define INGOT_POOL_PROBE_LOOPS 32            /* on-time loops of the full team that lift the cap */
 #define INGOT_POOL_HOLD_MAX_NS 1000000000LL /* longest hold: a failed probe costs one time slice */
@@ -666,7 +667,7 @@ typedef struct {
   /* Adaptive team state: read and written only by the caller that owns the pool (busy), whose
    * atomic_exchange/store of busy orders one owner's writes before the next owner's reads. */
   int32_t cap;                /* 0: the full team; else at most this many threads until hold_until */
-  int32_t late_score;
+  int64_t gain_ns;            /* running sum of what the team gained over the caller alone */
   int64_t hold_until_ns;
   int64_t hold_ns;            /* the next hold */
   int32_t probe_left;         /* > 0: probing the full team; on-time loops still to see */
@@ -808,7 +809,7 @@ static void ingot_pool_after_fork_in_child(void) {
   atomic_store(&p->busy, 0);
   atomic_store(&p->quit, 0);
   p->cap = 0; /* the child's own loops find out whether its cores are busy */
-  p->late_score = 0;
+  p->gain_ns = 0;
   p->probe_left = 0;
 }
 
@@ -859,35 +860,36 @@ INGOT_INLINE void ingot_pool_count(ingot_pool_t* p, int k) {
   atomic_fetch_add_explicit(&p->counters[k], 1, memory_order_relaxed);
 }
 
-/* After a loop of `team` threads whose caller ran `ran` tasks in own_ns and then waited wait_ns at the
- * join: count a late join and, with the adaptive team on, update it (the caller owns the pool). */
+/* After a loop of n tasks on `team` threads whose caller ran `ran` of them in own_ns and then waited
+ * wait_ns at the join: count a late join and, with the adaptive team on, update it (the caller owns the
+ * pool). */
 INGOT_INLINE void ingot_pool_adapt(ingot_pool_t* p, int adaptive, int64_t team, int probing, int64_t n,
                                    int64_t ran, int64_t own_ns, int64_t wait_ns, int64_t now) {
   int64_t mean_task = own_ns / (ran > 0 ? ran : 1);
   int late = wait_ns > INGOT_POOL_LATE_NS && wait_ns > INGOT_POOL_LATE_TASKS * mean_task;
   if (late) ingot_pool_count(p, 1);
-  if (!adaptive) return; /* counted only */
-  if (late) {
-    p->late_score += INGOT_POOL_LATE_WEIGHT;
-  } else if (p->late_score > 0) {
-    p->late_score -= 1;
-  }
+  if (!adaptive || ran == 0) return; /* counted only; or no task of the caller's to measure by */
+  /* The caller alone would have taken n tasks at its own pace; the team took own + wait. */
+  p->gain_ns += n * mean_task - (own_ns + wait_ns);
   if (p->hold_ns < INGOT_POOL_HOLD_MIN_NS) p->hold_ns = INGOT_POOL_HOLD_MIN_NS;
   if (probing) {
-    if (late) { /* still busy: hold longer before the next probe */
+    if (late && p->gain_ns < 0) { /* still losing to a busy core: hold longer before the next probe */
       p->hold_ns = p->hold_ns * 2 > INGOT_POOL_HOLD_MAX_NS ? INGOT_POOL_HOLD_MAX_NS : p->hold_ns * 2;
       p->hold_until_ns = now + p->hold_ns;
       p->probe_left = 0;
-    } else if (ran < n && --p->probe_left == 0) { /* the full team kept time: lift the cap */
+    } else if (ran < n && --p->probe_left == 0 && p->gain_ns >= 0) { /* the full team pays: lift the cap */
       __atomic_store_n(&p->cap, 0, __ATOMIC_RELAXED);
       p->hold_ns /= 2;
+    } else if (p->probe_left == 0) { /* no late join, but no gain either: hold as long again */
+      p->hold_until_ns = now + p->hold_ns;
     }
-    p->late_score = 0;
-  } else if (p->late_score >= INGOT_POOL_LATE_TRIGGER) {
-    __atomic_store_n(&p->cap, (int32_t)(team - 1), __ATOMIC_RELAXED);
-    p->hold_until_ns = now + p->hold_ns;
-    p->late_score = 0;
-    p->probe_left = 0;
+  } else {
+    p->gain_ns -= p->gain_ns / INGOT_POOL_GAIN_WINDOW;
+    if (late && p->gain_ns < 0) {
+      __atomic_store_n(&p->cap, (int32_t)(team - 1), __ATOMIC_RELAXED);
+      p->hold_until_ns = now + p->hold_ns;
+      p->probe_left = 0;
+    }
   }
 }
 
@@ -922,8 +924,9 @@ __attribute__((weak, visibility("hidden"))) int32_t ingot_parallel_for(int64_t b
         team = p->cap;
         ingot_pool_count(p, 2);
       } else {
-        if (p->probe_left == 0) { /* the hold is over: does the full team keep time again? */
+        if (p->probe_left == 0) { /* the hold is over: does the full team pay again? */
           p->probe_left = INGOT_POOL_PROBE_LOOPS;
+          p->gain_ns = 0;
           ingot_pool_count(p, 3);
         }
         probing = 1;
