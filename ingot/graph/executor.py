@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections import OrderedDict
 from typing import Any, Callable
 
 import numpy as np
@@ -39,7 +40,7 @@ from ingot.ir import expr as PE
 from ingot.ir.error import IRError
 
 from .expr import Function
-from .plan import ConstantTable, compile_plan, eval_dim_json, is_aot_compatible
+from .plan import ConstantTable, compile_plan, eval_dim_json, is_aot_compatible, nbytes_of, plan_bound_memory
 from .transform.legalize_ops import is_legalizable
 
 
@@ -470,18 +471,34 @@ class Executor:
     pool grows to the number of calls that ever ran at once (one arena each) and keeps them.
     The C entry runs without the GIL, so calls overlap where cores allow.
 
+    Run-time shapes (a plan whose memory plan is None: a dynamic batch or sequence, data-dependent
+    sizes): the first call with a given binding of the symbolic dims the inputs' shapes bind (e.g.
+    ``batch=1, seq=128``) plans every intermediate those dims size (`ingot.graph.plan.plan_bound_memory`,
+    the static planner's placement), and keeps that plan and a pool of arenas for it, keyed by the
+    binding; later calls with the same binding reuse both, so the kernels write memory that is
+    already mapped instead of fresh pages per call. The last ``max_bindings`` bindings are kept
+    (least recently used dropped); ``max_bindings=0`` allocates every intermediate per call. Values
+    sized by the data (NonZero, Unique, Loop results) are allocated per call either way; outputs are
+    never planned. `memory_stats` shows the plans and how often each was reused.
+
     Example: see `build`.
     """
 
     def __init__(self, executable: Executable, device: Any = None, use_aot: bool = True,
-                 on_step: "Callable[[str, dict, float], None] | None" = None):
+                 on_step: "Callable[[str, dict, float], None] | None" = None, max_bindings: int = 4):
         self.executable = executable
         self.device = device
         self.use_aot = use_aot and on_step is None
         self.on_step = on_step
+        self.max_bindings = max_bindings
         self._consts = self._constant_views()
-        # function name -> free workspace arenas (the interpreter's; list.pop/append are atomic)
+        # function name -> free (arena, planned views) pairs of its static plan (the interpreter's;
+        # list.pop/append are atomic)
         self._workspaces: dict[str, list] = {}
+        # function name -> {binding: _BoundPlan} of a plan with run-time shapes, least recently used first
+        self._bound: dict[str, OrderedDict] = {}
+        self._plans_made: dict[str, int] = {}
+        self._bound_lock = threading.Lock()  # guards the binding caches (lookup, insert, evict)
         self._runners: dict[str, Callable] = {}
         self._lock = threading.Lock()  # guards creating a runner (once per function)
 
@@ -491,12 +508,61 @@ class Executor:
                 for c in self.executable.constants]
 
     def _new_workspace(self, name: str) -> "np.ndarray | None":
-        """A fresh workspace arena for one call of ``name`` (None when its plan needs none)."""
-        plan = self.executable.plans[name]
-        mem = plan["memory"] or plan.get("known_memory")  # known_memory: the static part of a run-time plan
+        """A fresh workspace arena for one call of static function ``name`` (None when its plan needs none)."""
+        mem = self.executable.plans[name]["memory"]
         if mem is None or not mem["workspace_bytes"]:
             return None
         return _host_empty((mem["workspace_bytes"],), "uint8")
+
+    def _bound_plan(self, name: str, plan: dict, env: dict) -> "_BoundPlan | None":
+        """The memory plan of run-time function ``name`` for this call's binding ``env`` (made on the
+        binding's first call, kept for the last ``max_bindings`` bindings); None when disabled."""
+        if self.max_bindings <= 0:
+            return None
+        key = tuple(sorted(env.items()))
+        with self._bound_lock:
+            cache = self._bound.setdefault(name, OrderedDict())
+            bound = cache.get(key)
+            if bound is not None:
+                cache.move_to_end(key)
+                bound.calls += 1
+                return bound
+        # Planning runs outside the lock (place_buffers is quadratic in the values); two threads
+        # that both miss plan alike and the first one stored wins.
+        bound = _BoundPlan(dict(env), plan_bound_memory(plan, env))
+        with self._bound_lock:
+            cache = self._bound.setdefault(name, OrderedDict())
+            kept = cache.get(key)
+            if kept is not None:
+                kept.calls += 1
+                return kept
+            cache[key] = bound
+            self._plans_made[name] = self._plans_made.get(name, 0) + 1
+            while len(cache) > self.max_bindings:
+                cache.popitem(last=False)  # arenas in use by a call go with their caller
+            return bound
+
+    def memory_stats(self, name: str = "main") -> dict:
+        """How graph function ``name`` gets its intermediates: ``{"static": True, "workspace_bytes"}``
+        for a static memory plan; for run-time shapes, ``"plans_made"`` (binding plans made so
+        far, evicted ones included) and ``"bindings"``, most recently used last: per binding its
+        dims, ``workspace_bytes``, ``planned`` (values in the arena), ``calls`` (calls that used
+        the plan) and ``arenas`` (made for calls in flight at once).
+
+        Example:
+            >>> vm = Executor(ex)  # doctest: +SKIP
+            >>> vm["main"](np.ones((3, 8), "float32"))  # doctest: +SKIP
+            >>> vm.memory_stats()["bindings"]  # doctest: +SKIP
+            [{'binding': {'batch': 3}, 'workspace_bytes': 4096, 'planned': 5, 'calls': 1, 'arenas': 1}]
+        """
+        plan = self.executable.plans.get(name)
+        if plan is None:
+            raise KeyError(f"the executable has no graph function {name!r}; it has {sorted(self.executable.plans)}")
+        if plan["memory"] is not None:
+            return {"static": True, "workspace_bytes": plan["memory"]["workspace_bytes"]}
+        with self._bound_lock:
+            bindings = [b.summary() for b in self._bound.get(name, {}).values()]
+            return {"static": False, "plans_made": self._plans_made.get(name, 0), "bindings": bindings}
 
     def __getitem__(self, name: str) -> Callable[..., Any]:
         runner = self._runners.get(name)
@@ -624,20 +690,27 @@ class Executor:
             if isinstance(a, np.ndarray):
                 _bind_input(desc, a, env, name)
         values: list = [None] * len(plan["values"])
-        # This call's own workspace arena, from the pool (see the class note on thread safety).
-        free = self._workspaces.setdefault(name, [])
+        # This call's own workspace arena and its views, from the pool of the static plan or of
+        # this binding's plan (see the class note on thread safety).
+        if plan["memory"] is not None:
+            mem, free, binding = plan["memory"], self._workspaces.setdefault(name, []), {}
+        else:
+            bound = self._bound_plan(name, plan, env)
+            if bound is None or bound.memory is None:
+                return self._interpret(name, plan, args, env, values, {})
+            mem, free, binding = bound.memory, bound.free, bound.env
         try:
-            ws = free.pop()
+            arena = free.pop()
         except IndexError:
-            ws = self._new_workspace(name)
+            arena = _new_arena(plan, mem, binding)
+            if plan["memory"] is None:
+                bound.arenas += 1
         try:
-            return self._interpret(name, plan, args, env, values, ws)
+            return self._interpret(name, plan, args, env, values, arena[1])
         finally:
-            free.append(ws)
+            free.append(arena)
 
-    def _interpret(self, name: str, plan: dict, args: list, env: dict, values: list,
-                   ws: "np.ndarray | None") -> Any:
-        planned = self._planned_views(plan, ws) if ws is not None else {}
+    def _interpret(self, name: str, plan: dict, args: list, env: dict, values: list, planned: dict) -> Any:
 
         def resolve(ref: Any) -> Any:
             kind = ref[0]
@@ -680,16 +753,6 @@ class Executor:
                 on_step(name, step, time.perf_counter() - t0)
         return resolve(plan["output"])
 
-    @staticmethod
-    def _planned_views(plan: dict, ws: np.ndarray) -> dict:
-        views = {}
-        for key, off in (plan["memory"] or plan["known_memory"])["offsets"].items():
-            desc = plan["values"][int(key)]
-            from .plan import nbytes_of
-
-            views[int(key)] = ws[off:off + nbytes_of(desc)].view(desc["dtype"]).reshape(desc["shape"])
-        return views
-
     def _run_step(self, fname: str, step: dict, resolve: Callable, alloc: Callable, values: list) -> None:
         from ingot.runtime import get_global_func
         from ingot.runtime.ndarray import NDArray
@@ -731,6 +794,41 @@ class Executor:
             values[step["out"]] = run_control_step(step, [resolve(a) for a in step["args"]], self.invoke)
         else:
             raise IRError(f"{fname}: unknown plan step {op!r} (a newer Ingot wrote this plan?)")
+
+
+class _BoundPlan:
+    """The memory plan of a run-time function for one binding of its symbolic dims, with its pool
+    of free ``(arena, views)`` pairs (list.pop/append are atomic) and use counts."""
+
+    __slots__ = ("env", "memory", "free", "calls", "arenas")
+
+    def __init__(self, env: dict, memory: "dict | None"):
+        self.env = env
+        self.memory = memory
+        self.free: list = []
+        self.calls = 1
+        self.arenas = 0
+
+    def summary(self) -> dict:
+        mem = self.memory or {}
+        return {"binding": dict(self.env), "workspace_bytes": mem.get("workspace_bytes", 0),
+                "planned": len(mem.get("offsets", ())), "calls": self.calls, "arenas": self.arenas}
+
+
+def _new_arena(plan: dict, mem: dict, binding: dict) -> "tuple[np.ndarray | None, dict]":
+    """A workspace arena for memory plan ``mem`` of ``plan`` and the view of every planned value in
+    it (``{value id: array}``, made once per arena: a call only looks them up). The shapes are
+    evaluated with ``binding``, the symbolic dims the plan was made for (a static plan has none)."""
+    if not mem["workspace_bytes"]:
+        return None, {}
+    ws = _host_empty((mem["workspace_bytes"],), "uint8")
+    views = {}
+    for key, off in mem["offsets"].items():
+        desc = plan["values"][int(key)]
+        shape = tuple(eval_dim_json(d, binding) for d in desc["shape"])
+        views[int(key)] = ws[off:off + nbytes_of({"shape": shape, "dtype": desc["dtype"]})].view(
+            desc["dtype"]).reshape(shape)
+    return ws, views
 
 
 def _unwrap(result: Any) -> Any:

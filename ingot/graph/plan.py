@@ -329,6 +329,32 @@ def output_values(plan: dict) -> set:
     return out
 
 
+def _plan_values(plan: dict, size_of: Any) -> "dict | None":
+    """The one planner behind `plan_memory`, `plan_known_memory` and `plan_bound_memory`: places
+    every intermediate tensor ``size_of(desc)`` gives a size for (None: not planned) with
+    `place_buffers` over `value_lifetimes`; None when there is nothing to plan.
+
+    Never planned: function outputs (fresh arrays for the caller), builtin outputs (a builtin
+    returns its own array of the size it found) and values a step that is not destination-passing
+    may return a view of into the result (`result_aliases`), so no output aliases the arena."""
+    values = plan["values"]
+    skip = result_aliases(plan) | {v for s in plan["steps"] if s.get("op") == "builtin" for v in s.get("outs", ())}
+    planned, sizes = [], []
+    for i, v in enumerate(values):
+        if i in skip or v["shape"] is None or v["dtype"] in (None, "string"):
+            continue
+        size = size_of(v)
+        if size is not None:
+            planned.append(i)
+            sizes.append(size)
+    if not planned:
+        return None
+    live = value_lifetimes(plan)
+    offsets, peak = place_buffers(sizes, [live[i] for i in planned])
+    return {"offsets": {str(i): off for i, off in zip(planned, offsets)}, "workspace_bytes": peak,
+            "naive_bytes": sum(align_up(s) for s in sizes)}
+
+
 def plan_memory(plan: dict) -> "dict | None":
     """The static memory plan of ``plan``'s intermediate tensors, or None with symbolic shapes.
 
@@ -341,16 +367,7 @@ def plan_memory(plan: dict) -> "dict | None":
     if any(v["shape"] is None or not _is_static(v) for v in values) or not all(
             i["shape"] is not None and all(isinstance(d, int) for d in i["shape"]) for i in plan["inputs"]):
         return None
-    outs = output_values(plan)
-    live = value_lifetimes(plan)
-    # A builtin returns its own arrays (and string tensors are object arrays): nothing to plan for them.
-    own = {v for s in plan["steps"] if s["op"] == "builtin" for v in s.get("outs", ())}
-    planned = [i for i, v in enumerate(values) if i not in outs and i not in own and v["shape"] is not None]
-    sizes = [nbytes_of(values[i]) for i in planned]
-    lifetimes = [live[i] for i in planned]
-    offsets, peak = place_buffers(sizes, lifetimes)
-    return {"offsets": {str(i): off for i, off in zip(planned, offsets)}, "workspace_bytes": peak,
-            "naive_bytes": sum(align_up(s) for s in sizes)}
+    return _plan_values(plan, nbytes_of) or {"offsets": {}, "workspace_bytes": 0, "naive_bytes": 0}
 
 
 def plan_known_memory(plan: dict) -> "dict | None":
@@ -367,23 +384,63 @@ def plan_known_memory(plan: dict) -> "dict | None":
         >>> plan_known_memory(plan)["offsets"]
         {'0': 0}
     """
-    values = plan["values"]
-    outs = output_values(plan)
-    own = {v for s in plan["steps"] if s["op"] == "builtin" for v in s.get("outs", ())}
-    planned = [i for i, v in enumerate(values)
-               if i not in outs and i not in own and v["shape"] is not None and _is_static(v)]
-    if not planned:
+    return _plan_values(plan, lambda desc: nbytes_of(desc) if _is_static(desc) else None)
+
+
+def bound_nbytes(desc: dict, env: dict) -> "int | None":
+    """Bytes of tensor ``desc`` with its symbolic dims bound by name in ``env``; None when a dim
+    uses a variable ``env`` does not bind (a size only the data knows, bound later in the run).
+
+    Example:
+        >>> bound_nbytes({"shape": [{"var": "batch"}, 8], "dtype": "float32"}, {"batch": 3})
+        96
+        >>> bound_nbytes({"shape": [{"var": "rt0"}], "dtype": "float32"}, {"batch": 3}) is None
+        True
+    """
+    try:
+        shape = [eval_dim_json(d, env) for d in desc["shape"]]
+    except IRError:
         return None
-    live = value_lifetimes(plan)
-    sizes = [nbytes_of(values[i]) for i in planned]
-    offsets, peak = place_buffers(sizes, [live[i] for i in planned])
-    return {"offsets": {str(i): off for i, off in zip(planned, offsets)}, "workspace_bytes": peak,
-            "naive_bytes": sum(align_up(s) for s in sizes)}
+    if any(d < 0 for d in shape):
+        return None
+    return nbytes_of({"shape": shape, "dtype": desc["dtype"]})
+
+
+def plan_bound_memory(plan: dict, env: dict) -> "dict | None":
+    """The memory plan of a plan with symbolic shapes for one binding of its symbolic dims
+    (``env``: name -> value, e.g. bound from the inputs' shapes): every intermediate whose size
+    ``env`` determines is placed (same form and algorithm as `plan_memory`, offsets for this
+    binding only); values sized by the data (NonZero, Unique, Loop results, dims a builtin binds
+    later) are left to per-call allocation. None when nothing can be planned.
+
+    Example:
+        >>> plan = {"steps": [{"op": "call_tir", "args": [["input", 0]], "outs": [0]},
+        ...                   {"op": "call_tir", "args": [["value", 0]], "outs": [1]},
+        ...                   {"op": "call_tir", "args": [["value", 1]], "outs": [2]}],
+        ...         "values": [{"shape": [{"var": "n"}, 16], "dtype": "float32", "step": 0},
+        ...                    {"shape": [{"var": "n"}, 16], "dtype": "float32", "step": 1},
+        ...                    {"shape": [{"var": "n"}], "dtype": "float32", "step": 2}],
+        ...         "output": ["value", 2], "inputs": []}
+        >>> plan_bound_memory(plan, {"n": 2})
+        {'offsets': {'0': 0, '1': 128}, 'workspace_bytes': 256, 'naive_bytes': 256}
+    """
+    return _plan_values(plan, lambda desc: bound_nbytes(desc, env))
+
+
+#: Steps whose destinations the executor allocates (outputs never alias inputs); any other step
+#: (builtin, packed call, graph call, control flow) may return its input or a view of it.
+_DPS_OPS = ("call_tir", "call_dps_packed")
+
+
+def _step_outs(step: dict) -> list:
+    return list(step.get("outs", ())) + ([step["out"]] if "out" in step else [])
 
 
 def value_lifetimes(plan: dict) -> dict:
     """``{value id: (first step, last step)}`` of every tensor a step of ``plan`` produces, inclusive:
     from the step that writes it to the last step that reads it (the producing step when unread).
+    An argument of a step that is not destination-passing (a builtin, packed call, graph call or
+    control-flow step may return a view of it) lives as long as that step's results.
 
     Example:
         >>> plan = {"steps": [{"args": [["input", 0]], "outs": [0]}, {"args": [["value", 0]], "outs": [1]}],
@@ -395,7 +452,39 @@ def value_lifetimes(plan: dict) -> dict:
     for k, step in enumerate(plan["steps"]):
         for a in step["args"]:
             _walk_refs(a, lambda v, k=k: last_use.__setitem__(v, k))
-    return {i: (v["step"], max(v["step"], last_use.get(i, v["step"]))) for i, v in enumerate(plan["values"])}
+    end = {i: max(v["step"], last_use.get(i, v["step"])) for i, v in enumerate(plan["values"])}
+    # Backwards, so that a view of a view lives as long as the last one.
+    for k in range(len(plan["steps"]) - 1, -1, -1):
+        step = plan["steps"][k]
+        if step.get("op", "call_tir") in _DPS_OPS:
+            continue
+        until = max([end[o] for o in _step_outs(step)] + [k])
+
+        def extend(v: int, until: int = until) -> None:
+            end[v] = max(end[v], until)
+
+        for a in step["args"]:
+            _walk_refs(a, extend)
+    return {i: (v["step"], end[i]) for i, v in enumerate(plan["values"])}
+
+
+def result_aliases(plan: dict) -> set:
+    """Ids of the values that are (part of) the function's result or may be viewed by it through
+    steps that are not destination-passing (`value_lifetimes`): none of them may live in a workspace.
+
+    Example:
+        >>> plan = {"steps": [{"op": "call_tir", "args": [], "outs": [0]},
+        ...                   {"op": "builtin", "args": [["value", 0]], "outs": [1]}],
+        ...         "values": [{"step": 0}, {"step": 1}], "output": ["value", 1]}
+        >>> sorted(result_aliases(plan))
+        [0, 1]
+    """
+    out = output_values(plan)
+    for step in reversed(plan["steps"]):
+        if step.get("op", "call_tir") not in _DPS_OPS and any(o in out for o in _step_outs(step)):
+            for a in step["args"]:
+                _walk_refs(a, out.add)
+    return out
 
 
 def check_memory_plan(plan: dict) -> None:
