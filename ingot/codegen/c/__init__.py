@@ -35,7 +35,8 @@ __all__ = ["CSource", "CodegenError", "CPrinter", "check_unique_name", "exported
            "generate_c"]
 
 _PRELUDE_SYMBOLS = (abi.SYM_METADATA, abi.SYM_SOURCE, abi.SYM_TIME_FUNCTION, abi.SYM_TIME_FUNCTION_FLUSHED,
-                    abi.SYM_SET_NUM_THREADS, abi.SYM_GET_NUM_THREADS, abi.SYM_ABI_VERSION)
+                    abi.SYM_SET_NUM_THREADS, abi.SYM_GET_NUM_THREADS, abi.SYM_SET_ADAPTIVE_TEAM,
+                    abi.SYM_POOL_COUNTERS, abi.SYM_ABI_VERSION)
 
 
 @dataclasses.dataclass(frozen=True)
