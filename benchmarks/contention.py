@@ -195,7 +195,7 @@ def bench(name: str, args, workdir: str) -> dict:
         samples[(label, cond)].append(per_call_ms(fn, calls, budget))
         if cond == "loaded" and adaptive is not None:
             after = lib.pool_counters() if lib is not None else {}
-            for key in ("loops", "late", "capped"):
+            for key in ("loops", "late", "capped", "late_wait_ns"):
                 counters[label][key] = counters[label].get(key, 0) + after.get(key, 0) - before.get(key, 0)
 
     # Quiet and loaded alternate, the hog started and stopped per round, so a drift of the machine over
@@ -234,8 +234,8 @@ def report(rows: list) -> str:
         for label in r["runtimes"]:
             q, l_, ratio = r[f"{label}_quiet"], r[f"{label}_loaded"], r[f"{label}_ratio"]
             pool = r.get(f"{label}_pool") or {}
-            pool_text = (f"{pool['late']} late / {pool['loops']} loops, {pool['capped']} capped"
-                         if "loops" in pool else "")
+            pool_text = (f"{pool['late']} late ({pool.get('late_wait_ns', 0) / 1e6:.1f} ms waited) / "
+                         f"{pool['loops']} loops, {pool['capped']} capped" if "loops" in pool else "")
             lines.append(f"| {r['model']} | {_SHOWN.get(label, label)} | {q['median']:.3f} | {q['p99']:.3f} | "
                          f"{l_['median']:.3f} | {l_['p99']:.3f} | {ratio['median']:.2f} [{ratio['min']:.2f}-"
                          f"{ratio['max']:.2f}] | {l_['p99'] / q['p99']:.2f} | {pool_text} |")

@@ -671,8 +671,9 @@ typedef struct {
   int64_t hold_until_ns;
   int64_t hold_ns;            /* the next hold */
   int32_t probe_left;         /* > 0: probing the full team; on-time loops still to see */
-  /* Loops on the pool, late joins, loops run by a capped team, probes (ingot_pool_counters). */
-  _Atomic int64_t counters[4];
+  /* Loops on the pool, late joins, loops run by a capped team, probes, ns waited at late joins
+   * (ingot_pool_counters). */
+  _Atomic int64_t counters[5];
   ingot_pool_slot_t slots[INGOT_POOL_MAX_WORKERS + 1];
 } ingot_pool_t;
 
@@ -839,13 +840,13 @@ INGOT_WEAK_EXPORT int32_t ingot_set_adaptive_team(int32_t on) {
   return atomic_exchange(&ingot_pool_adaptive_var, on != 0 ? 1 : 0);
 }
 
-/* Copies up to n of: loops run on the pool, late joins, loops run by a capped team, probes, and the
- * current cap (0: none) into out; returns how many it wrote. The cap is a snapshot (another caller may
- * own the pool). */
+/* Copies up to n of: loops run on the pool, late joins, loops run by a capped team, probes, nanoseconds
+ * the caller waited at late joins, and the current cap (0: none) into out; returns how many it wrote.
+ * The cap is a snapshot (another caller may own the pool). */
 INGOT_WEAK_EXPORT int32_t ingot_pool_counters(int64_t* out, int32_t n) {
   ingot_pool_t* p = &ingot_pool;
   int32_t k = 0;
-  for (; k < n && k < 4; ++k) out[k] = atomic_load_explicit(&p->counters[k], memory_order_relaxed);
+  for (; k < n && k < 5; ++k) out[k] = atomic_load_explicit(&p->counters[k], memory_order_relaxed);
   if (k < n) out[k++] = (int64_t)__atomic_load_n(&p->cap, __ATOMIC_RELAXED);
   return k;
 }
@@ -867,7 +868,10 @@ INGOT_INLINE void ingot_pool_adapt(ingot_pool_t* p, int adaptive, int64_t team, 
                                    int64_t ran, int64_t own_ns, int64_t wait_ns, int64_t now) {
   int64_t mean_task = own_ns / (ran > 0 ? ran : 1);
   int late = wait_ns > INGOT_POOL_LATE_NS && wait_ns > INGOT_POOL_LATE_TASKS * mean_task;
-  if (late) ingot_pool_count(p, 1);
+  if (late) {
+    ingot_pool_count(p, 1);
+    atomic_fetch_add_explicit(&p->counters[4], wait_ns, memory_order_relaxed);
+  }
   if (!adaptive || ran == 0) return; /* counted only; or no task of the caller's to measure by */
   /* The caller alone would have taken n tasks at its own pace; the team took own + wait. */
   p->gain_ns += n * mean_task - (own_ns + wait_ns);

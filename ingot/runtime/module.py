@@ -445,13 +445,13 @@ class Module:
     def pool_counters(self) -> dict:
         """Counters of this module's thread pool since it was loaded: ``loops`` run on the pool,
         ``late`` joins (a thread came back much later than its tasks take), ``capped`` loops run on
-        a smaller team, ``probes`` of the full team, and the current ``cap`` (0: none). Empty for a
-        library built before the counters.
+        a smaller team, ``probes`` of the full team, ``late_wait_ns`` (the time callers waited at
+        late joins), and the current ``cap`` (0: none). Empty for a library built before the counters.
 
         Example::
 
             >>> sorted(mod.pool_counters())  # doctest: +SKIP
-            ['cap', 'capped', 'late', 'loops', 'probes']
+            ['cap', 'capped', 'late', 'late_wait_ns', 'loops', 'probes']
         """
         try:
             f = getattr(self._lib, abi.SYM_POOL_COUNTERS)
@@ -459,9 +459,9 @@ class Module:
             return {}
         f.restype = ctypes.c_int32
         f.argtypes = [ctypes.c_void_p, ctypes.c_int32]
-        out = (ctypes.c_int64 * 5)()
-        n = f(out, 5)
-        return dict(zip(("loops", "late", "capped", "probes", "cap"), (int(v) for v in out[:n])))
+        out = (ctypes.c_int64 * 6)()
+        n = f(out, 6)
+        return dict(zip(("loops", "late", "capped", "probes", "late_wait_ns", "cap"), (int(v) for v in out[:n])))
 
     def __repr__(self) -> str:
         return f"<ingot.Module {os.path.basename(self.lib_path)} functions={self.function_names}>"

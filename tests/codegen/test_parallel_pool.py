@@ -270,9 +270,9 @@ def _adapt_lib(tag):
 
 
 def _counters(lib):
-    out = np.zeros(5, "int64")
-    assert lib.ingot_pool_counters(out.ctypes.data, 5) == 5
-    return dict(zip(("loops", "late", "capped", "probes", "cap"), out.tolist()))
+    out = np.zeros(6, "int64")
+    assert lib.ingot_pool_counters(out.ctypes.data, 6) == 6
+    return dict(zip(("loops", "late", "capped", "probes", "late_wait_ns", "cap"), out.tolist()))
 
 
 def _run_adapt(lib, rounds, worker_sleep_ns, n=64, sleep_every=1):
@@ -316,7 +316,7 @@ def test_without_the_adaptive_team_every_loop_runs_on_the_full_team():
     _run_adapt(lib, 30, 2_000_000)
     c = _counters(lib)
     assert c["capped"] == 0 and c["probes"] == 0 and c["cap"] == 0 and c["loops"] == 30, c
-    assert c["late"] >= 2, c  # late joins are counted with the adaptive team off too
+    assert c["late"] >= 2 and c["late_wait_ns"] > c["late"] * 200_000, c  # counted with the adaptive team off too
     assert lib.ingot_set_adaptive_team(1) == 0
     _run_adapt(lib, 30, 2_000_000)
     assert _counters(lib)["capped"] > 0
