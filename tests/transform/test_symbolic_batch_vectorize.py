@@ -21,7 +21,8 @@ from ingot.ops.schedule import schedule_blocks
 from ingot.target import Target
 from ingot.tir.schedule import Schedule
 from ingot.tir.stmt import BufferStore, For, ForKind
-from ingot.tir.transform.vectorize import vectorize_loop, widen_index
+from ingot.tir.transform.vectorize import vectorize_loop
+from ingot.tir.transform.widen import widen_index
 
 TARGET = "llvm -num-cores=2"
 RNG = np.random.default_rng(17)
@@ -101,3 +102,38 @@ def test_symbolic_batch_conv_vectorizes_like_static_and_matches(name, c, hw, o, 
         out = np.zeros((batch, oh, oh, o), "float32")
         lib["main"](xa, wp, ba, out)
         np.testing.assert_allclose(out, _reference(xa, wa, ba, s, k), rtol=1e-4, atol=1e-4)
+
+
+def _store_divisions(sch, buffer_name: str) -> int:
+    """``//`` and ``%`` in the lowered indices of the stores to ``buffer_name``."""
+    count = [0]
+
+    def visit(node):
+        if isinstance(node, BufferStore) and node.buffer.name == buffer_name:
+            post_order_visit(node.indices, lambda e: count.__setitem__(
+                0, count[0] + isinstance(e, (E.FloorDiv, E.FloorMod))))
+
+    post_order_visit(ingot.lower(sch.mod)["main"].body, visit)
+    return count[0]
+
+
+@pytest.mark.compiler
+def test_symbolic_batch_transpose_index_simplifies_like_static():
+    # NCHW -> NHWC of a 3-channel image (a model's first kernel): the fused (w, c) loop is split, so
+    # the store index is (x // 3) * 3 + x % 3; with the batch int64 the terms sat under casts and
+    # stayed a division and a modulo per element instead of x
+    def layer(n):
+        x = te.placeholder((n, 3, 20, 20), name="x")
+        return [x, ops.transpose(x, (0, 2, 3, 1))]
+
+    target = Target(TARGET)
+    static = schedule_blocks(Schedule(te.create_prim_func(layer(1))), target)
+    dynamic = schedule_blocks(Schedule(te.create_prim_func(layer(Var("batch", "int64")))), target)
+    out_name = te.create_prim_func(layer(1)).buffer_params[-1].name
+    assert _store_divisions(dynamic, out_name) == _store_divisions(static, out_name)
+    lib = ingot.build(dynamic.mod, TARGET)
+    for batch in (1, 3):
+        xa = RNG.standard_normal((batch, 3, 20, 20)).astype("float32")
+        out = np.zeros((batch, 20, 20, 3), "float32")
+        lib["main"](xa, out)
+        np.testing.assert_array_equal(out, xa.transpose(0, 2, 3, 1))

@@ -9,6 +9,11 @@ indices reach code generation as clean affine forms. Besides expressions the pas
   (thread-bound loops are kept: they name a hardware axis),
 * removes a loop whose extent is provably <= 0.
 
+In a function with run-time (symbolic) buffer dims, widening integer casts are first pushed to the
+leaves of each expression (`widen.widen_casts`): the int64 batch mixes with the int32 tile loops,
+and ``(int64)(x // 3) * 3 + (int64)(x % 3)`` only simplifies to ``(int64)x`` with the casts on the
+variables (issue #17). Functions with constant shapes have no such mix and are left as they were.
+
 Example:
     before:  for i0, i1 in T.grid(4, 16): B[(i0 * 16 + i1) // 16, (i0 * 16 + i1) % 16] = 0.0
     after:   for i0, i1 in T.grid(4, 16): B[i0, i1] = 0.0
@@ -24,19 +29,24 @@ from ..function import PrimFunc
 from ..stmt import For, ForKind, IfThenElse, LetStmt, Stmt
 from ._arith import Analyzer
 from .base import no_op, prim_func_pass
+from .widen import widen_casts
 
 __all__ = ["Simplify", "simplify_stmt"]
 
 
 class _Simplifier(Mutator):
-    def __init__(self, analyzer: Analyzer) -> None:
+    def __init__(self, analyzer: Analyzer, widen: bool = False) -> None:
         self.analyzer = analyzer
+        self.widen = widen
+
+    def _simplify(self, e: PrimExpr) -> PrimExpr:
+        return self.analyzer.simplify(widen_casts(e) if self.widen else e)
 
     # Expressions: simplify each maximal integer/bool expression once (the analyzer recurses into
     # it); float expressions are walked so the indices of their loads are simplified.
     def generic_visit(self, node: Any) -> Any:
         if isinstance(node, PrimExpr) and (node.dtype.is_integer or node.dtype.is_bool):
-            return self.analyzer.simplify(node)
+            return self._simplify(node)
         return super().generic_visit(node)
 
     def visit_Var(self, node: Any) -> Any:
@@ -46,15 +56,15 @@ class _Simplifier(Mutator):
         # A float Select whose condition folds (an unrolled copy of a table lookup, e.g. the
         # Winograd transforms) becomes its chosen branch: exact, and the rest is never visited.
         if node.dtype.is_integer or node.dtype.is_bool:
-            return self.analyzer.simplify(node)
+            return self._simplify(node)
         cond = self.visit(node.condition)
         if _const_bool(cond) is not None:
             return self.visit(node.true_value if _const_bool(cond) else node.false_value)
         return Select(cond, self.visit(node.true_value), self.visit(node.false_value))
 
     def visit_For(self, node: For) -> Stmt:
-        lo = self.analyzer.simplify(node.min)
-        extent = self.analyzer.simplify(node.extent)
+        lo = self._simplify(node.min)
+        extent = self._simplify(node.extent)
         if node.kind != ForKind.THREAD_BINDING:
             if as_const_int(extent) == 1:
                 return self.visit(substitute(node.body, {node.loop_var: lo}))
@@ -65,7 +75,7 @@ class _Simplifier(Mutator):
         return node.replace(min=lo, extent=extent, body=body)
 
     def visit_IfThenElse(self, node: IfThenElse) -> Stmt:
-        cond = self.analyzer.simplify(node.condition)
+        cond = self._simplify(node.condition)
         if _const_bool(cond) is True or self.analyzer.can_prove(cond):
             return self.visit(node.then_case)
         if _const_bool(cond) is False or self.analyzer.can_prove(~cond):
@@ -75,7 +85,7 @@ class _Simplifier(Mutator):
         return node.replace(condition=cond, then_case=then_case, else_case=else_case)
 
     def visit_LetStmt(self, node: LetStmt) -> Stmt:
-        return node.replace(value=self.analyzer.simplify(node.value), body=self.visit(node.body))
+        return node.replace(value=self._simplify(node.value), body=self.visit(node.body))
 
 
 def _const_bool(e: PrimExpr) -> "bool | None":
@@ -84,8 +94,9 @@ def _const_bool(e: PrimExpr) -> "bool | None":
     return None
 
 
-def simplify_stmt(stmt: Stmt, analyzer: "Analyzer | None" = None) -> Stmt:
-    """``stmt`` with every expression simplified under the enclosing loops' ranges.
+def simplify_stmt(stmt: Stmt, analyzer: "Analyzer | None" = None, widen: bool = False) -> Stmt:
+    """``stmt`` with every expression simplified under the enclosing loops' ranges; ``widen`` first
+    pushes widening integer casts to the leaves (`widen.widen_casts`, see the module note).
 
     Example:
         >>> from ingot.ir import Var, decl_buffer
@@ -95,7 +106,12 @@ def simplify_stmt(stmt: Stmt, analyzer: "Analyzer | None" = None) -> Stmt:
         >>> str(s.body.indices[0])
         'i'
     """
-    return _Simplifier(analyzer or Analyzer()).visit(stmt)
+    return _Simplifier(analyzer or Analyzer(), widen).visit(stmt)
+
+
+def _has_runtime_dims(func: PrimFunc) -> bool:
+    """Whether a parameter buffer of ``func`` has a symbolic (run-time) dim."""
+    return any(not isinstance(d, (int, IntImm)) for buf in func.buffer_params for d in buf.shape)
 
 
 def Simplify():  # noqa: N802
@@ -109,6 +125,6 @@ def Simplify():  # noqa: N802
     def transform(func: PrimFunc, mod, ctx) -> PrimFunc:
         analyzer = Analyzer()
         # Shape variables are non-negative: a symbolic extent is a size.
-        return func.with_body(simplify_stmt(func.body, analyzer))
+        return func.with_body(simplify_stmt(func.body, analyzer, _has_runtime_dims(func)))
 
     return prim_func_pass(transform, opt_level=0, name="Simplify")

@@ -44,48 +44,13 @@ from ingot.ir.structural import structural_equal
 from ..function import PrimFunc
 from ..stmt import BufferStore, For, ForKind, IfThenElse, SeqStmt, Stmt
 from ._arith import Analyzer
+from .widen import widen_index
 from .base import current_config, prim_func_pass
 
 __all__ = ["VectorizeLoop", "vectorize_loop", "MAX_VECTOR_LANES"]
 
 MAX_VECTOR_LANES = 64
 _LANEWISE = (E.Add, E.Sub, E.Mul, E.Div, E.Min, E.Max)
-
-
-_WIDEN_THROUGH = (E.Add, E.Sub, E.Mul)
-
-
-def widen_index(e: PrimExpr) -> PrimExpr:
-    """``e`` with each widening signed-integer cast (``int32`` to ``int64``) pushed through ``+ - *``
-    down to the leaves: ``(int64)(i * 7 + 1)`` becomes ``(int64)i * 7 + 1``.
-
-    Exact: signed overflow of the narrow arithmetic is undefined in the generated C, so wherever the
-    narrow expression is defined its widened twin has the same value. Why: a model with an int64
-    symbolic batch mixes it with the int32 tile loops, and an index whose loop variable hides under
-    a cast has no constant stride for `SumForm`, so its vectorized loop would stay a scalar loop.
-
-    Example:
-        >>> from ingot.ir import Var
-        >>> i = Var("i", "int32")
-        >>> str(widen_index(E.Cast("int64", i * 7 + 1)))
-        'T.Cast("int64", i) * T.int64(7) + T.int64(1)'
-    """
-    if isinstance(e, E.Cast):
-        src, dst = e.value.dtype, e.dtype
-        if not (dst.is_int and src.is_int and dst.lanes == 1 and src.lanes == 1 and dst.bits >= src.bits):
-            return e
-        inner = e.value
-        if isinstance(inner, _WIDEN_THROUGH):
-            return type(inner)(widen_index(E.Cast(dst, inner.a)), widen_index(E.Cast(dst, inner.b)))
-        if isinstance(inner, E.IntImm):
-            return E.IntImm(dst, inner.value)
-        if isinstance(inner, E.Cast):
-            return widen_index(E.Cast(dst, widen_index(inner)))
-        return e if src.bits != dst.bits else inner
-    if isinstance(e, _WIDEN_THROUGH) and e.dtype.is_int:
-        a, b = widen_index(e.a), widen_index(e.b)
-        return e if a is e.a and b is e.b else type(e)(a, b)
-    return e
 
 
 class _CannotVectorize(Exception):
