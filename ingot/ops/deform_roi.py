@@ -3,7 +3,7 @@ TE computes and numpy references.
 
 Note: both sample an image bilinearly at data-dependent points. ``deform_conv2d`` samples at pixel
 coordinates (``align_corners`` grid sampling with zero padding), so it reuses GridSample's tap
-formula (`ingot.ops.grid_sample._axis_taps`) in both the kernel and the reference; it runs as two
+formula (`ingot.ops.interpolate.axis_taps`) in both the kernel and the reference; it runs as two
 stages: the sampled columns ``(N, C, KH, KW, OH, OW)`` (mask applied), kept as their own loop nest
 because every output channel reads each of them, then a grouped reduction with the weights (the
 bias added in the same reduction's epilogue stage). ``roi_align`` follows ONNX's rules exactly: a
@@ -34,7 +34,7 @@ from ingot.ir.expr import cast
 from ingot.tir import AssertStmt, BufferStore, For, ForKind, PrimFunc, SeqStmt
 
 from ._util import KEEP_STAGE_KEY, compute, const_like, nest_lets
-from .grid_sample import _axis_taps, _NumpyMath, _TirMath
+from .interpolate import NumpyMath, TirMath, axis_taps
 
 
 # -- deform_conv2d -------------------------------------------------------------------------------
@@ -52,7 +52,7 @@ def deform_output_size(size: int, kernel: int, stride: int, dilation: int, pad_l
 
 def _deform_point(m: Any, base: Any, delta: Any, length: int) -> list:
     # The sampled pixel coordinate: the kernel tap's position plus its learned offset.
-    return _axis_taps(m, m.to_float(base) + delta, length, "linear", "zeros", True)
+    return axis_taps(m, m.to_float(base) + delta, length, "linear", "zeros", True)
 
 
 def deform_conv2d_numpy(x: np.ndarray, w: np.ndarray, offset: np.ndarray, bias: Any = None, mask: Any = None,
@@ -71,7 +71,7 @@ def deform_conv2d_numpy(x: np.ndarray, w: np.ndarray, offset: np.ndarray, bias: 
     n, c, h, wd = x.shape
     oc, _, kh, kw = w.shape
     oh, ow = offset.shape[2:]
-    m = _NumpyMath(x.dtype)
+    m = NumpyMath(x.dtype)
     off = offset.reshape(n, offset_group, kh, kw, 2, oh, ow).astype(x.dtype)
     msk = (np.ones((n, offset_group, kh, kw, oh, ow), x.dtype) if mask is None
            else np.asarray(mask).reshape(n, offset_group, kh, kw, oh, ow).astype(x.dtype))
@@ -117,7 +117,7 @@ def deform_conv2d(x: Any, w: Any, offset: Any, bias: Any = None, mask: Any = Non
     oc, cpg, kh, kw = (int(v) for v in w.shape)
     oh, ow = int(offset.shape[2]), int(offset.shape[3])
     dtype = str(x.dtype)
-    m = _TirMath(dtype)
+    m = TirMath(dtype)
     per_group = c // offset_group
 
     def sample(idx: tuple) -> Any:
@@ -166,7 +166,7 @@ MAX_GRID = 1 << 24
 
 
 class _RoiMath:
-    """Per-ROI geometry written once for numpy and TIR (``m`` is `_NumpyMath` or `_TirMath`)."""
+    """Per-ROI geometry written once for numpy and TIR (``m`` is `NumpyMath` or `TirMath`)."""
 
     def __init__(self, m: Any, spatial_scale: float, half_pixel: bool):
         self.m, self.scale, self.half_pixel = m, spatial_scale, half_pixel
@@ -235,7 +235,7 @@ def roi_align_numpy(x: np.ndarray, rois: np.ndarray, batch_indices: np.ndarray, 
     batch_indices = np.asarray(batch_indices).astype(np.int64)
     half = _check_roi(mode, coordinate_transformation_mode)
     _, c, h, wd = x.shape
-    m = _NumpyMath(x.dtype)
+    m = NumpyMath(x.dtype)
     geo = _RoiMath(m, spatial_scale, half)
     out = np.zeros((rois.shape[0], c, output_height, output_width), x.dtype)
     for r in range(rois.shape[0]):
@@ -298,7 +298,7 @@ def roi_align(x: Any, rois: Any, batch_indices: Any, mode: str = "avg", output_h
     rb = decl_buffer((num, 4), str(rois.dtype), "rois")
     ib = decl_buffer((num,), str(batch_indices.dtype), "batch_indices")
     yb = decl_buffer((num, c, output_height, output_width), dtype, "y")
-    m = _TirMath(dtype)
+    m = TirMath(dtype)
     geo = _RoiMath(m, spatial_scale, half)
     i64 = "int64"
     q, ph, pw, iy, ix = (Var(name, i64) for name in ("q", "ph", "pw", "iy", "ix"))

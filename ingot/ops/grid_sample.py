@@ -3,8 +3,8 @@ numpy references, 1 to 3 spatial dims.
 
 Note: one formula serves both the TE compute and the numpy reference. The coordinate arithmetic
 (denormalize, round for ``nearest``, border/reflection of the coordinate, tap indices and 1-D
-weights) is written once against a tiny namespace of math functions (`_NumpyMath` / `_TirMath`);
-only the pixel gather differs. That keeps the compiled kernel and its reference the same
+weights) is written once against a tiny namespace of math functions (`ingot.ops.interpolate`:
+`NumpyMath` / `TirMath`, shared with DeformConv and RoiAlign); only the pixel gather differs. That keeps the compiled kernel and its reference the same
 computation, so they agree to the last bit rather than to a tolerance.
 
 Per spatial axis of size ``L`` (grid components are x, y, z: the *last* spatial axis first):
@@ -32,141 +32,10 @@ import numpy as np
 from ingot import tir
 
 from ._util import KEEP_STAGE_KEY, compute, const_like
+from .interpolate import NumpyMath, TirMath, axis_coord, axis_taps
 
 MODES = ("nearest", "linear", "cubic")
 PADDING_MODES = ("zeros", "border", "reflection")
-_CUBIC_A = -0.75
-
-
-class _NumpyMath:
-    floor, abs, trunc = staticmethod(np.floor), staticmethod(np.abs), staticmethod(np.trunc)
-    select = staticmethod(np.where)
-    rint = staticmethod(np.rint)
-
-    def __init__(self, dtype: Any):
-        self.dtype = np.dtype(dtype)
-
-    def c(self, v: float) -> Any:
-        return self.dtype.type(v)
-
-    def to_int(self, v: Any) -> Any:
-        return v.astype(np.int64)
-
-    def to_float(self, v: Any) -> Any:
-        return v.astype(self.dtype)
-
-    def clamp_int(self, i: Any, lo: int, hi: Any) -> Any:
-        return np.clip(i, lo, hi)
-
-    def clamp(self, v: Any, lo: Any, hi: Any) -> Any:
-        return np.minimum(np.maximum(v, lo), hi)
-
-    def is_even(self, i: Any) -> Any:
-        return i % 2 == 0
-
-
-class _TirMath:
-    floor, abs, trunc = staticmethod(tir.floor), staticmethod(tir.abs), staticmethod(tir.trunc)
-    select = staticmethod(tir.select)
-    rint = staticmethod(tir.nearbyint)
-
-    def __init__(self, dtype: Any):
-        self.dtype = str(dtype)
-
-    def c(self, v: float) -> Any:
-        return const_like(v, self.dtype)
-
-    def to_int(self, v: Any) -> Any:
-        return v.astype("int64")
-
-    def to_float(self, v: Any) -> Any:
-        return v.astype(self.dtype)
-
-    def clamp_int(self, i: Any, lo: int, hi: Any) -> Any:
-        return tir.min(tir.max(i, tir.const(lo, "int64")), tir.const(hi, "int64") if isinstance(hi, int) else hi)
-
-    def clamp(self, v: Any, lo: Any, hi: Any) -> Any:
-        return tir.min(tir.max(v, lo), hi)
-
-    def is_even(self, i: Any) -> Any:
-        return tir.floormod(i, tir.const(2, "int64")) == tir.const(0, "int64")
-
-
-def _reflect(m: Any, x: Any, lo: float, hi: float) -> Any:
-    """``x`` folded back into ``[lo, hi]`` by reflecting at the borders (as many times as needed)."""
-    span = hi - lo
-    if span <= 0:
-        return m.select(x == x, m.c(lo), x)   # a 1-pixel axis: every coordinate is that pixel
-    below = x < m.c(lo)
-    dx = m.select(below, m.c(lo) - x, x - m.c(hi))
-    n = m.trunc(dx / m.c(span))
-    r = dx - n * m.c(span)
-    even = m.is_even(m.to_int(n))
-    from_lo, from_hi = m.c(lo) + r, m.c(hi) - r
-    folded = m.select(below, m.select(even, from_lo, from_hi), m.select(even, from_hi, from_lo))
-    return m.select((x < m.c(lo)) | (x > m.c(hi)), folded, x)
-
-
-def _cubic_weights(m: Any, t: Any) -> list:
-    a = m.c(_CUBIC_A)
-    one, two = m.c(1.0), m.c(2.0)
-
-    def near(d: Any) -> Any:
-        return ((a + m.c(2.0)) * d - (a + m.c(3.0))) * d * d + one
-
-    def far(d: Any) -> Any:
-        return ((a * d - m.c(5.0) * a) * d + m.c(8.0) * a) * d - m.c(4.0) * a
-
-    return [far(t + one), near(t), near(one - t), far(two - t)]
-
-
-def _bounds(length: int, align_corners: bool) -> tuple:
-    return (0.0, float(length - 1)) if align_corners else (-0.5, length - 0.5)
-
-
-def _axis_coord(m: Any, g: Any, length: int, mode: str, padding_mode: str, align_corners: bool) -> Any:
-    """The pixel coordinate of the normalized ``g`` on one axis, rounded (nearest) and brought inside
-    the image (border, reflection)."""
-    if align_corners:
-        x = (g + m.c(1.0)) / m.c(2.0) * m.c(length - 1)
-        lo, hi = 0.0, float(length - 1)
-    else:
-        x = ((g + m.c(1.0)) * m.c(length) - m.c(1.0)) / m.c(2.0)
-        lo, hi = -0.5, length - 0.5
-    if mode == "nearest":
-        x = m.rint(x)
-    if padding_mode == "border":   # only outside [lo, hi]: cubic taps of -0.3 differ from those of 0
-        x = m.select((x < m.c(lo)) | (x > m.c(hi)), m.clamp(x, m.c(0.0), m.c(length - 1)), x)
-    elif padding_mode == "reflection":
-        x = _reflect(m, x, lo, hi)
-    return x
-
-
-def _axis_taps(m: Any, x: Any, length: int, mode: str, padding_mode: str, align_corners: bool) -> list:
-    """``[(index, weight, in_range), ...]`` of one spatial axis at the coordinate ``x`` (`_axis_coord`).
-    ``index`` is always inside ``[0, length)``; ``in_range`` is None unless padding is ``zeros``."""
-    lo, hi = _bounds(length, align_corners)
-
-    def pixel(i: Any) -> tuple:
-        if padding_mode == "zeros":
-            return m.clamp_int(i, 0, length - 1), (i >= 0) & (i < length)
-        if padding_mode == "reflection":
-            i = m.to_int(_reflect(m, m.to_float(i), lo, hi))
-        return m.clamp_int(i, 0, length - 1), None
-
-    if mode == "nearest":
-        idx, ok = pixel(m.to_int(x))   # x is integral here: the conversion is exact (truncation)
-        return [(idx, None, ok)]
-    x0 = m.floor(x)
-    t = x - x0
-    i0 = m.to_int(x0)
-    if mode == "linear":
-        (a_idx, a_ok), (b_idx, b_ok) = pixel(i0), pixel(i0 + 1)
-        return [(a_idx, m.c(1.0) - t, a_ok), (b_idx, t, b_ok)]
-    taps = [pixel(i0 + k) for k in (-1, 0, 1, 2)]
-    return [(idx, w, ok) for (idx, ok), w in zip(taps, _cubic_weights(m, t))]
-
-
 def _check(mode: str, padding_mode: str, spatial: int) -> None:
     if mode not in MODES:
         raise ValueError(f"grid_sample: mode must be one of {MODES}, got {mode!r}")
@@ -185,12 +54,12 @@ def grid_sample_numpy(data: np.ndarray, grid: np.ndarray, mode: str = "linear", 
     data, grid = np.asarray(data), np.asarray(grid)
     spatial = data.ndim - 2
     _check(mode, padding_mode, spatial)
-    m = _NumpyMath(data.dtype)
+    m = NumpyMath(data.dtype)
     g = grid.astype(data.dtype)
     taps = []
     for a in range(spatial):
-        x = _axis_coord(m, g[..., spatial - 1 - a], data.shape[2 + a], mode, padding_mode, align_corners)
-        taps.append(_axis_taps(m, x, data.shape[2 + a], mode, padding_mode, align_corners))
+        x = axis_coord(m, g[..., spatial - 1 - a], data.shape[2 + a], mode, padding_mode, align_corners)
+        taps.append(axis_taps(m, x, data.shape[2 + a], mode, padding_mode, align_corners))
     n_idx = np.arange(data.shape[0]).reshape((-1,) + (1,) * (grid.ndim - 2))
     out = np.zeros((data.shape[0], *grid.shape[1:-1], data.shape[1]), data.dtype)
     for combo in itertools.product(*taps):
@@ -219,7 +88,7 @@ def grid_sample(data: Any, grid: Any, mode: str = "linear", padding_mode: str = 
     spatial = len(data.shape) - 2
     _check(mode, padding_mode, spatial)
     sizes = [int(d) for d in data.shape[2:]]
-    m = _TirMath(data.dtype)
+    m = TirMath(data.dtype)
     out_shape = [data.shape[0], data.shape[1], *grid.shape[1:-1]]
 
     # Stage 1: the pixel coordinate per output point and axis, computed once (not per channel and
@@ -230,7 +99,7 @@ def grid_sample(data: Any, grid: Any, mode: str = "linear", padding_mode: str = 
         for axis in reversed(range(spatial)):
             g = grid[(n, *out, spatial - 1 - axis)]
             g = g if str(g.dtype) == str(data.dtype) else g.astype(str(data.dtype))
-            x = _axis_coord(m, g, sizes[axis], mode, padding_mode, align_corners)
+            x = axis_coord(m, g, sizes[axis], mode, padding_mode, align_corners)
             value = x if value is None else tir.select(a == axis, x, value)
         return value
 
@@ -239,7 +108,7 @@ def grid_sample(data: Any, grid: Any, mode: str = "linear", padding_mode: str = 
 
     def body(idx: tuple) -> Any:
         n, c, out = idx[0], idx[1], tuple(idx[2:])
-        taps = [_axis_taps(m, coords[(n, *out, a)], sizes[a], mode, padding_mode, align_corners)
+        taps = [axis_taps(m, coords[(n, *out, a)], sizes[a], mode, padding_mode, align_corners)
                 for a in range(spatial)]
         total = None
         for combo in itertools.product(*taps):
