@@ -12,6 +12,7 @@ Example:
     $ ingot cache --max-size 5G      # cap; the next write past it evicts least recently used files
     $ ingot cache --evict            # trim to the cap now
     $ ingot cache --clear            # delete every entry
+    $ ingot cache --verify           # hash every compiled package in full; delete the corrupt ones
 """
 from __future__ import annotations
 
@@ -27,10 +28,13 @@ from .common import CLIError, errors
 @click.option("-C", "--clear", "clear_all", is_flag=True, help="delete every cache entry (the cap setting stays)")
 @click.option("--keep-recent", default=0.0, type=click.FloatRange(min=0.0), show_default=True,
               help="with --clear: keep files used in the last N seconds (safe beside running compiles)")
+@click.option("--verify", "verify_now", is_flag=True,
+              help="hash every compiled package's files in full (a hit trusts unchanged stamps) and delete "
+                   "the entries that fail")
 @click.option("--dir", "directory", default=None, type=click.Path(file_okay=False),
               help="cache directory (default: $INGOT_CACHE_DIR or ~/.cache/ingot/kernels)")
 def cache_cmd(show_stats: bool, max_size: "str | None", evict_now: bool, clear_all: bool, keep_recent: float,
-              directory: "str | None") -> None:
+              verify_now: bool, directory: "str | None") -> None:
     """Show, cap, trim or clear the kernel and package cache."""
     from ingot.codegen import disk_cache
 
@@ -55,5 +59,11 @@ def cache_cmd(show_stats: bool, max_size: "str | None", evict_now: bool, clear_a
                            f"{disk_cache.format_size(report.bytes_after)} left"
                            + (f" ({report.files_kept_recent} recently used kept)" if report.files_kept_recent
                               else ""), err=True)
-        if show_stats or not (max_size or clear_all or evict_now):
+        if verify_now:
+            from ingot.workflow import package_cache
+
+            checked, deleted = package_cache.verify(directory)
+            click.echo(f"verified: {checked} packages, {len(deleted)} corrupt deleted"
+                       + "".join(f"\n  {key}" for key in deleted), err=True)
+        if show_stats or not (max_size or clear_all or evict_now or verify_now):
             click.echo(disk_cache.stats(directory).format())

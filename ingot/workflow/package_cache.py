@@ -22,17 +22,27 @@ imported the model, ran the graph passes, scheduled every kernel and planned mem
 Entries live beside the kernel cache (`ingot.codegen.disk_cache.cache_dir`: ``cache_dir=``,
 ``$INGOT_CACHE_DIR`` or ``~/.cache/ingot/kernels``) as ``package/<key[:2]>/<key>.so``,
 ``<key>.weights.bin``, ``<key>.json`` (`ingot.graph.artifact`'s layout) and ``<key>.package.json``
-— the signature, the reports and each file's size and SHA-256 — written last: it commits the
-entry. Every file is written to a temp file and renamed, so a killed process leaves at most an
-uncommitted entry (a miss). A hit checks sizes and checksums (`ingot.graph.artifact.load_executable`
-checks the weights' own SHA-256); a truncated or corrupt entry warns (`PackageCacheWarning`), is
-deleted and rebuilt. Concurrent compiles of one model write identical files; whichever rename
-lands last wins and the checksums still hold. The files count toward the directory's size cap and
-LRU eviction and ``ingot cache --clear`` removes them (`ingot.codegen.disk_cache`).
+— the signature, the reports and each file's size, SHA-256 and stamp — written last: it commits
+the entry. Every file is written to a temp file and renamed, so a killed process leaves at most an
+uncommitted entry (a miss). Concurrent compiles of one model write identical files; whichever
+rename lands last wins and the checksums still hold. The files count toward the directory's size
+cap and LRU eviction and ``ingot cache --clear`` removes them (`ingot.codegen.disk_cache`).
+
+Note: what a hit trusts without reading. A big model's warm compile was mostly hashing: the model
+file for its key, then the stored weights to check them (GPT-2: 2 x 650 MB). Now:
+
+* the model file's digest comes from a memo keyed by its stat (`file_digest`: path, size, mtime,
+  ctime, inode, device; files changed in the last 2 s are not memoized, "racy git");
+* each entry file is stamped when stored (`_stamp`: its mtime set one second back, a time no later
+  write can produce) and a hit compares size and stamp (`_check_file`): an unchanged file is not
+  hashed and the weights are memory-mapped (`load_executable(map_weights=True)`); a changed size is
+  corrupt, a changed stamp means hashing (the weights against the manifest's SHA-256). A corrupt
+  entry warns (`PackageCacheWarning`), is deleted and rebuilt.
 
 ``<key>.model.json`` files (`remember_model`) record the signature of a model file that imported
 successfully: `ingot.load` of the same bytes then defers the import until something needs the
-graph, so ``ingot.load`` → ``ingot.compile`` on a warm cache never imports the model.
+graph, so ``ingot.load`` → ``ingot.compile`` on a warm cache never imports the model (nor reads
+its file, when the memo knows it). `lookup` and `recall_model` are one reader (`_recall`).
 
 Example:
     >>> from ingot.workflow import package_cache
@@ -55,7 +65,7 @@ from ingot.codegen import disk_cache
 from ingot.support import unlink_quietly, write_atomic
 
 __all__ = ["CACHE_VERSION", "PackageCacheWarning", "cache_stats", "compile_key", "file_digest", "lookup", "model_key",
-           "recall_model", "remember_model", "store"]
+           "recall_model", "remember_model", "store", "verify"]
 
 #: Bump when the entry format or the key's meaning changes (source edits invalidate on their own).
 CACHE_VERSION = 2
@@ -392,6 +402,40 @@ def _read_entry(path: Path, key: str) -> dict:
     if not isinstance(entry, dict) or entry.get("format") != CACHE_VERSION or entry.get("key") != key:
         raise ValueError(f"{path.name}: format or key does not match")
     return entry
+
+
+def verify(cache_dir: Any = None) -> "tuple[int, list[str]]":
+    """Hash every file of every committed entry in full — what a hit skips when a file's stamp
+    matches (it would not see a change that also put the mtime back, nor bit rot) — and delete the
+    entries that fail. Returns ``(entries checked, keys deleted)`` (CLI: ``ingot cache --verify``).
+
+    Example:
+        >>> verify("/tmp/ingot-doc-cache")[0] >= 0
+        True
+    """
+    from ingot.graph.artifact import read_manifest
+
+    checked, deleted = 0, []
+    for commit in sorted((disk_cache.cache_dir(cache_dir) / disk_cache.PACKAGE).glob(f"??/*{_COMMIT}")):
+        key = commit.name[:-len(_COMMIT)]
+        checked += 1
+        try:
+            for suffix, (size, digest, _) in _read_entry(commit, key)["files"].items():
+                path = _path(key, suffix, cache_dir)
+                if digest is None:  # the weights: their SHA-256 is in the manifest
+                    digest = read_manifest(str(_path(key, ".json", cache_dir)))["weights_sha256"]
+                if path.stat().st_size != size or _file_sha256(path) != digest:
+                    raise ValueError(path.name)
+        except FileNotFoundError as exc:
+            if exc.filename == str(commit):  # evicted meanwhile
+                continue
+            deleted.append(key)
+        except Exception:  # noqa: BLE001 - any failure: the next compile rebuilds the entry
+            deleted.append(key)
+        else:
+            continue
+        _drop(key, cache_dir)
+    return checked, deleted
 
 
 def store(key: str, package: Any, cache_dir: Any = None) -> bool:

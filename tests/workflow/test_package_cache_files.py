@@ -211,3 +211,25 @@ def test_external_data_model_imports_from_beside_the_file_and_is_not_keyed(tmp_p
     model, package = _compile(path, cache)
     assert model.content_key is None  # the .onnx bytes do not hold the weights
     _check(package, path)
+
+
+def test_cache_verify_finds_what_a_hit_trusts(tmp_path):
+    from click.testing import CliRunner
+
+    from ingot.cli.main import main
+
+    path = _model(tmp_path / "m.onnx")
+    cache = tmp_path / "cache"
+    _compile(path, cache)
+    weights = _stem(cache) + ".weights.bin"
+    st = os.stat(weights)
+    with open(weights, "r+b") as f:  # a flipped byte with the mtime put back: the stamp still matches
+        f.write(bytes([f.read(1)[0] ^ 0xFF]))
+    os.utime(weights, ns=(st.st_atime_ns, st.st_mtime_ns))
+    result = CliRunner().invoke(main, ["cache", "--dir", str(cache), "--verify"])
+    assert result.exit_code == 0 and "1 packages, 1 corrupt deleted" in result.output
+    _, package = _compile(path, cache)
+    assert not package.from_cache
+    _check(package, path)
+    result = CliRunner().invoke(main, ["cache", "--dir", str(cache), "--verify"])
+    assert "1 packages, 0 corrupt deleted" in result.output
