@@ -203,7 +203,8 @@ def bench(name: str, args, workdir: str) -> dict:
     for _ in range(rounds):
         for label, fn in runtimes.items():
             timed(label, fn, "quiet")
-        with Hog(args.hog_seconds, args.hog_cpu):
+        # The hog outlives the round's loaded calls (each runtime stops after `budget` seconds).
+        with Hog(args.hog_seconds or len(runtimes) * budget + 30, args.hog_cpu):
             for label, fn in runtimes.items():
                 timed(label, fn, "loaded")
     if lib is not None:
@@ -257,7 +258,8 @@ def main(argv=None) -> int:
     p.add_argument("--rounds", type=int, default=5, help="quiet/loaded rounds (the hog runs in each loaded half)")
     p.add_argument("--runtimes", default="ingot,ingot-fixed,ort",
                    help="of ingot (adaptive team), ingot-fixed (full team), ort")
-    p.add_argument("--hog-seconds", type=float, default=60.0, help="the hog stops by itself after this")
+    p.add_argument("--hog-seconds", type=float, default=None,
+                   help="the hog stops by itself after this (default: the round's loaded calls plus 30 s)")
     p.add_argument("--hog-cpu", type=int, default=1)
     p.add_argument("--concurrent-rounds", type=int, default=5)
     args = p.parse_args(argv)
