@@ -18,11 +18,19 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from ingot import arith
-from ingot.ir.expr import PrimExpr, Range, Var, as_const_int
+from ingot.arith.canonical import SumForm
+from ingot.ir.expr import IntImm, PrimExpr, Range, Var, as_const_int
 from ingot.ir.functor import Visitor, collect_vars, substitute
 from ingot.ir.structural import structural_hash
 
-
+# Simplified expressions, by id: id -> (expr, its variables, the analyzer's knowledge of them when
+# it was produced). The lowering passes simplify the same expressions again and again: the second
+# Simplify run gets the first one's (already canonical) indices back, and every pass has its own
+# analyzer, so the analyzer's own memo (by object, per analyzer) misses. A simplified expression
+# is a fixed point of `simplify` under the same knowledge of its variables (the simplifier reads
+# nothing else), so it is served back as is. Entries hold their expression (ids stay unique).
+_FIXED_POINTS: "dict[int, tuple[PrimExpr, list, tuple]]" = {}
+_FIXED_POINTS_LIMIT = 100_000
 
 
 class Analyzer:
@@ -52,7 +60,19 @@ class Analyzer:
 
     def simplify(self, expr: PrimExpr) -> PrimExpr:
         """``expr`` in canonical form under the bound ranges."""
-        return self._impl.simplify(expr)
+        impl = self._impl
+        hit = _FIXED_POINTS.get(id(expr))
+        if hit is not None and hit[0] is expr and impl.knowledge_key(hit[1]) == hit[2]:
+            return expr
+        result = impl.simplify(expr)
+        if impl.simplify_converged and not isinstance(result, (Var, IntImm)):
+            variables = collect_vars(result)
+            known = impl.knowledge_key(variables)
+            if known is not None:
+                if len(_FIXED_POINTS) > _FIXED_POINTS_LIMIT:
+                    _FIXED_POINTS.clear()
+                _FIXED_POINTS[id(result)] = (result, variables, known)
+        return result
 
     def can_prove(self, cond: PrimExpr) -> bool:
         """Whether ``cond`` holds for every value of the bound variables."""
@@ -68,7 +88,9 @@ class Analyzer:
         if not any(v in used for v in relax):
             e = self.simplify(expr)
             return e, e
-        result = self._int_set_bounds(expr, relax)
+        result = self._affine_bounds(expr, relax)
+        if result is None:
+            result = self._int_set_bounds(expr, relax)
         if result is None:
             return None
         lo, hi = (self.simplify(x) for x in result)
@@ -76,11 +98,46 @@ class Analyzer:
             return None
         return lo, hi
 
+    def _affine_bounds(self, expr: PrimExpr, relax: Mapping[Var, Range]) -> "tuple[PrimExpr, PrimExpr] | None":
+        """The bounds of an index that is affine in the relaxed variables, each over a constant
+        range (almost every access after blocks became loops), read off its sum form: each term
+        ``c * v`` becomes ``c * min`` or ``c * max`` by the sign of ``c``. That is what interval
+        arithmetic (`_int_set_bounds`) gives, without simplifying a partial sum at every ``+``
+        node. None for any other index (a relaxed variable inside an atom, a product of variables,
+        a symbolic range)."""
+        e = self.simplify(expr)
+        if not (e.dtype.is_int and e.dtype.lanes == 1):
+            return None
+        form = SumForm.from_expr(e)
+        lo_const = hi_const = form.const
+        kept: dict = {}
+        for key, (coeff, atoms) in form.terms.items():
+            atom = atoms[0]
+            if len(atoms) == 1 and isinstance(atom, Var) and atom in relax:
+                rng = relax[atom]
+                start, extent = as_const_int(self.simplify(rng.min)), as_const_int(self.simplify(rng.extent))
+                if start is None or extent is None or extent <= 0:
+                    return None
+                a, b = coeff * start, coeff * (start + extent - 1)
+                lo_const += min(a, b)
+                hi_const += max(a, b)
+            elif any(isinstance(a, Var) and a in relax or not isinstance(a, Var) and _uses_any(a, relax)
+                     for a in atoms):
+                return None
+            else:
+                kept[key] = [coeff, atoms]
+        rest = {k: list(v) for k, v in kept.items()}
+        return SumForm(form.dtype, kept, lo_const).to_expr(), SumForm(form.dtype, rest, hi_const).to_expr()
+
     def _int_set_bounds(self, expr: PrimExpr, relax: Mapping[Var, Range]) -> "tuple[PrimExpr, PrimExpr] | None":
         s = self._impl.int_set(expr, dict(relax))
         if not (s.has_lower_bound() and s.has_upper_bound()):
             return None
         return s.min_value, s.max_value
+
+
+def _uses_any(expr: PrimExpr, variables: Mapping[Var, Any]) -> bool:
+    return any(v in variables for v in collect_vars(expr))
 
 
 def substitute_expr(expr: Any, vmap: Mapping[Var, Any]) -> Any:
