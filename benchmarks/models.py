@@ -12,9 +12,18 @@ BERT-base-style encoder (hidden 768, 12 heads, FFN 3072, sequence 128; ``--bert-
 default) by default; with ``--models`` also densenet121, googlenet, vgg19, squeezenet1_1, shufflenet_v2,
 mobilenet_v3_small, efficientnet_b0 (224x224), gpt2 (124M, 128 tokens), vit_b16 (224x224), or ``all``.
 
+``--dynamic`` (issue #17) asks what a model exported with dynamic axes costs: each model is exported
+twice with the dynamo exporter (``torch.onnx.export(..., dynamo=True)``), once with a symbolic batch (CNNs) or
+batch and sequence (``bert``, ``gpt2``) and once with constant shapes, both compiled by Ingot; at batch 1 it
+times, interleaved round by round in one process, Ingot's run-time-shape plan (memory planned per binding,
+`ingot.graph.Executor`), the same plan allocating every intermediate per call (``max_bindings=0``), Ingot's
+static plan (AOT entry) and ONNX Runtime on the dynamic model: wall and CPU-time (``time.process_time``, all
+threads) medians and the ratios dynamic/static, dynamic/ORT and planned/per-call.
+
 Only run it on a quiet machine (it refuses when the 1-minute load average is above ``--max-load``):
     python benchmarks/models.py [--models resnet50,mobilenet_v2,bert|all] [--repeat 20] [--bert-layers 12]
-    python benchmarks/models.py --smoke      # tiny versions, 1 repeat: checks the script, measures nothing
+    python benchmarks/models.py --dynamic [--models resnet50,mobilenet_v2,bert,gpt2] [--repeat 20]
+    python benchmarks/models.py --smoke [--dynamic]   # tiny versions, 1 repeat: checks the script, measures nothing
 """
 from __future__ import annotations
 
@@ -168,6 +177,98 @@ def bench_model(name: str, module, x: np.ndarray, repeat: int, workdir: str, use
     return row
 
 
+# -- dynamic axes (--dynamic) -------------------------------------------------------------------
+
+#: Models whose sequence axis (axis 1 of the input) is dynamic too, beside the batch.
+SEQUENCE_MODELS = ("bert", "gpt2")
+
+
+def export_dynamo(module, x: np.ndarray, path: str, dynamic_axes: "tuple[str, ...]") -> str:
+    """Export ``module`` with the dynamo exporter (input "data"), axis ``k`` of the input symbolic
+    and named ``dynamic_axes[k]`` (none: constant shapes); returns ``path``.
+
+    Example:
+        >>> export_dynamo(torch.nn.ReLU(), np.zeros((2, 4), "float32"), "/tmp/r.onnx", ("batch",))  # doctest: +SKIP
+        '/tmp/r.onnx'
+    """
+    import torch
+
+    torch.backends.mha.set_fastpath_enabled(False)  # the fused attention path has no ONNX export
+    shapes = ({k: torch.export.Dim(name, min=1, max=4096) for k, name in enumerate(dynamic_axes)},) \
+        if dynamic_axes else None
+    with torch.no_grad():
+        torch.onnx.export(module, (torch.from_numpy(x),), path, input_names=["data"], dynamo=True,
+                          dynamic_shapes=shapes, external_data=False)
+    return path
+
+
+def interleaved_ms(fns: dict, repeat: int, warmup: int = 2) -> dict:
+    """``{name: (median wall ms, median CPU ms)}`` of each ``fns[name]()``, called round by round (one
+    call of each per round) so that load changes hit every variant alike; CPU time is
+    ``time.process_time`` (all threads of the process, page faults included)."""
+    for _ in range(warmup):
+        for fn in fns.values():
+            fn()
+    wall: dict = {k: [] for k in fns}
+    cpu: dict = {k: [] for k in fns}
+    for _ in range(repeat):
+        for k, fn in fns.items():
+            c0, t0 = time.process_time(), time.perf_counter()
+            fn()
+            wall[k].append((time.perf_counter() - t0) * 1e3)
+            cpu[k].append((time.process_time() - c0) * 1e3)
+    return {k: (statistics.median(wall[k]), statistics.median(cpu[k])) for k in fns}
+
+
+def bench_dynamic(name: str, module, x: np.ndarray, repeat: int, workdir: str, target: str = "llvm") -> dict:
+    """The --dynamic numbers of one model (see the module docstring); ``x`` is its batch-1 input."""
+    import onnxruntime as ort
+
+    import ingot
+    from ingot import graph as G
+    from ingot.driver import model as M
+
+    row = {"model": name}
+    axes = ("batch", "seq") if name in SEQUENCE_MODELS else ("batch",)
+    # A batch-1 example would let torch.export specialize the batch to 1 (nn.MultiheadAttention).
+    dyn_path = export_dynamo(module, np.concatenate([x, x]), os.path.join(workdir, f"{name}.dyn.onnx"), axes)
+    static_path = export_dynamo(module, x, os.path.join(workdir, f"{name}.static.onnx"), ())
+    full_target = f"{target} -num-cores={THREADS}"
+    t0 = time.perf_counter()
+    dynamic = M.compile(M.load(dyn_path), target=full_target)
+    row["compile_dyn_s"] = time.perf_counter() - t0
+    static = M.compile(M.load(static_path), target=full_target)
+    ex = dynamic.executable
+    assert ex.plans["main"]["memory"] is None, f"{name}: the dynamic export compiled to a static plan"
+    opts = ort.SessionOptions()
+    opts.intra_op_num_threads = THREADS
+    sess = ort.InferenceSession(dyn_path, opts, providers=["CPUExecutionProvider"])
+    planned = G.Executor(ex, ingot.cpu())["main"]
+    per_call = G.Executor(ex, ingot.cpu(), max_bindings=0)["main"]
+    fixed = static.executor()["main"]
+    expected = sess.run(None, {"data": x})[0]
+    row["max_abs_err"] = float(np.max(np.abs(planned(x).numpy() - expected)))
+    row["static_err"] = float(np.max(np.abs(fixed(x).numpy() - expected)))
+    times = interleaved_ms({"dynamic": lambda: planned(x), "per_call": lambda: per_call(x),
+                            "static": lambda: fixed(x), "ort": lambda: sess.run(None, {"data": x})}, repeat)
+    for k, (wall, cpu) in times.items():
+        row[f"{k}_ms"], row[f"{k}_cpu_ms"] = wall, cpu
+    return row
+
+
+def markdown_dynamic(rows: list) -> str:
+    """The --dynamic results as a Markdown table."""
+    lines = ["| model | Ingot dynamic (ms) | Ingot static (ms) | ORT dynamic (ms) | dynamic / static | dynamic / ORT | "
+             "per-call alloc (ms) | planned / per-call, wall | planned / per-call, CPU | max abs err vs ORT |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        lines.append(f"| {r['model']} | {r['dynamic_ms']:.2f} | {r['static_ms']:.2f} | {r['ort_ms']:.2f} | "
+                     f"{r['dynamic_ms'] / r['static_ms']:.2f}x | {r['dynamic_ms'] / r['ort_ms']:.2f}x | "
+                     f"{r['per_call_ms']:.2f} | {r['dynamic_ms'] / r['per_call_ms']:.2f}x | "
+                     f"{r['dynamic_cpu_ms'] / r['per_call_cpu_ms']:.2f}x | {r['max_abs_err']:.1e} |")
+    return "\n".join(lines)
+
+
 def markdown(rows: list) -> str:
     """The results as a Markdown table."""
     def f(v, fmt="{:.2f}"):
@@ -193,6 +294,9 @@ def main(argv=None) -> int:
     p.add_argument("--bert-layers", type=int, default=12)
     p.add_argument("--no-torch-compile", action="store_true")
     p.add_argument("--smoke", action="store_true", help="tiny models, 1 repeat (checks the script only)")
+    p.add_argument("--dynamic", action="store_true",
+                   help="export with dynamic axes (batch; batch and sequence for bert/gpt2) and compare Ingot's "
+                        "run-time-shape plan with its static plan and ONNX Runtime at batch 1")
     p.add_argument("--max-load", type=float, default=1.0, help="refuse to measure above this load average")
     p.add_argument("--target", default="llvm",
                    help='CPU target for Ingot, e.g. "llvm -mcpu=haswell" (the AVX2 path on an AVX-512 host)')
@@ -212,9 +316,12 @@ def main(argv=None) -> int:
         names = list(architectures.NAMES) if args.models == "all" else args.models.split(",")
         for name, (module, x) in build_models(names, args.smoke, args.bert_layers).items():
             print(f"[{name}] export, compile, measure...", file=sys.stderr, flush=True)
-            rows.append(bench_model(name, module, x, 1 if args.smoke else args.repeat, workdir,
-                                    not args.no_torch_compile and not args.smoke, args.target))
-    print(markdown(rows))
+            if args.dynamic:
+                rows.append(bench_dynamic(name, module, x, 1 if args.smoke else args.repeat, workdir, args.target))
+            else:
+                rows.append(bench_model(name, module, x, 1 if args.smoke else args.repeat, workdir,
+                                        not args.no_torch_compile and not args.smoke, args.target))
+    print(markdown_dynamic(rows) if args.dynamic else markdown(rows))
     print(f"load average after: {load_average()}", file=sys.stderr)
     return 0
 
