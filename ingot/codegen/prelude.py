@@ -611,12 +611,13 @@ INGOT_WEAK_EXPORT int32_t ingot_get_num_threads(void) { return (int32_t)ingot_te
  * caller alone: n tasks at the caller's own mean task time, minus the loop's time. The gains add up in a
  * running sum that forgets 1/INGOT_POOL_GAIN_WINDOW of itself per loop. A late join that leaves the sum
  * below zero (the team lost more time waiting than its other threads saved: a busy core that takes
- * the worker for a slice every few loops; not a worker that preempts a busy process for short loops and
- * helps on most of them) caps the team at one thread fewer (on 2 cores: the caller alone) for a hold
- * that starts at INGOT_POOL_HOLD_MIN_NS. Then the full team runs again (a probe), its sum from zero:
- * INGOT_POOL_PROBE_LOOPS loops in which another thread ran tasks with the sum not below zero, and the
- * cap goes, the next hold halved; a late join that leaves it below zero, and the cap stays, the hold
- * doubled (up to INGOT_POOL_HOLD_MAX_NS). Only the threads that claim a slot take part in a loop, so a
+ * the worker for a slice now and then while it helps little; not a worker that preempts a busy process
+ * for short loops and helps on most of them) caps the team at one thread fewer (on 2 cores: the caller
+ * alone) for a hold that starts at INGOT_POOL_HOLD_MIN_NS. Then the full team runs again (a probe), the
+ * sum going on from where it was: once at least INGOT_POOL_PROBE_LOOPS loops in which another thread ran
+ * tasks have brought it back to zero or above, the cap goes and the next hold halves; a late join that
+ * leaves it below zero keeps the cap and doubles the hold (up to INGOT_POOL_HOLD_MAX_NS); after
+ * INGOT_POOL_PROBE_MAX_LOOPS loops with neither, the cap stays for another hold as long. Only the threads that claim a slot take part in a loop, so a
  * capped team does not get its descheduled thread back through stealing.
  * C11 atomics: generated kernels are C; a C++ file including the prelude does without the pool. */
 #ifndef __cplusplus
@@ -633,12 +634,14 @@ typedef int32_t (*ingot_task_fn)(void* ctx, int64_t i);
  * for a descheduled thread: a time slice is milliseconds, a quiet join's skew is at most a task. */
 #define INGOT_POOL_LATE_NS 200000
 #define INGOT_POOL_LATE_TASKS 3
-/* The running sum of the team's gains forgets 1/this of itself per loop: about this many loops (a
- * model call has dozens: a late join every few dozen loops is weighed against the loops around it). */
-#define INGOT_POOL_GAIN_WINDOW 64
+/* The running sum of the team's gains forgets 1/this of itself per loop: about this many loops, several
+ * model calls (a model call has dozens of loops; beside a busy core a late join comes every few hundred
+ * loops: it must be weighed against the gains of all the loops between two of them). */
+#define INGOT_POOL_GAIN_WINDOW 512
 #define INGOT_POOL_HOLD_MIN_NS 20000000LL   /* first hold of a capped team: 20 ms, then probe */
-#define INGOT_POOL_PROBE_LOOPS 32            /* on-time loops of the full team that lift the cap */
-#define INGOT_POOL_HOLD_MAX_NS 1000000000LL /* longest hold: a failed probe costs one time slice */
+#define INGOT_POOL_PROBE_LOOPS 32            /* helped loops a probe needs at least to lift the cap */
+#define INGOT_POOL_PROBE_MAX_LOOPS 512       /* a probe that neither lifts the cap nor fails ends here */
+#define INGOT_POOL_HOLD_MAX_NS 2000000000LL /* longest hold: a failed probe costs one time slice */
 
 /* One thread's share of the current loop: tasks [lo, hi) relative to `begin`, packed as lo << 32 | hi
  * so that the owner (front) and thieves (back) take tasks with one compare-and-swap, and how many of
@@ -670,7 +673,8 @@ typedef struct {
   int64_t gain_ns;            /* running sum of what the team gained over the caller alone */
   int64_t hold_until_ns;
   int64_t hold_ns;            /* the next hold */
-  int32_t probe_left;         /* > 0: probing the full team; on-time loops still to see */
+  int32_t probe_left;         /* > 0: probing the full team; loops it may still take */
+  int32_t probe_helped;       /* loops of this probe in which another thread ran tasks */
   /* Loops on the pool, late joins, loops run by a capped team, probes, ns waited at late joins
    * (ingot_pool_counters). */
   _Atomic int64_t counters[5];
@@ -876,19 +880,21 @@ INGOT_INLINE void ingot_pool_adapt(ingot_pool_t* p, int adaptive, int64_t team, 
   /* The caller alone would have taken n tasks at its own pace; the team took own + wait. */
   p->gain_ns += n * mean_task - (own_ns + wait_ns);
   if (p->hold_ns < INGOT_POOL_HOLD_MIN_NS) p->hold_ns = INGOT_POOL_HOLD_MIN_NS;
+  p->gain_ns -= p->gain_ns / INGOT_POOL_GAIN_WINDOW;
   if (probing) {
+    p->probe_helped += ran < n;
     if (late && p->gain_ns < 0) { /* still losing to a busy core: hold longer before the next probe */
       p->hold_ns = p->hold_ns * 2 > INGOT_POOL_HOLD_MAX_NS ? INGOT_POOL_HOLD_MAX_NS : p->hold_ns * 2;
       p->hold_until_ns = now + p->hold_ns;
       p->probe_left = 0;
-    } else if (ran < n && --p->probe_left == 0 && p->gain_ns >= 0) { /* the full team pays: lift the cap */
+    } else if (p->probe_helped >= INGOT_POOL_PROBE_LOOPS && p->gain_ns >= 0) { /* the team pays: lift the cap */
       __atomic_store_n(&p->cap, 0, __ATOMIC_RELAXED);
       p->hold_ns /= 2;
-    } else if (p->probe_left == 0) { /* no late join, but no gain either: hold as long again */
+      p->probe_left = 0;
+    } else if (--p->probe_left == 0) { /* no late join, but no gain either: hold as long again */
       p->hold_until_ns = now + p->hold_ns;
     }
   } else {
-    p->gain_ns -= p->gain_ns / INGOT_POOL_GAIN_WINDOW;
     if (late && p->gain_ns < 0) {
       __atomic_store_n(&p->cap, (int32_t)(team - 1), __ATOMIC_RELAXED);
       p->hold_until_ns = now + p->hold_ns;
@@ -929,8 +935,8 @@ __attribute__((weak, visibility("hidden"))) int32_t ingot_parallel_for(int64_t b
         ingot_pool_count(p, 2);
       } else {
         if (p->probe_left == 0) { /* the hold is over: does the full team pay again? */
-          p->probe_left = INGOT_POOL_PROBE_LOOPS;
-          p->gain_ns = 0;
+          p->probe_left = INGOT_POOL_PROBE_MAX_LOOPS;
+          p->probe_helped = 0;
           ingot_pool_count(p, 3);
         }
         probing = 1;
