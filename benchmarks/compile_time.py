@@ -18,6 +18,10 @@ busy machine):
   per compile job, and linked) and ``ingot.codegen.toolchain.compile_shared_library`` (one unit);
 * other — the rest of ``compile``: default schedules, memory/AOT planning, weights.
 
+Recurrent layer (``--rnn GRU``, ``--rnn-steps 160``): a bidirectional GRU/LSTM of 256 hidden units over T
+steps, imported and built twice against an empty kernel cache — the time-loop kernel (the default) and
+``from_onnx(unroll_rnn=True)`` (a kernel sequence per step) — import and build seconds each.
+
 Tuning candidates: 1024³ fp32 GEMM and a ResNet-50 NHWC 3×3 conv (56×56×64→64): candidates are the
 design space's traces (``PostOrderApply``) replayed with fresh samples (seeded), post-processed like the
 tuner does, then built like ``LocalBuilder`` does (fresh kernel cache); the rule-based default schedule is
@@ -30,6 +34,8 @@ Usage:
     python benchmarks/compile_time.py --models resnet50,bert --workloads none --warm   # cold + warm
     python benchmarks/compile_time.py --models resnet50 --workloads none --gcc-split 5
         # the gcc phase alone: one translation unit vs one per job, interleaved, min of 5 rounds
+    python benchmarks/compile_time.py --models none --workloads none --rnn GRU --rnn-steps 160
+        # a bidirectional 256-hidden GRU at T=160: the time-loop kernel vs from_onnx(unroll_rnn=True)
     python benchmarks/compile_time.py --smoke               # small models, 2 candidates: checks the script
 
 Prints Markdown tables and the load average before and after (the machine is shared; quote figures
@@ -46,6 +52,7 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
+from typing import Any
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
@@ -203,6 +210,52 @@ def model_compile_time(name: str, size: str, work_dir: str, clock=time.perf_coun
         return cold, json.loads(out.stdout.strip().splitlines()[-1])
 
 
+def rnn_model(kind: str, steps: int, hidden: int, inputs: int, batch: int = 1) -> Any:
+    """A bidirectional ONNX ``kind`` (GRU or LSTM) layer over ``steps`` steps (``X`` of shape
+    ``(steps, batch, inputs)``, random weights): the model docs/frontend.md times at T=160, hidden 256."""
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+
+    gates = {"GRU": 3, "LSTM": 4}[kind]
+    rng = np.random.default_rng(0)
+    w = (rng.standard_normal((2, gates * hidden, inputs)) / np.sqrt(inputs)).astype("float32")
+    r = (rng.standard_normal((2, gates * hidden, hidden)) / np.sqrt(hidden)).astype("float32")
+    b = (rng.standard_normal((2, 2 * gates * hidden)) * 0.1).astype("float32")
+    node = helper.make_node(kind, ["X", "W", "R", "B"], ["Y", "Y_h"], hidden_size=hidden, direction="bidirectional")
+    graph = helper.make_graph(
+        [node], "rnn", [helper.make_tensor_value_info("X", TensorProto.FLOAT, [steps, batch, inputs])],
+        [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [steps, 2, batch, hidden]),
+         helper.make_tensor_value_info("Y_h", TensorProto.FLOAT, [2, batch, hidden])],
+        initializer=[numpy_helper.from_array(a, n) for a, n in ((w, "W"), (r, "R"), (b, "B"))])
+    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)], ir_version=8)
+
+
+def rnn_compile_times(kind: str, steps: int, hidden: int, inputs: int, clock=time.perf_counter) -> "list[list]":
+    """Import + build seconds of `rnn_model` both ways, each against an empty kernel cache: the time-loop
+    kernel (``from_onnx`` default) and ``from_onnx(unroll_rnn=True)`` (one kernel sequence per step).
+    Rows: (model, lowering, kernels, import s, build s, total s); with the CPU clock the build includes the
+    compiler processes' CPU time."""
+    from ingot import graph as G
+    from ingot.frontend.onnx import from_onnx
+
+    model = rnn_model(kind, steps, hidden, inputs)
+    rows = []
+    for label, unroll in (("time-loop kernel", False), ("unroll_rnn=True", True)):
+        with fresh_cache():
+            children = children_cpu_time()
+            t0 = clock()
+            mod, _ = from_onnx(model, unroll_rnn=unroll)
+            t1 = clock()
+            ex = G.build(mod, TARGET)
+            t2 = clock()
+            if clock is not time.perf_counter:
+                t2 += children_cpu_time() - children
+        rows.append([f"{kind} T={steps} H={hidden} bidirectional", label, len(getattr(ex, "kernels", ()) or ()),
+                     f"{t1 - t0:.2f}", f"{t2 - t1:.2f}", f"{t2 - t0:.2f}"])
+        print(f"  {kind} T={steps} ({label}): {t2 - t0:.1f} s", flush=True)
+    return rows
+
+
 def gcc_split_times(name: str, size: str, work_dir: str, rounds: int) -> "list[list]":
     """The gcc phase of model ``name`` alone: its translation units compiled with 1 job (one unit,
     as before the split) and with `compile_jobs` jobs, interleaved (1, N, 1, N, ...) in fresh cache
@@ -344,7 +397,11 @@ def main(argv=None) -> None:
     ap.add_argument("--warm", action="store_true",
                     help="compile each model a second time, in a fresh process, on the same cache (kernel sources "
                          "and library cached)")
-    ap.add_argument("--smoke", action="store_true", help="small model sizes, 2 candidates (checks the script)")
+    ap.add_argument("--rnn", default="GRU", help="recurrent layer timed both ways (GRU, LSTM) or 'none': "
+                                                 "the time-loop kernel against unroll_rnn=True")
+    ap.add_argument("--rnn-steps", type=int, default=160, help="sequence length T of the --rnn model")
+    ap.add_argument("--smoke", action="store_true",
+                    help="small model sizes, 2 candidates, a short small RNN (checks the script)")
     ap.add_argument("--warm-child", metavar="ONNX", help=argparse.SUPPRESS)  # the --warm compile's process
     args = ap.parse_args(argv)
     if args.warm_child:
@@ -384,6 +441,12 @@ def main(argv=None) -> None:
               "jobs; cold: empty kernel cache; warm: the same compile again in a fresh process; kernels: lowered):\n")
         print(markdown_table(["model", "cache", "kernels", "import", "graph passes", "lowering (Python)",
                               "C codegen", "gcc", "other", "total"], rows))
+    if args.rnn != "none":
+        steps, hidden, inputs = (8, 32, 16) if args.smoke else (args.rnn_steps, 256, 64)
+        rows = rnn_compile_times(args.rnn.upper(), steps, hidden, inputs, clock)
+        print(f"\nRecurrent layer import + build ({TARGET!r}, {args.clock} seconds, empty kernel cache each; "
+              "docs/frontend.md's claim):\n")
+        print(markdown_table(["model", "lowering", "kernels", "import", "build", "total"], rows))
     if workloads:
         rows = []
         for w in workloads:
