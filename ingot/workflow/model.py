@@ -248,8 +248,8 @@ def _import_onnx(path_or_model: Any, source: str, args: dict, origin: "str | Non
 
         load_external_data_for_model(proto, os.path.dirname(os.path.abspath(path)))
     mod, params = from_onnx(proto, shape_dict=args["shape_dict"], dtype_dict=args["dtype_dict"], checked=True,
-                            source=origin or loaded_from,
-                            keep_unsupported=args["fallback"] is not None)
+                            source=origin or loaded_from, keep_unsupported=args["fallback"] is not None,
+                            raw=path_or_model if isinstance(path_or_model, bytes) and not external else None)
     main = mod["main"]
     inputs = [TensorInfo(p.name_hint, tuple(d if isinstance(d, int) else str(d) for d in p.struct_info.shape),
                          str(p.struct_info.dtype)) for p in main.params if p.name_hint not in params]

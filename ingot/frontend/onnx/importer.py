@@ -39,6 +39,7 @@ from ingot.ir.error import IngotError
 
 from ..errors import ConversionError, ModelLoadError, ShapeDictError, UnsupportedOpsError
 from ..folding import FoldingContext
+from .raw_tensors import initializer_view, raw_data_spans
 
 # op type → sorted list of (since_version, converter). Filled by the ops_* modules via `register`.
 # An op of another domain than the default one is keyed "domain:OpType" (`op_key`).
@@ -456,7 +457,8 @@ def from_onnx(model_or_path: Any, shape_dict: "Mapping[str, Sequence[Any]] | Non
               keep_params_in_input: bool = False,
               const_inputs: "Mapping[str, Any] | None" = None, *, checked: bool = False,
               source: "str | None" = None, exact_division: bool = False,
-              keep_unsupported: bool = False, unroll_rnn: bool = False) -> tuple[IRModule, dict]:
+              keep_unsupported: bool = False, unroll_rnn: bool = False, raw: "bytes | None" = None,
+              ) -> tuple[IRModule, dict]:
     """Import an ONNX model (TVM's ``relax.frontend.onnx.from_onnx``).
 
     Args:
@@ -485,6 +487,9 @@ def from_onnx(model_or_path: Any, shape_dict: "Mapping[str, Sequence[Any]] | Non
         unroll_rnn: import ``LSTM``/``GRU``/``RNN`` unrolled over their static sequence length (kernels
             per step) instead of as one time-loop kernel that takes any length
             (`ingot.frontend.onnx.ops_rnn` says when each is the better one).
+        raw: the serialized model that the ModelProto ``model_or_path`` was parsed from (bytes given as
+            ``model_or_path`` are used themselves): initializers become read-only views of it instead
+            of copies (`ingot.frontend.onnx.raw_tensors`; it stays alive as long as they do).
 
     Returns:
         ``(mod, params)``: ``mod["main"]`` takes the model's inputs in order and returns its output
@@ -536,9 +541,16 @@ def from_onnx(model_or_path: Any, shape_dict: "Mapping[str, Sequence[Any]] | Non
 
     # Step 3. initializers: static values (or parameters when kept in the input).
     params: dict[str, np.ndarray] = {}
-    for init in model.graph.initializer:
-        array = numpy_helper.to_array(init)
-        # A fresh array over bytes only it holds: made read-only, it becomes a Constant uncopied.
+    raw = bytes(model_or_path) if isinstance(model_or_path, (bytes, bytearray)) else raw
+    spans = raw_data_spans(raw) if raw is not None else None
+    if spans is not None and len(spans) != len(model.graph.initializer):
+        spans = None
+    for i, init in enumerate(model.graph.initializer):
+        array = initializer_view(init, spans[i], raw) if spans is not None else None
+        if array is None:
+            array = numpy_helper.to_array(init)
+        # A view of immutable bytes, or a fresh array over bytes only it holds: made read-only, it
+        # becomes a Constant uncopied.
         array.setflags(write=False)
         if keep_params_in_input:
             var = G.Var(init.name, G.TensorStructInfo(array.shape, str(array.dtype)))
