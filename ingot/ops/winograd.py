@@ -28,6 +28,11 @@ chain of TE stages; all but the padding carry the block annotation ``winograd`` 
 
 (each transform preceded by its first 1-D pass, ``input_rows`` / ``output_rows``: below).
 
+A run-time batch (symbolic N; H, W and the channels static: the tile grid does not depend on N) gives
+every stage a leading image axis and a tile axis of one image's tiles (`_per_image`): below the image
+loop each stage is the batch-1 kernel, so the default schedule plans it as batch 1 and runs images one
+after the other (a model exported with a dynamic batch gets its static twin's Winograd plan, #17).
+
 Each 2-D transform is separable (``Bᵀ d B = Bᵀ (d B)``) and written as two stages, two 1-D passes:
 
     input_rows   T[a, j, t, c] = (d_t B)[a, j]        along each row a of the α×α tile
@@ -294,9 +299,9 @@ def conv2d_nhwc_winograd(data: Any, u_packed: Any, padding: Any = 1, out_dtype: 
     pt, pl, pb, pr = (int(p) for p in win.padding)
     dtype = win.out_dtype
     static = [as_const_int(convert(d)) for d in tuple(data.shape) + tuple(u_packed.shape)]
-    if any(d is None for d in static):
-        raise ValueError(f"{name}: needs static shapes, got data {tuple(data.shape)} and weight "
-                         f"{tuple(u_packed.shape)}; keep conv2d for dynamic shapes")
+    if any(d is None for d in static[1:]):
+        raise ValueError(f"{name}: needs static H, W, channels and weight, got data {tuple(data.shape)} and "
+                         f"weight {tuple(u_packed.shape)}; keep conv2d for dynamic spatial shapes")
     n, h, w, c, aa, oo, cw, p = static
     alpha = int(round(aa ** 0.5))
     m = alpha - _KERNEL + 1
@@ -307,6 +312,8 @@ def conv2d_nhwc_winograd(data: Any, u_packed: Any, padding: Any = 1, out_dtype: 
         raise ValueError(f"{name}: out_dtype {dtype} differs from the data's {data.dtype}; Winograd keeps one dtype")
     oh, ow = h + pt + pb - _KERNEL + 1, w + pl + pr - _KERNEL + 1
     th, tw = -(-oh // m), -(-ow // m)
+    if n is None:
+        return _per_image(data, u_packed, (pt, pl, pb, pr), (h, w, c, oh, ow, oo * p, p, m), dtype)
     tiles = n * th * tw
     at, _, bt = _exact_matrices(m, _KERNEL)
     # Step 1. Pad to whole tiles (extra zeros bottom/right: the last tiles' surplus outputs are cropped).
@@ -357,3 +364,47 @@ def conv2d_nhwc_winograd(data: Any, u_packed: Any, padding: Any = 1, out_dtype: 
         return y_tile[(b * th + y // m) * tw + x // m, y % m * m + x % m, o]
 
     return te.compute((n, oh, ow, oo * p), crop, name=name, tag=name, attrs={STAGE_KEY: "crop"})
+
+
+def _per_image(data: Any, u_packed: Any, padding: tuple, sizes: tuple, dtype: str) -> Any:
+    """The stages of `conv2d_nhwc_winograd` for a run-time batch (a symbolic N; H, W and the channels
+    static): each stage gets a leading image axis and its tile axis counts one image's tiles, so
+    every stage past that axis is the batch-1 kernel's (the rules plan the symbolic leading axis as
+    batch 1, `ingot.ops.schedule.analysis.plan_symbolic_extents`, and keep its loop serial outside
+    the parallel one). The tile-grid annotation is the batch-1 grid ``(1, TH, TW)``."""
+    from ingot import te
+
+    name = "conv2d_nhwc_winograd"
+    h, w, c, oh, ow, outs, p, m = sizes
+    pt, pl, pb, pr = padding
+    n = data.shape[0]
+    alpha = m + _KERNEL - 1
+    th, tw = -(-oh // m), -(-ow // m)
+    tiles = th * tw
+    at, _, bt = _exact_matrices(m, _KERNEL)
+    padded = pad_hw(data, (pt, pl, th * m + 2 - h - pt, tw * m + 2 - w - pl), 1, 2)
+
+    def input_rows_body(b: Any, a: Any, j: Any, t: Any, ch: Any) -> Any:
+        y0, x0 = t // tw * m, t % tw * m
+        return _select_by(j, _transform_1d(bt, lambda k: padded[b, y0 + a, x0 + k, ch], dtype))
+
+    rows_in = te.compute((n, alpha, alpha, tiles, c), input_rows_body, name="winograd_input_rows",
+                         attrs={STAGE_KEY: "input_rows"})
+    v = te.compute((n, alpha * alpha, tiles, c),
+                   lambda b, xi, t, ch: _column_pass(bt, xi // alpha, lambda a: rows_in[b, a, xi % alpha, t, ch], dtype),
+                   name="winograd_input", attrs={STAGE_KEY: "input", TILE_GRID_KEY: (1, th, tw)})
+    rc = te.reduce_axis((0, c), name="rc")
+    gemm = te.compute((n, alpha * alpha, tiles, outs),
+                      lambda b, xi, t, o: te.sum(v[b, xi, t, rc] * u_packed[xi, o // p, rc, o % p], axis=rc),
+                      name="winograd_gemm", attrs={STAGE_KEY: "gemm"})
+
+    def output_rows_body(b: Any, e: Any, j: Any, t: Any, o: Any) -> Any:
+        return _select_by(j, _transform_1d(at, lambda u: gemm[b, e * alpha + u, t, o], dtype))
+
+    rows_out = te.compute((n, alpha, m, tiles, outs), output_rows_body, name="winograd_output_rows",
+                          attrs={STAGE_KEY: "output_rows"})
+    y_tile = te.compute((n, tiles, m * m, outs),
+                        lambda b, t, ij, o: _column_pass(at, ij // m, lambda e: rows_out[b, e, ij % m, t, o], dtype),
+                        name="winograd_output", attrs={STAGE_KEY: "output"})
+    return te.compute((n, oh, ow, outs), lambda b, y, x, o: y_tile[b, y // m * tw + x // m, y % m * m + x % m, o],
+                      name=name, tag=name, attrs={STAGE_KEY: "crop"})

@@ -80,13 +80,30 @@ def _panel_for(extent: Any, panel: int, lanes: int) -> "int | None":
 
 
 def _gemv_rows(x_shape: Any) -> bool:
-    """Whether a dense over ``x`` has few enough rows for `gemv_rule` (static, ≤ GEMV_MAX_ROWS)
-    and the pass context's `GemvPolicy` keeps such denses in its row layout (``row_layout``)."""
+    """Whether a dense over ``x`` has few enough rows for `gemv_rule` (≤ GEMV_MAX_ROWS) and the pass
+    context's `GemvPolicy` keeps such denses in its row layout (``row_layout``). A run-time batch
+    (``x`` of shape ``(batch, K)``) counts as batch 1, as the schedule rules plan it
+    (`ingot.ops.schedule.analysis.plan_symbolic_extents`), so a dynamic-batch classifier gets the
+    layout of its static twin."""
     from ingot.ops.schedule.reduction import GEMV_MAX_ROWS, current_gemv_policy
 
-    if not _static(x_shape) or not current_gemv_policy().row_layout:
+    if x_shape is None or not current_gemv_policy().row_layout:
         return False
-    return int(np.prod([int(d) for d in x_shape[:-1]])) <= GEMV_MAX_ROWS
+    rows = list(x_shape[:-1])
+    if len(rows) == 1 and not isinstance(rows[0], int) and _is_size_var(rows[0]):
+        rows = [1]
+    if not _static(rows) or not _static(x_shape[-1:]):
+        return False
+    return int(np.prod([int(d) for d in rows])) <= GEMV_MAX_ROWS
+
+
+def _is_size_var(dim: Any) -> bool:
+    """Whether a symbolic dim is one run-time size (a batch), not an expression of several."""
+    from ingot.ir.expr import Cast, Var as SizeVar
+
+    while isinstance(dim, Cast):
+        dim = dim.value
+    return isinstance(dim, SizeVar)
 
 
 def _static(shape: Any) -> bool:
@@ -94,14 +111,16 @@ def _static(shape: Any) -> bool:
 
 
 def _winograd_tile(call: Call, x_shape: Any, lanes: int) -> "int | None":
-    """The Winograd tile for an NHWC conv2d call (`ingot.ops.winograd.choose_tile`), None if it stays direct."""
+    """The Winograd tile for an NHWC conv2d call (`ingot.ops.winograd.choose_tile`), None if it stays direct.
+    The batch may be a run-time size: the tile grid depends on H and W only, and the Winograd kernel
+    runs one image at a time (`ingot.ops.winograd`), so a dynamic-batch model gets its static twin's tile."""
     from ingot.ops.winograd import choose_tile
 
     attrs, w = call.attrs, call.args[1].data
     if w.shape[:2] != (3, 3) or tuple(attrs["strides"]) != (1, 1) or tuple(attrs["dilation"]) != (1, 1):
         return None
     out = getattr(call.struct_info, "shape", None)
-    if not _static(x_shape) or not _static(out) or _out_dtype_differs(call):
+    if out is None or not _static(x_shape[1:]) or not _static(out[1:]) or _out_dtype_differs(call):
         return None
     return choose_tile((out[1], out[2]), x_shape[3], w.shape[3], lanes)
 

@@ -105,8 +105,16 @@ def analyze_block(sch: Any, block_rv: Any) -> BlockInfo:
         ij = _gemm_axes(block, store)
         if ij is not None:
             info.kind, (info.i_index, info.j_index) = "gemm", ij
-    plan_symbolic_extents(info)
+    plan_symbolic_extents(info, batch_rows=_batch_rows(block, info))
     return info
+
+
+def _batch_rows(block: Any, info: BlockInfo) -> bool:
+    """Whether a GEMM's row axis is a model's run-time batch: the leading axis, its extent one
+    run-time size (a classifier's ``(batch, K)`` input; a product such as ``seq * batch`` is tokens)."""
+    if info.kind != "gemm" or info.i_index != 0 or not info.spatial or info.spatial[0] != 0:
+        return False
+    return isinstance(_strip_casts(block.iter_vars[0].dom.extent), Var)
 
 
 #: The size a rule plans a run-time outer axis for: tiles and blocking never split that axis (it
@@ -114,7 +122,7 @@ def analyze_block(sch: Any, block_rv: Any) -> BlockInfo:
 PLANNED_EXTENT = 1
 
 
-def plan_symbolic_extents(info: BlockInfo) -> BlockInfo:
+def plan_symbolic_extents(info: BlockInfo, batch_rows: bool = False) -> BlockInfo:
     """Give the leading spatial axes of ``info`` whose extent is symbolic (a dynamic batch) the
     planning extent `PLANNED_EXTENT` and list them in ``info.symbolic``, so the rules, which read
     ``extents`` only to choose tiles, blocking and how many outer loops to fuse into the parallel
@@ -123,14 +131,21 @@ def plan_symbolic_extents(info: BlockInfo) -> BlockInfo:
     symbolic outer loops (`rules.runtime_outer_loops`), so the code is exact for every run-time size. A symbolic axis that is not leading, that a GEMM
     rule tiles (``i_index``/``j_index``: a dynamic sequence length) or that is innermost (the
     vector axis: a softmax row of run-time length) stays None and the rules
-    that need constant extents decline the block as before.
+    that need constant extents decline the block as before. With ``batch_rows`` (`analyze_block`:
+    the GEMM's row axis is the leading axis and its extent one run-time size, a classifier over
+    ``(batch, K)``) that row axis is planned as batch 1 too: the rules pick the constant model's
+    batch-1 plan (`gemv_rule`, or a one-row register tile), and the row loop stays serial outside
+    the parallel one.
 
     Example:
         >>> info = plan_symbolic_extents(BlockInfo("elementwise", [0, 1, 2], [], [0, 1, 2], [None, 64, None]))
         >>> info.extents, info.symbolic
         ([1, 64, None], [0])
+        >>> gemv = BlockInfo("gemm", [0, 1], [2], [0, 1, 2], [None, 10, 64], i_index=0, j_index=1)
+        >>> plan_symbolic_extents(gemv, batch_rows=True).extents
+        [1, 10, 64]
     """
-    tiled = {info.i_index, info.j_index}
+    tiled = {info.j_index} if batch_rows else {info.i_index, info.j_index}
     spatial = set(info.spatial)
     for k, extent in enumerate(info.extents[:-1]):  # the innermost axis is the vector axis
         if k not in spatial or k in tiled:

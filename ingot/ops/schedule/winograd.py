@@ -45,6 +45,11 @@ In both, V and M are α² planes of ``tiles × channels``; when a plane is a mul
 or loads of one tile map to one L1 set and trip 4K aliasing, so both get ``storage_align`` on the
 plane axis (stride ≡ 64 B mod 4 KiB: consecutive planes on consecutive cache sets).
 
+**Run-time batch.** The per-image kernel (`ingot.ops.winograd`, symbolic N) has a leading image axis
+in every stage; both schedules keep its loop serial outside the parallel one (`rules.runtime_outer_loops`)
+and schedule what is below it as the batch-1 kernel: the tile-row loop is the rows of one image, and
+every stage moved under it is one image's.
+
 Each step runs under ``sch.attempt()`` in `schedule_blocks`; a step that a primitive refuses leaves
 that stage to the generic rules (correct, slower).
 
@@ -64,7 +69,8 @@ from ingot.tir.schedule.error import ScheduleError
 
 from ..winograd import STAGE_KEY, TILE_GRID_KEY
 from .analysis import analyze_block
-from .rules import _extent, _fuse_parallel, _vectorize_tail, parallel_vectorize
+from .conv_nhwc import conv_nhwc_rule
+from .rules import _extent, _fuse_parallel, _vectorize_tail, parallel_vectorize, runtime_outer_loops
 
 __all__ = ["winograd_stages", "winograd_rule", "separable_transforms", "WinogradSchedulePolicy"]
 
@@ -90,8 +96,11 @@ def _transform(sch: Any, name: str, position_axis: int, channel_axis: int, lanes
     so is ``rows`` (the first pass of the separable form, `_two_pass`)."""
     block = sch.get_block(name)
     loops = sch.get_loops(block)
-    if len(loops) != 3:
-        raise ScheduleError(f"winograd stage {name!r}: expected 3 loops (position, tile, channel), got {len(loops)}")
+    # A run-time batch (`ingot.ops.winograd`, per image): the image loop stays serial outside.
+    lead, loops = loops[:-3], loops[-3:]
+    if len(loops) != 3 or runtime_outer_loops(sch, lead + loops) != len(lead):
+        raise ScheduleError(f"winograd stage {name!r}: expected 3 loops (position, tile, channel) below the "
+                            f"run-time batch loop, got {len(lead) + len(loops)}")
     channels = _extent(sch, loops[channel_axis])
     if channels is None or channels % lanes:
         raise ScheduleError(f"winograd stage {name!r}: {channels} channels are not a multiple of {lanes} lanes")
@@ -106,13 +115,13 @@ def _transform(sch: Any, name: str, position_axis: int, channel_axis: int, lanes
         tile_loops, grid = [loops[tile_axis]], [_extent(sch, loops[tile_axis])]
     sch.reorder(*tile_loops, co, loops[position_axis], ci)
     if rows is not None:
-        _two_pass(sch, rows, co, loops[position_axis], len(tile_loops) + 1)
+        _two_pass(sch, rows, co, loops[position_axis], len(lead) + len(tile_loops) + 1)
     else:
         sch.unroll(loops[position_axis])
     if producer is not None:
         sch.compute_at(sch.get_block(producer), co)
         sch.vectorize(sch.get_loops(sch.get_block(producer))[-1])
-    _fuse_parallel(sch, [*tile_loops, co], [*grid, channels // lanes], cores)
+    _fuse_parallel(sch, [*lead, *tile_loops, co], [None] * len(lead) + [*grid, channels // lanes], cores)
     sch.vectorize(ci)
 
 
@@ -151,7 +160,8 @@ def _align_planes(sch: Any, block_name: str, buffer_name: str) -> None:
     if index is None:
         raise ScheduleError(f"winograd planes: block {block_name!r} does not write {buffer_name!r}")
     item = max(1, writes[index].buffer.dtype.bits // 8)
-    sch.storage_align(block, index, axis=0, factor=_PAGE_BYTES // item, offset=_LINE_BYTES // item)
+    axis = len(writes[index].buffer.shape) - 3  # (plane, tiles, channels), after the image axis if any
+    sch.storage_align(block, index, axis=axis, factor=_PAGE_BYTES // item, offset=_LINE_BYTES // item)
 
 
 def _gemm_reader(sch: Any, stages: "dict[str, str]") -> Any:
@@ -242,13 +252,13 @@ def _rows(tiles: int) -> int:
     return max(r for r in range(1, min(tiles, _MAX_ROWS) + 1) if tiles % r == 0)
 
 
-def _inner_transform(sch: Any, name: str, position_axis: int, channel_axis: int, lanes: int,
+def _inner_transform(sch: Any, name: str, position_axis: int, channel_axis: int, lanes: int, depth: int,
                      producer: Optional[str] = None, rows: Optional[str] = None) -> None:
     """A transform stage moved under the tile-row loop: per (tile, channel vector) the α×α input
     tile (``producer``) and the first pass (``rows``, `_two_pass`) into local buffers, positions
-    unrolled, lanes vectorized."""
+    unrolled, lanes vectorized; ``depth`` loops (the tile-row loop, the image loop above it) enclose it."""
     block = sch.get_block(name)
-    loops = sch.get_loops(block)[1:]
+    loops = sch.get_loops(block)[depth:]
     if len(loops) != 3:
         raise ScheduleError(f"winograd stage {name!r}: expected 3 loops under the tile-row loop, got {len(loops)}")
     channels = _extent(sch, loops[channel_axis])
@@ -258,7 +268,7 @@ def _inner_transform(sch: Any, name: str, position_axis: int, channel_axis: int,
     co, ci = sch.split(loops[channel_axis], [None, lanes])
     sch.reorder(tile, co, loops[position_axis], ci)
     if rows is not None:
-        _two_pass(sch, rows, co, loops[position_axis], 3)
+        _two_pass(sch, rows, co, loops[position_axis], depth + 2)
     else:
         sch.unroll(loops[position_axis])
     if producer is not None:
@@ -267,11 +277,11 @@ def _inner_transform(sch: Any, name: str, position_axis: int, channel_axis: int,
     sch.vectorize(ci)
 
 
-def _inner_gemm(sch: Any, name: str, write_back: Any, lanes: int) -> None:
+def _inner_gemm(sch: Any, name: str, write_back: Any, lanes: int, depth: int) -> None:
     """The α² GEMMs of one tile row: ``R × P`` register tiles (R tiles, one P-wide weight panel)
     accumulated over the input channels in the local cache, ``write_back`` (its copy to M) per tile."""
     block = sch.get_block(name)
-    loops = sch.get_loops(block)[1:]
+    loops = sch.get_loops(block)[depth:]
     if len(loops) != 4:
         raise ScheduleError(f"winograd stage {name!r}: expected 4 loops (position, tile, out channel, "
                             f"channel) under the tile-row loop, got {len(loops)}")
@@ -316,7 +326,9 @@ def _blocked(sch: Any, stages: "dict[str, str]", pad: Optional[str], after: "lis
     m = -(-(_extent(sch, loops[1]) or 0) // grid[1]) or 1
     n, y, x, o = loops
     ty, yi = sch.split(y, [None, m * rows])
-    row = sch.fuse(n, ty)
+    # A run-time batch stays a serial loop over images outside the parallel rows (per-image stages).
+    row = ty if runtime_outer_loops(sch, [n, ty]) else sch.fuse(n, ty)
+    depth = 2 if row is ty else 1
     sch.parallel(row)
     _vectorize_tail(sch, last, lanes)
     # Step 2. The stages of one tile row under it, consumers first (compute_at needs the consumer's
@@ -327,12 +339,12 @@ def _blocked(sch: Any, stages: "dict[str, str]", pad: Optional[str], after: "lis
     gemm_buffer = _gemm_reader(sch, stages).reads[0].buffer.name
     write_back = sch.cache_write(sch.get_block(stages["gemm"]), 0, "local")
     sch.compute_at(sch.get_block(stages["output"]), row)
-    _inner_transform(sch, stages["output"], 1, 2, lanes, rows=stages.get("output_rows"))
+    _inner_transform(sch, stages["output"], 1, 2, lanes, depth, rows=stages.get("output_rows"))
     for block in (write_back, sch.get_block(stages["gemm"]), sch.get_block(stages["input"])):
         sch.compute_at(block, row)
-    _inner_gemm(sch, stages["gemm"], write_back, lanes)
+    _inner_gemm(sch, stages["gemm"], write_back, lanes, depth)
     write_back = sch.get(write_back).name_hint
-    _inner_transform(sch, stages["input"], 0, 2, lanes, producer=pad, rows=stages.get("input_rows"))
+    _inner_transform(sch, stages["input"], 0, 2, lanes, depth, producer=pad, rows=stages.get("input_rows"))
     # Step 3. Pad the planes of the per-row V and M (4K aliasing: their planes are tiles × channels).
     _align_planes(sch, stages["input"], sch.get(sch.get_block(stages["input"])).writes[0].buffer.name)
     _align_planes(sch, write_back, gemm_buffer)
@@ -340,7 +352,7 @@ def _blocked(sch: Any, stages: "dict[str, str]", pad: Optional[str], after: "lis
 
 def _alpha(sch: Any, input_stage: str) -> int:
     """α of the kernel: the input transform writes α² positions."""
-    return int(round(int(sch.get(sch.get_block(input_stage)).writes[0].buffer.shape[0]) ** 0.5))
+    return int(round(int(sch.get(sch.get_block(input_stage)).writes[0].buffer.shape[-3]) ** 0.5))
 
 
 def separable_transforms(cpu: CpuModel, alpha: int, policy: "Optional[WinogradSchedulePolicy]" = None) -> bool:
@@ -400,7 +412,12 @@ def winograd_rule(sch: Any, names: "list[str]", cpu: CpuModel, gemm_rules: "list
     # Step 1. Input transform (with its padding stage, when there is one).
     step(stages["input"], "winograd_input",
          lambda: _transform(sch, stages["input"], 0, 2, lanes, cores, producer=pad, rows=stages.get("input_rows")))
-    # Step 2. The α² GEMMs.
+    # Step 2. The α² GEMMs. Per image (a run-time batch: M is [N, α², tiles, O]), M's four axes look
+    # like an NHWC conv's output to conv_nhwc_rule, which never takes the batch-1 kernel's
+    # [α², tiles, O]: the other rules, as for the constant kernel.
+    gemm_block = sch.get(sch.get_block(stages["gemm"]))
+    if len(gemm_block.writes[0].buffer.shape) == 4:
+        gemm_rules = [rule for rule in gemm_rules if rule is not conv_nhwc_rule]
     info = analyze_block(sch, sch.get_block(stages["gemm"]))
     for rule in gemm_rules:
         # epilogue=False keeps the crop out of the GEMM's tile loop; a rule without the keyword

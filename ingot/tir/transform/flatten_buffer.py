@@ -77,8 +77,15 @@ def flat_index(buffer: Buffer, indices: "tuple[PrimExpr, ...]", strides: "tuple 
 def _flat_size(buffer: Buffer, strides: "tuple | None" = None) -> PrimExpr:
     if not buffer.shape:
         return IntImm("int32", 1)
-    if strides is not None:  # storage-aligned (constant): the last element's offset + 1
-        return IntImm(buffer.shape[0].dtype, 1 + sum((as_const_int(d) - 1) * s for d, s in zip(buffer.shape, strides)))
+    if strides is not None:  # storage-aligned (constant strides): the last element's offset + 1
+        dims = [as_const_int(d) for d in buffer.shape]
+        if None not in dims:
+            return IntImm(buffer.shape[0].dtype, 1 + sum((d - 1) * s for d, s in zip(dims, strides)))
+        # A run-time leading extent (a batch of per-image planes): the same sum as an expression.
+        last: PrimExpr = IntImm(buffer.shape[0].dtype, 1)
+        for dim, stride in zip(buffer.shape, strides):
+            last = last + (dim - 1) * IntImm(dim.dtype, stride)
+        return last
     if not buffer.strides:
         size = buffer.shape[0]
         for dim in buffer.shape[1:]:
