@@ -15,8 +15,8 @@ Note: the prelude *is* the ABI between generated code and the runtime. It define
   every argument but the first before each call, TVM's ``cache_flush_cpu_non_first_arg``; since
   ABI version 2), ``ingot_set_num_threads``, ``ingot_get_num_threads``,
   ``ingot_set_adaptive_team`` and ``ingot_pool_counters`` (the thread pool's adaptive team,
-  see the parallel-loop note in the C text), ``ingot_abi_version``. They are weak symbols so that several Ingot translation units can be
-  linked into one library.
+  see the parallel-loop note in the C text), ``ingot_abi_version``. They are weak symbols so
+  that several Ingot translation units can be linked into one library.
 
 A generated module is::
 
@@ -617,8 +617,9 @@ INGOT_WEAK_EXPORT int32_t ingot_get_num_threads(void) { return (int32_t)ingot_te
  * sum going on from where it was: once at least INGOT_POOL_PROBE_LOOPS loops in which another thread ran
  * tasks have brought it back to zero or above, the cap goes and the next hold halves; a late join that
  * leaves it below zero keeps the cap and doubles the hold (up to INGOT_POOL_HOLD_MAX_NS); after
- * INGOT_POOL_PROBE_MAX_LOOPS loops with neither, the cap stays for another hold as long. Only the threads that claim a slot take part in a loop, so a
- * capped team does not get its descheduled thread back through stealing.
+ * INGOT_POOL_PROBE_MAX_LOOPS loops with neither, the cap stays for another hold as long. Only the
+ * threads that claim a slot take part in a loop, so a capped team does not get its descheduled thread
+ * back through stealing.
  * C11 atomics: generated kernels are C; a C++ file including the prelude does without the pool. */
 #ifndef __cplusplus
 #include <pthread.h>

@@ -344,7 +344,8 @@ int main(void) {
     for (int64_t n = 1; n <= 1000; n *= 7) {
       memset(hits, 0, sizeof(hits));
       if (stress(n, threads, 20, hits, 5) != 0) return 2;
-      for (int64_t i = 0; i < n; ++i) if (hits[i] != 20) { printf("stress: hits[%ld] = %d\n", (long)i, hits[i]); return 3; }
+      for (int64_t i = 0; i < n; ++i)
+        if (hits[i] != 20) { printf("stress: hits[%ld] = %d\n", (long)i, hits[i]); return 3; }
     }
   }
   memset(hits, 0, sizeof(hits));
