@@ -14,7 +14,7 @@ not in here: it has no recurrence and is one ordinary GEMM over all ``T*B`` rows
         c = Y_c[d, rows, :] = initial_c or 0     # (LSTM)
         for s in serial(T):                      # the time loop
             t = T - 1 - s if reverse[d] else s
-            acc[rows] = h[rows] @ R[d]^T         # per panel of 16 gate columns and group of 4 rows:
+            acc[rows] = h[rows] @ R[d]^T         # per panel of 2 vectors of gate columns and 4 rows:
                                                  # 8 vector accumulators in registers over all k
             for b in rows:
                 if t < sequence_lens[b]:         # (sequence_lens given)
@@ -45,7 +45,7 @@ from typing import Any, Callable, Optional
 import numpy as np
 
 from ingot import tir
-from ingot.ir import DataType, Var, decl_buffer
+from ingot.ir import DataType, Var, as_const_int, decl_buffer
 from ingot.ir.expr import Broadcast, PrimExpr, Ramp, Select, cast, const
 from ingot.tir import Allocate, BufferStore, For, ForKind, IfThenElse, LetStmt, PrimFunc, SeqStmt
 
@@ -57,10 +57,13 @@ GATES = {"LSTM": 4, "GRU": 3, "RNN": 1}
 #: The GEMV ``h @ R^T`` of a step is register-tiled: `REG_ROWS` batch rows x `REG_VECTORS` vectors of
 #: gate columns (a panel of ``R^T``, stored contiguous over ``k``: `pack_recurrent_weights`) accumulate in
 #: ``REG_ROWS * REG_VECTORS`` vector registers over the whole ``k`` loop; each panel vector loaded for a
-#: ``k`` serves `REG_ROWS` rows. 8 accumulators + 2 panel vectors + a broadcast fit AVX2's 16 registers.
+#: ``k`` serves `REG_ROWS` rows. 8 accumulators + 2 panel vectors + a broadcast fit the 16 vector registers
+#: of AVX2 (and AVX-512's 32), whatever their width.
 REG_ROWS = 4
 REG_VECTORS = 2
-#: The vector width the tiles are written for (AVX2's 256 bits; an AVX-512 host runs them as they are).
+#: The vector width of the tile when no target is known (`RecurrenceSpec.vector_bytes` default): AVX2's
+#: 256 bits. A build for a target packs ``R^T`` for that target's width (`target_vector_bytes`, the
+#: ``PackRecurrentWeights`` pass) and the kernel takes its width from the packed layout.
 VECTOR_BYTES = 32
 
 #: A hidden size that is not a multiple of the panel takes the plain GEMV: chunks of this many gate
@@ -135,6 +138,10 @@ class RecurrenceSpec:
     has_peepholes: bool = False
     has_recurrent_h_bias: bool = False
     dtype: str = "float32"
+    #: The register tile's vector width in bytes (the target's: `target_vector_bytes`).
+    vector_bytes: int = VECTOR_BYTES
+    #: Whether ``rt`` is in panels (`pack_recurrent_weights`) when ``hidden`` allows; False: ``R^T`` as it is.
+    packed: bool = True
 
     @property
     def gate_width(self) -> int:
@@ -144,7 +151,7 @@ class RecurrenceSpec:
     @property
     def panel(self) -> Optional[int]:
         """Columns of ``R^T`` stored together, or None (``rt`` not packed): see `weight_panel`."""
-        return weight_panel(self.hidden, self.dtype)
+        return weight_panel(self.hidden, self.dtype, self.vector_bytes) if self.packed else None
 
     @property
     def num_dirs(self) -> int:
@@ -401,16 +408,63 @@ class _Kernel:
         return PrimFunc(params, _loop(q, work, body, kind), {"tir.noalias": True, "tir.is_scheduled": True})
 
 
-def weight_panel(hidden: int, dtype: str) -> Optional[int]:
-    """The kernel's ``R^T`` panel width (`REG_VECTORS` vectors of ``dtype``) for a layer of ``hidden`` units, or
-    None when ``hidden`` is not a multiple of it (``rt`` is then ``R^T`` unpacked, and the GEMV simpler).
+def weight_panel(hidden: int, dtype: str, vector_bytes: int = VECTOR_BYTES) -> Optional[int]:
+    """The kernel's ``R^T`` panel width (`REG_VECTORS` vectors of ``vector_bytes`` of ``dtype``) for a layer of
+    ``hidden`` units, or None when ``hidden`` is not a multiple of it (``rt`` is then ``R^T`` unpacked, and the
+    GEMV simpler).
 
     Example:
         >>> weight_panel(256, "float32"), weight_panel(20, "float32"), weight_panel(20, "float64")
         (16, None, None)
+        >>> weight_panel(256, "float32", target_vector_bytes("llvm -mcpu=sapphirerapids"))
+        32
     """
-    cols = REG_VECTORS * VECTOR_BYTES * 8 // DataType(dtype).bits
+    cols = REG_VECTORS * vector_bytes * 8 // DataType(dtype).bits
     return cols if hidden % cols == 0 else None
+
+
+def target_vector_bytes(target: Any = None) -> int:
+    """The register tile's vector width for ``target`` (a `Target` or its string; None: `Target.current()`,
+    else the host): its CPU model's vector width, at least 16 bytes (SSE).
+
+    Example:
+        >>> target_vector_bytes("llvm -mcpu=haswell"), target_vector_bytes("llvm -mcpu=sapphirerapids")
+        (32, 64)
+    """
+    from ingot.target import as_target
+
+    target = as_target(target)
+    if not target.is_cpu:
+        return VECTOR_BYTES  # the kernel is C for CPUs; other targets keep the importer's layout
+    return max(16, int(target.vector_width_bits) // 8)
+
+
+def panel_of(rt_shape: Any, dtype: str) -> "tuple[int, bool]":
+    """``(vector_bytes, packed)`` of a `RecurrenceSpec` whose ``rt`` has shape ``rt_shape``: the panel width
+    (last dim of the 4-D packed layout) names the vector width it was packed for; 3-D is ``R^T`` unpacked.
+
+    Example:
+        >>> panel_of((1, 4, 16, 32), "float32"), panel_of((1, 16, 64), "float32")
+        ((64, True), (32, False))
+    """
+    if len(rt_shape) != 4:
+        return VECTOR_BYTES, False
+    panel = rt_shape[3] if isinstance(rt_shape[3], int) else as_const_int(rt_shape[3])
+    return int(panel) * DataType(dtype).bits // 8 // REG_VECTORS, True
+
+
+def unpack_recurrent_weights(rt: np.ndarray) -> np.ndarray:
+    """``R`` (ONNX's ``(D, G*H, H)``) back from the kernel's layout (`pack_recurrent_weights`, packed or not).
+
+    Example:
+        >>> r = np.arange(64 * 16, dtype="float32").reshape(1, 64, 16)
+        >>> bool((unpack_recurrent_weights(pack_recurrent_weights(r, 16)) == r).all())
+        True
+    """
+    if rt.ndim == 4:
+        nd, panels, h, p = rt.shape
+        return np.ascontiguousarray(rt.transpose(0, 1, 3, 2).reshape(nd, panels * p, h))
+    return np.ascontiguousarray(rt.transpose(0, 2, 1))
 
 
 def pack_recurrent_weights(r: np.ndarray, panel: Optional[int]) -> np.ndarray:

@@ -330,3 +330,37 @@ def test_a_long_aot_entry_is_compiled_at_o0_and_still_runs(monkeypatch):
     assert ex.aot, "the graph has an AOT entry"
     data = np.arange(4, dtype=np.float32)
     np.testing.assert_allclose(G.Executor(ex, ingot.cpu())["main"](data).numpy(), np.exp(2 * data), rtol=1e-6)
+
+
+@pytest.mark.compiler
+@pytest.mark.parametrize("target, panel, vector", [("llvm -mcpu=haswell -num-cores=2", 16, "float32x8"),
+                                                   ("llvm -mcpu=sapphirerapids -num-cores=2", 32, "float32x16")])
+def test_recurrence_register_tile_follows_the_target(target, panel, vector):
+    # PackRecurrentWeights repacks R^T for the target's vector width (AVX2: panels of 16 float32 columns,
+    # the importer's layout, unchanged; AVX-512: 32) and the kernel's tile follows the layout. The numbers
+    # are checked against ONNX Runtime where the host runs the target's code; AVX-512 code elsewhere is
+    # compiled and checked in the generated C only.
+    import ingot
+    from ingot import graph as G
+    from ingot.codegen.build import generate_source
+    from ingot.graph.transform import default_build_pipeline
+    from ingot.target import Target
+    from ingot.tir.function import PrimFunc
+
+    rng = np.random.default_rng(3)
+    x = rng.uniform(-1, 1, (T, B, I)).astype(np.float32)
+    nodes, inits, _ = _layer("GRU", "l", "X", rng=rng, direction="bidirectional", hidden=32, init_h=False)
+    outputs = [o for o in nodes[0].output if o]
+    model = _model(nodes, inits, [("X", x)], outputs)
+    mod, _ = from_onnx(model)
+    lowered = default_build_pipeline(target)(mod)
+    kernels = [f for f in lowered.functions.values() if isinstance(f, PrimFunc) and
+               any(getattr(p, "name", "") == "rt" for p in f.params)]
+    assert len(kernels) == 1
+    rt = next(p for p in kernels[0].params if getattr(p, "name", "") == "rt")
+    assert [int(d) for d in rt.shape] == [2, 3 * 32 // panel, 32, panel]
+    assert vector in generate_source(kernels[0].with_attr("global_symbol", "rnn"), target).code
+    if Target(target).vector_width_bits <= Target("llvm").vector_width_bits:
+        out = G.Executor(G.build(mod, target), ingot.cpu())["main"](x)
+        for a, e in zip(out, _ort(model, {"X": x})):
+            np.testing.assert_allclose(a.numpy(), e, rtol=1e-5, atol=1e-5)

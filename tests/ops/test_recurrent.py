@@ -77,3 +77,27 @@ def test_lstm_input_forget_and_activation_parameters():
 def test_float64_gru_with_softplus():
     _run("GRU", (False, True), 5, 3, 8, dtype="float64", acts=(("sigmoid", 0, 0), ("softplus", 0, 0)),
          lens_dtype="int32")
+
+
+@pytest.mark.parametrize("vector_bytes, panel", [(32, 16), (64, 32)])
+def test_register_tile_of_the_target_vector_width(vector_bytes, panel):
+    # The AVX-512 tile (64-byte vectors, panels of 32 columns) computes the same numbers: GCC's 64-byte
+    # vectors run on any host (two ymm halves on AVX2), so the layout and indexing are checked here.
+    spec = RecurrenceSpec("GRU", 32, (False, True), (ACTS["GRU"],) * 2, vector_bytes=vector_bytes)
+    assert spec.panel == panel
+    _run("GRU", (False, True), 5, ROW_TILE + 3, 32, has_initial_h=True, vector_bytes=vector_bytes)
+    _run("LSTM", (False,), 4, 3, 32, static=True, has_initial_c=True, vector_bytes=vector_bytes)
+
+
+def test_target_vector_bytes_and_panels():
+    from ingot.ops.recurrent import panel_of, target_vector_bytes, unpack_recurrent_weights, weight_panel
+
+    assert target_vector_bytes("llvm -mcpu=haswell") == 32
+    assert target_vector_bytes("llvm -mcpu=znver3") == 32
+    assert target_vector_bytes("llvm -mcpu=sapphirerapids") == 64
+    assert weight_panel(32, "float32", 64) == 32 and weight_panel(16, "float32", 64) is None
+    r = np.random.default_rng(0).standard_normal((2, 96, 32)).astype("float32")
+    for p in (16, 32, None):
+        rt = pack_recurrent_weights(r, p)
+        np.testing.assert_array_equal(unpack_recurrent_weights(rt), r)
+        assert panel_of(rt.shape, "float32") == ((p * 4 // 2, True) if p else (32, False))

@@ -39,13 +39,20 @@ def _spec(args: Sequence[Any], attrs: Any) -> Any:
     def dtype_of(a: Any) -> str:
         return str(a.struct_info.dtype) if hasattr(a, "struct_info") else str(a.dtype)
 
+    def shape_of(a: Any) -> tuple:
+        return tuple(a.struct_info.shape) if hasattr(a, "struct_info") else tuple(a.shape)
+
+    # The kernel's register tile follows rt's layout: the panel width says the vector width it was packed
+    # for (the importer's default, or the target's after PackRecurrentWeights).
+    vector_bytes, packed = topi("recurrent").panel_of(shape_of(args[1]), dtype_of(args[0]))
     return topi("recurrent").RecurrenceSpec(
         attrs["kind"], attrs["hidden"], tuple(attrs["reverse"]), tuple(tuple(tuple(a) for a in d)
                                                                        for d in attrs["activations"]),
         clip=attrs["clip"], input_forget=attrs["input_forget"], linear_before_reset=attrs["linear_before_reset"],
         has_initial_h="initial_h" in optional, has_initial_c="initial_c" in optional,
         lens_dtype=dtype_of(lens) if lens is not None else None, has_peepholes="peepholes" in optional,
-        has_recurrent_h_bias="recurrent_h_bias" in optional, dtype=dtype_of(args[0]))
+        has_recurrent_h_bias="recurrent_h_bias" in optional, dtype=dtype_of(args[0]), vector_bytes=vector_bytes,
+        packed=packed)
 
 
 def _normalize(attrs: Any, args: Any) -> dict:

@@ -13,6 +13,7 @@ from .dead_code_elimination import DeadCodeElimination
 from .fold_constant import FoldConstant
 from .fuse_ops import FuseOps, FuseTIR
 from .legalize_ops import LegalizeOps
+from .pack_recurrent import PackRecurrentWeights
 from .pack_weights import PackWeights
 from .partition_graph import (
     AnnotateTarget, FuseOpsByPattern, MergeCompilerRegions, MergeCompositeFunctions, PartitionGraph,
@@ -48,13 +49,14 @@ def resolve_layout(target: Any = None, layout: str = "auto") -> str:
 
 def default_build_pipeline(target: Any = None, layout: str = "auto") -> Any:
     """FoldConstant → SimplifyInference → FoldConstant → [ConvertLayout → FoldConstant] →
-    EliminateCommonSubexpr → DeadCodeElimination → FuseOps → PackWeights → FuseTIR → LegalizeOps →
-    DeadCodeElimination, as one `Sequential`.
+    EliminateCommonSubexpr → DeadCodeElimination → PackRecurrentWeights → FuseOps → PackWeights → FuseTIR →
+    LegalizeOps → DeadCodeElimination, as one `Sequential`.
 
     ConvertLayout (NCHW convolutional regions run in NHWC, see its module note) is in the pipeline
     when `resolve_layout(target, layout)` is ``"NHWC"``: by default on CPU targets, not on CUDA;
     ``layout="NCHW"`` keeps the model's layout (``ingot.compile(..., layout="NCHW")``,
-    ``G.build(..., layout="NCHW")``). PackWeights pre-packs constant conv/dense weights.
+    ``G.build(..., layout="NCHW")``). PackWeights pre-packs constant conv/dense weights, and
+    PackRecurrentWeights a recurrent layer's ``R^T`` for the target's vector width.
 
     Example:
         >>> p = default_build_pipeline()                     # CPU host: NHWC
@@ -65,6 +67,7 @@ def default_build_pipeline(target: Any = None, layout: str = "auto") -> Any:
     passes = [FoldConstant(), SimplifyInference(), FoldConstant()]
     if resolve_layout(target, layout) == "NHWC":
         passes += [ConvertLayout(), FoldConstant()]
-    passes += [EliminateCommonSubexpr(), DeadCodeElimination(), FuseOps(), PackWeights(target=target), FuseTIR(), LegalizeOps(),
+    passes += [EliminateCommonSubexpr(), DeadCodeElimination(), PackRecurrentWeights(target), FuseOps(),
+               PackWeights(target=target), FuseTIR(), LegalizeOps(),
                DeadCodeElimination()]
     return transform.Sequential(passes, name="graph.default_build_pipeline")
