@@ -22,7 +22,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ingot.ir.expr import IntImm, PrimExpr, Range, Select, as_const_int
+from ingot.ir import expr as E
+from ingot.ir.expr import IntImm, PrimExpr, Range, Select, Var, as_const_int
 from ingot.ir.functor import Mutator, substitute
 
 from ..function import PrimFunc
@@ -38,6 +39,8 @@ class _Simplifier(Mutator):
     def __init__(self, analyzer: Analyzer, widen: bool = False) -> None:
         self.analyzer = analyzer
         self.widen = widen
+        # loop variable -> its loop's end (min + extent), for the loops with a run-time extent
+        self.loop_end: dict = {}
 
     def _simplify(self, e: PrimExpr) -> PrimExpr:
         return self.analyzer.simplify(widen_casts(e) if self.widen else e)
@@ -71,12 +74,26 @@ class _Simplifier(Mutator):
             if self.analyzer.can_prove(extent <= 0):
                 return no_op()
         self.analyzer.bind(node.loop_var, Range.from_min_extent(lo, extent))
+        if self.widen and as_const_int(extent) is None:
+            self.loop_end[node.loop_var] = self._simplify(lo + extent)
         body = self.visit(node.body)
+        self.loop_end.pop(node.loop_var, None)
         return node.replace(min=lo, extent=extent, body=body)
+
+    def _below_loop_end(self, cond: PrimExpr) -> bool:
+        """Whether ``cond`` is ``v < e`` (or a conjunction of such) with ``v`` a loop variable whose
+        run-time loop end is provably <= ``e``: the guard ``n < batch`` a schedule's
+        ``reverse_compute_at`` puts on the epilogue of a run-time batch loop over ``n``, which the
+        analyzer does not prove (it bounds variables by constants)."""
+        if isinstance(cond, E.And):
+            return self._below_loop_end(cond.a) and self._below_loop_end(cond.b)
+        if isinstance(cond, E.LT) and isinstance(cond.a, Var) and cond.a in self.loop_end:
+            return self.analyzer.can_prove(self.loop_end[cond.a] <= cond.b)
+        return False
 
     def visit_IfThenElse(self, node: IfThenElse) -> Stmt:
         cond = self._simplify(node.condition)
-        if _const_bool(cond) is True or self.analyzer.can_prove(cond):
+        if _const_bool(cond) is True or self.analyzer.can_prove(cond) or (self.loop_end and self._below_loop_end(cond)):
             return self.visit(node.then_case)
         if _const_bool(cond) is False or self.analyzer.can_prove(~cond):
             return self.visit(node.else_case) if node.else_case is not None else no_op()
