@@ -62,12 +62,10 @@ def _rules(path):
 
 
 def _compute_rules(rules):
-    """The sorted rules of the blocks that got a GEMM/conv/reduction rule; the classifier's
-    GEMV of a batch-1 model counts as the GEMM it is for a run-time batch (its rows ARE the batch:
-    a register-tiled GEMM with a guarded row tail serves every batch)."""
+    """The sorted rules of the blocks that got a GEMM/conv/reduction rule (the classifier over a
+    run-time batch is planned as batch 1: the static model's gemv_rule)."""
     plain = {"elementwise_rule", "inline_injective", None}
-    return sorted("gemm_rule" if rule == "gemv_rule" else rule
-                  for blocks in rules.values() for _, rule in blocks if rule not in plain)
+    return sorted(rule for blocks in rules.values() for _, rule in blocks if rule not in plain)
 
 
 def _check(module, x, tmp_path, tiled_rules):
