@@ -10,11 +10,13 @@ the kernels' own (no executor, no allocation per call). Prints per kernel static
 dynamic/static, then the sum.
 
 ``--source DIR`` also writes each pair's generated C (``<kernel>.static.c``, ``<kernel>.dynamic.c``)
-to read the worst pairs.
+to read the worst pairs. ``--compare`` also builds the dynamic kernels with the pass config
+``tir.widen_index_casts=False`` (the lowering before #17: widening casts left in the indices) and
+times them in the same rounds (column ``unwidened``).
 
 Usage:
     python benchmarks/dynamic_kernels.py --models mobilenet_v2,resnet50 [--batch 1] [--top 0] \
-        [--kernels conv] [--repeat 5] [--source /tmp/dyn-src]
+        [--kernels conv] [--repeat 5] [--compare] [--source /tmp/dyn-src]
 """
 from __future__ import annotations
 
@@ -123,9 +125,9 @@ def _schedule(func, tgt):
 
 
 def measure(name: str, workdir: str, target: str, batch: int, repeat: int, number_ms: int,
-            only: str = "", source_dir: "str | None" = None) -> list:
-    """``[(kernel, static s, dynamic s)]``: medians of ``repeat`` interleaved rounds (see the module
-    docstring).
+            only: str = "", source_dir: "str | None" = None, compare: bool = False) -> list:
+    """``[(kernel, static s, dynamic s, unwidened dynamic s or None)]``: medians of ``repeat``
+    interleaved rounds (see the module docstring).
 
     Example:
         >>> measure("mobilenet_v2", "/tmp/ingot-models", "llvm -num-cores=2", 1, 5, 20)[0]   # doctest: +SKIP
@@ -133,6 +135,7 @@ def measure(name: str, workdir: str, target: str, batch: int, repeat: int, numbe
     """
     import ingot
     from ingot.ir import IRModule
+    from ingot.ir.transform import PassContext
     from ingot.target import Target
 
     tgt = Target(target)
@@ -142,6 +145,10 @@ def measure(name: str, workdir: str, target: str, batch: int, repeat: int, numbe
         funcs[f"s{k}"] = _schedule(sfunc, tgt).with_attr("global_symbol", f"s{k}")
         funcs[f"d{k}"] = _schedule(dfunc, tgt).with_attr("global_symbol", f"d{k}")
     lib = ingot.build(IRModule(funcs), tgt)
+    libs = {"s": lib, "d": lib}
+    if compare:
+        with PassContext(config={"tir.widen_index_casts": False}):
+            libs["u"] = ingot.build(IRModule({k: f for k, f in funcs.items() if k.startswith("d")}), tgt)
     if source_dir:
         os.makedirs(source_dir, exist_ok=True)
         for k, (kname, _, _, _) in enumerate(found):
@@ -155,13 +162,14 @@ def measure(name: str, workdir: str, target: str, batch: int, repeat: int, numbe
     for k, (kname, _, _, shapes) in enumerate(found):
         args = [ingot.nd.array(rng.standard_normal(s).astype(dt) if dt.startswith("float") else np.zeros(s, dt))
                 for s, dt in shapes]
-        evs = {tag: lib.time_evaluator(f"{tag}{k}", dev, number=1, repeat=1, min_repeat_ms=number_ms)
-               for tag in ("s", "d")}
-        times = {"s": [], "d": []}
+        evs = {tag: lib_.time_evaluator(f"{'d' if tag == 'u' else tag}{k}", dev, number=1, repeat=1,
+                                        min_repeat_ms=number_ms) for tag, lib_ in libs.items()}
+        times: dict = {tag: [] for tag in evs}
         for _ in range(repeat):
-            for tag in ("s", "d"):
-                times[tag].append(evs[tag](*args).mean)
-        rows.append((kname, float(np.median(times["s"])), float(np.median(times["d"]))))
+            for tag, ev in evs.items():
+                times[tag].append(ev(*args).mean)
+        med = {tag: float(np.median(t)) for tag, t in times.items()}
+        rows.append((kname, med["s"], med["d"], med.get("u")))
     return rows
 
 
@@ -176,17 +184,19 @@ def main(argv=None) -> int:
     p.add_argument("--kernels", default="", help="only kernels whose name contains this")
     p.add_argument("--top", type=int, default=0, help="print only the N worst ratios (0: all)")
     p.add_argument("--source", default=None, help="write each pair's generated C into this folder")
+    p.add_argument("--compare", action="store_true",
+                   help="also time the dynamic kernels lowered with tir.widen_index_casts=False (before #17)")
     args = p.parse_args(argv)
     for name in args.models.split(","):
         rows = measure(name, args.workdir, args.target, args.batch, args.repeat, args.min_repeat_ms,
-                       args.kernels, args.source)
+                       args.kernels, args.source, args.compare)
         shown = sorted(rows, key=lambda r: -r[2] / r[1])[:args.top] if args.top else rows
         print(f"# {name} batch {args.batch} {args.target}: {len(rows)} kernel pairs")
-        print(f"{'kernel':48s} {'static ms':>10s} {'dynamic ms':>10s} {'ratio':>6s}")
-        for kname, s, d in shown:
-            print(f"{kname:48s} {s * 1e3:10.4f} {d * 1e3:10.4f} {d / s:6.2f}")
-        ts, td = sum(r[1] for r in rows), sum(r[2] for r in rows)
-        print(f"{'total':48s} {ts * 1e3:10.4f} {td * 1e3:10.4f} {td / max(ts, 1e-12):6.2f}", flush=True)
+        extra = f" {'unwidened ms':>12s} {'ratio':>6s}" if args.compare else ""
+        print(f"{'kernel':48s} {'static ms':>10s} {'dynamic ms':>10s} {'ratio':>6s}{extra}")
+        for kname, s, d, u in list(shown) + [("total", *(sum(r[i] or 0.0 for r in rows) for i in (1, 2, 3)))]:
+            extra = f" {u * 1e3:12.4f} {u / max(s, 1e-12):6.2f}" if args.compare else ""
+            print(f"{kname:48s} {s * 1e3:10.4f} {d * 1e3:10.4f} {d / max(s, 1e-12):6.2f}{extra}", flush=True)
     return 0
 
 

@@ -83,6 +83,11 @@ register_pass_config(
 )
 register_pass_config("tir.disable_compact_buffer", bool, "keep intermediate allocations at their full size")
 register_pass_config(
+    "tir.widen_index_casts", bool,
+    "Simplify and VectorizeLoop push widening int casts to the index leaves in kernels with run-time dims "
+    "(default True; False: the form before #17, for benchmarks/dynamic_kernels.py --compare)",
+)
+register_pass_config(
     "graph.winograd", bool,
     "PackWeights turns eligible 3x3 stride-1 NHWC convs with constant weights into Winograd F(m, 3) "
     "(default True; False keeps the direct conv, bit-closer to the reference)",

@@ -29,7 +29,7 @@ from ingot.ir.functor import Mutator, substitute
 from ..function import PrimFunc
 from ..stmt import For, ForKind, IfThenElse, LetStmt, Stmt
 from ._arith import Analyzer
-from .base import no_op, prim_func_pass
+from .base import current_config, no_op, prim_func_pass
 from .widen import widen_casts
 
 __all__ = ["Simplify", "simplify_stmt"]
@@ -142,6 +142,7 @@ def Simplify():  # noqa: N802
     def transform(func: PrimFunc, mod, ctx) -> PrimFunc:
         analyzer = Analyzer()
         # Shape variables are non-negative: a symbolic extent is a size.
-        return func.with_body(simplify_stmt(func.body, analyzer, _has_runtime_dims(func)))
+        widen = bool(current_config("tir.widen_index_casts", True)) and _has_runtime_dims(func)
+        return func.with_body(simplify_stmt(func.body, analyzer, widen))
 
     return prim_func_pass(transform, opt_level=0, name="Simplify")

@@ -58,7 +58,8 @@ class _CannotVectorize(Exception):
 
 
 class _Vectorizer:
-    def __init__(self, loop: For, analyzer: Analyzer) -> None:
+    def __init__(self, loop: For, analyzer: Analyzer, widen: bool = True) -> None:
+        self.widen = widen
         self.var = loop.loop_var
         self.min = loop.min
         self.lanes = as_const_int(loop.extent)
@@ -67,7 +68,8 @@ class _Vectorizer:
 
     def _stride(self, index: PrimExpr) -> "tuple[PrimExpr, int]":
         """(base, stride) of an index that is affine in the loop variable with a constant stride."""
-        index = widen_index(index)
+        if self.widen:
+            index = widen_index(index)
         base = self.analyzer.simplify(substitute(index, {self.var: self.min}))
         stride = self._linear_stride(index)
         if stride is None:
@@ -93,7 +95,7 @@ class _Vectorizer:
 
     def _widened_var(self, atom: Any) -> bool:
         """Whether ``atom`` is the loop variable widened (``(int64)i``, from `widen_index`)."""
-        return (isinstance(atom, E.Cast) and atom.value is self.var and atom.dtype.is_int
+        return (self.widen and isinstance(atom, E.Cast) and atom.value is self.var and atom.dtype.is_int
                 and atom.dtype.bits >= self.var.dtype.bits)
 
     def _uses_var(self, e: Any) -> bool:
@@ -147,7 +149,7 @@ class _Vectorizer:
         return BufferStore(s.buffer, value, (Ramp(base, 1, self.lanes),))
 
 
-def _try_vectorize(loop: For, analyzer: Analyzer) -> "Stmt | None":
+def _try_vectorize(loop: For, analyzer: Analyzer, widen: bool = True) -> "Stmt | None":
     lanes = as_const_int(loop.extent)
     # GCC vector types (the C backend) need a power-of-two lane count; other extents stay loops.
     if lanes is None or not 2 <= lanes <= MAX_VECTOR_LANES or lanes & (lanes - 1):
@@ -172,7 +174,7 @@ def _try_vectorize(loop: For, analyzer: Analyzer) -> "Stmt | None":
             for data, indices in stored:
                 if load.buffer.data is data and not structural_equal(load.indices, indices):
                     return None
-    vectorizer = _Vectorizer(loop, analyzer)
+    vectorizer = _Vectorizer(loop, analyzer, widen)
     try:
         out = [vectorizer.store(s, stored) for s in stmts]
     except _CannotVectorize:
@@ -181,8 +183,9 @@ def _try_vectorize(loop: For, analyzer: Analyzer) -> "Stmt | None":
 
 
 class _LoopVectorizer(Mutator):
-    def __init__(self, disabled: bool) -> None:
+    def __init__(self, disabled: bool, widen: bool = True) -> None:
         self.disabled = disabled
+        self.widen = widen
         self.analyzer = Analyzer()
 
     def visit_For(self, node: For) -> Stmt:
@@ -192,15 +195,16 @@ class _LoopVectorizer(Mutator):
             return node
         if self.disabled:
             return node.replace(kind=ForKind.SERIAL)
-        vectorized = _try_vectorize(node, self.analyzer)
+        vectorized = _try_vectorize(node, self.analyzer, self.widen)
         return node if vectorized is None else vectorized
 
     def generic_visit(self, node: Any) -> Any:
         return super().generic_visit(node) if isinstance(node, Stmt) else node
 
 
-def vectorize_loop(stmt: Stmt, disabled: bool = False) -> Stmt:
-    """``stmt`` with its small vectorized loops rewritten into vector statements where safe.
+def vectorize_loop(stmt: Stmt, disabled: bool = False, widen: bool = True) -> Stmt:
+    """``stmt`` with its small vectorized loops rewritten into vector statements where safe;
+    ``widen``: a loop variable under a widening cast counts (`widen_index`, the default).
 
     Example:
         >>> from ingot.ir import Var, decl_buffer
@@ -209,7 +213,7 @@ def vectorize_loop(stmt: Stmt, disabled: bool = False) -> Stmt:
         >>> str(s.value.dtype)
         'float32x8'
     """
-    return _LoopVectorizer(disabled).visit(stmt)
+    return _LoopVectorizer(disabled, widen).visit(stmt)
 
 
 def VectorizeLoop():  # noqa: N802
@@ -222,7 +226,8 @@ def VectorizeLoop():  # noqa: N802
 
     def transform(func: PrimFunc, mod, ctx) -> PrimFunc:
         disabled = bool(current_config("tir.disable_vectorize", False))
-        return func.with_body(vectorize_loop(func.body, disabled))
+        widen = bool(current_config("tir.widen_index_casts", True))
+        return func.with_body(vectorize_loop(func.body, disabled, widen))
 
     return prim_func_pass(transform, opt_level=0, name="VectorizeLoop")
 
