@@ -11,7 +11,8 @@ Weights are packed into one aligned blob passed to the AOT entry as a pointer.
 
 The `Executor` runs a function with one foreign call (the AOT entry) when its plan is static;
 otherwise (symbolic shapes: one build serves every batch size; packed calls) it interprets the
-plan in Python, calling the kernels one by one with intermediates allocated per call.
+plan in Python, calling the kernels one by one, its intermediates in an arena planned per binding
+of the symbolic dims (see `Executor`) or, for sizes only the data knows, allocated per call.
 `Executable.export_library` writes the library, the weights and a JSON manifest
 (`ingot.graph.artifact`); `load_executable` reads them back in a fresh process.
 

@@ -19,6 +19,13 @@ with its outputs); tensors are placed largest first at the lowest 64-byte aligne
 arena that does not overlap a placed tensor with an overlapping lifetime. Function outputs are
 not planned: they are fresh arrays returned to the caller.
 
+Run-time shapes: a plan with symbolic sizes has no static memory plan; the executor plans it per
+binding of the dims its inputs bind (`plan_bound_memory`, same placement, offsets valid for that
+binding only) on the binding's first call and keeps the plan. Steps that are not destination-passing
+(builtins, packed and graph calls, control flow) may return a view of an argument: the argument then
+lives as long as the step's results (`value_lifetimes`) and stays out of any arena when the result
+may view it (`result_aliases`).
+
 Measured and not adopted (session 4, ResNet-50 in-model, interleaved A/B, min over rounds, load 4-7):
   * the greedy plan already lands almost every output on lines touched 1-2 steps before
     (ping-pong), so "reuse the most recently freed block" (ORT's arena) changes nothing here;
