@@ -168,7 +168,7 @@ def test_expand_of_a_2d_input_with_a_symbolic_batch_against_a_run_time_shape():
 
 
 @pytest.mark.compiler
-@pytest.mark.parametrize("op", ["Add", "Mul", "Sub"])
+@pytest.mark.parametrize("op", ["Add", "Mul", "Sub", "Sum", "Max"])
 def test_binary_op_with_a_symbolic_dim_that_is_1_at_run_time_broadcasts_against_a_constant(op):
     # x: (n, 4) against y: (5, 1): the result is (5, 4) for n = 5 and for n = 1 (x read at
     # select(n == 1, 0, i)); n = 3 would read x out of bounds, so the run stops naming the node.
@@ -179,6 +179,18 @@ def test_binary_op_with_a_symbolic_dim_that_is_1_at_run_time_broadcasts_against_
     ex, _ = _check(model, [[rng.standard_normal((n, 4)).astype("float32"), y] for n in (5, 1)])
     with pytest.raises(Exception, match=rf"{op} 'op0': operand 0 has size 3 at axis 0 .*does not broadcast with 5"):
         G.Executor(ex, ingot.cpu())["main"](rng.standard_normal((3, 4)).astype("float32"), y)
+
+
+@pytest.mark.compiler
+def test_where_with_a_symbolic_dim_that_is_1_at_run_time():
+    model = _model([helper.make_node("Where", ["c", "x", "y"], ["z"], name="where0")],
+                   [_vi("c", TensorProto.BOOL, [5, 1]), _vi("x", F, ["n", 4]), _vi("y", F, [1, 4])], [_out("z", F, 2)])
+    rng = np.random.default_rng(3)
+    c = rng.standard_normal((5, 1)) > 0
+    y = rng.standard_normal((1, 4)).astype("float32")
+    ex, _ = _check(model, [[c, rng.standard_normal((n, 4)).astype("float32"), y] for n in (1, 5)])
+    with pytest.raises(Exception, match=r"Where 'where0': operand 1 has size 2 at axis 0"):
+        G.Executor(ex, ingot.cpu())["main"](c, rng.standard_normal((2, 4)).astype("float32"), y)
 
 
 @pytest.mark.compiler

@@ -346,10 +346,10 @@ def _mod(ctx: Any, node: Any) -> Any:
 
 def _variadic(builder: Callable, mean: bool = False) -> Callable:
     def convert(ctx: Any, node: Any) -> Any:
-        vals = [v for v in node.inputs if v is not None]
-        acc = ctx.expr(vals[0])
+        vals = ops_dynamic.check_broadcast(ctx, node, [ctx.expr(v) for v in node.inputs if v is not None])
+        acc = vals[0]
         for v in vals[1:]:
-            acc = ctx.expr(ctx.emit(builder(acc, ctx.expr(v))))
+            acc = ctx.expr(ctx.emit(builder(acc, v)))
         if mean:
             acc = ctx.emit(G.op.divide(acc, _s(ctx, acc, len(vals))))
         return acc
@@ -368,7 +368,7 @@ def _where(ctx: Any, node: Any) -> Any:
     c, a, b = node.input(0), node.input(1), node.input(2)
     if all(is_static(v) for v in (c, a, b)) and any(as_array(v).dtype == object for v in (a, b)):
         return np.where(as_array(c), as_array(a), as_array(b)).astype(object)
-    return ctx.emit(G.op.where(ctx.expr(c), ctx.expr(a), ctx.expr(b)))
+    return ctx.emit(G.op.where(*ops_dynamic.check_broadcast(ctx, node, [ctx.expr(c), ctx.expr(a), ctx.expr(b)])))
 
 
 def _bool_const(value: bool) -> G.Constant:
@@ -382,17 +382,20 @@ def _not(ctx: Any, node: Any) -> Any:
 
 @register("And", since=7)
 def _and(ctx: Any, node: Any) -> Any:
-    return ctx.emit(G.op.where(ctx.expr(node.input(0)), ctx.expr(node.input(1)), _bool_const(False)))
+    a, b = ops_dynamic.check_broadcast(ctx, node, [ctx.expr(node.input(0)), ctx.expr(node.input(1))])
+    return ctx.emit(G.op.where(a, b, _bool_const(False)))
 
 
 @register("Or", since=7)
 def _or(ctx: Any, node: Any) -> Any:
-    return ctx.emit(G.op.where(ctx.expr(node.input(0)), _bool_const(True), ctx.expr(node.input(1))))
+    a, b = ops_dynamic.check_broadcast(ctx, node, [ctx.expr(node.input(0)), ctx.expr(node.input(1))])
+    return ctx.emit(G.op.where(a, _bool_const(True), b))
 
 
 @register("Xor", since=7)
 def _xor(ctx: Any, node: Any) -> Any:
-    return ctx.emit(G.op.not_equal(ctx.expr(node.input(0)), ctx.expr(node.input(1))))
+    a, b = ops_dynamic.check_broadcast(ctx, node, [ctx.expr(node.input(0)), ctx.expr(node.input(1))])
+    return ctx.emit(G.op.not_equal(a, b))
 
 
 @register("IsNaN", since=9)
