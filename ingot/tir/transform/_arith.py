@@ -19,18 +19,10 @@ from typing import Any, Mapping
 
 from ingot import arith
 from ingot.arith.canonical import SumForm
-from ingot.ir.expr import IntImm, PrimExpr, Range, Var, as_const_int
+from ingot.ir.expr import PrimExpr, Range, Var, as_const_int
 from ingot.ir.functor import Visitor, collect_vars, substitute
 from ingot.ir.structural import structural_hash
 
-# Simplified expressions, by id: id -> (expr, its variables, the analyzer's knowledge of them when
-# it was produced). The lowering passes simplify the same expressions again and again: the second
-# Simplify run gets the first one's (already canonical) indices back, and every pass has its own
-# analyzer, so the analyzer's own memo (by object, per analyzer) misses. A simplified expression
-# is a fixed point of `simplify` under the same knowledge of its variables (the simplifier reads
-# nothing else), so it is served back as is. Entries hold their expression (ids stay unique).
-_FIXED_POINTS: "dict[int, tuple[PrimExpr, list, tuple]]" = {}
-_FIXED_POINTS_LIMIT = 100_000
 
 
 class Analyzer:
@@ -60,19 +52,7 @@ class Analyzer:
 
     def simplify(self, expr: PrimExpr) -> PrimExpr:
         """``expr`` in canonical form under the bound ranges."""
-        impl = self._impl
-        hit = _FIXED_POINTS.get(id(expr))
-        if hit is not None and hit[0] is expr and impl.knowledge_key(hit[1]) == hit[2]:
-            return expr
-        result = impl.simplify(expr)
-        if impl.simplify_converged and not isinstance(result, (Var, IntImm)):
-            variables = collect_vars(result)
-            known = impl.knowledge_key(variables)
-            if known is not None:
-                if len(_FIXED_POINTS) > _FIXED_POINTS_LIMIT:
-                    _FIXED_POINTS.clear()
-                _FIXED_POINTS[id(result)] = (result, variables, known)
-        return result
+        return self._impl.simplify(expr)
 
     def can_prove(self, cond: PrimExpr) -> bool:
         """Whether ``cond`` holds for every value of the bound variables."""
