@@ -187,43 +187,6 @@ class Analyzer:
             old_var = self._var_bounds.get(var)
             self._var_bounds[var] = self._facts[key] if old_var is None else old_var.intersect(self._facts[key])
 
-    def knowledge_key(self, variables: "list[Var]") -> "tuple | None":
-        """A hashable summary of what is known about ``variables``: equal for two analyzers (or one
-        analyzer at two times) exactly when simplifying an expression over these variables sees the
-        same facts (their constant bounds and substitutions). None while constraints are in scope
-        (they relate variables to each other; such a state is not summarized).
-
-        Example:
-            >>> from ingot.ir import Var, Range
-            >>> i = Var("i"); a, b = Analyzer(), Analyzer()
-            >>> a.bind(i, Range(0, 8)); b.bind(i, Range(0, 8))
-            >>> a.knowledge_key([i]) == b.knowledge_key([i])
-            True
-        """
-        if self._facts:
-            return None
-        from .canonical import expr_key
-
-        key = []
-        for var in variables:
-            bound = self._var_bounds.get(var)
-            subst = self._var_subst.get(var)
-            key.append((None if bound is None else (bound.min_value, bound.max_value),
-                        None if subst is None else expr_key(subst)))
-        return tuple(key)
-
-    @property
-    def simplify_converged(self) -> bool:
-        """Whether the last `simplify` reached a fixed point (simplifying its result again gives
-        the same structure) rather than stopping at the round limit.
-
-        Example:
-            >>> from ingot.ir import Var
-            >>> ana = Analyzer(); _ = ana.simplify(Var("x") + 0); ana.simplify_converged
-            True
-        """
-        return self._simplifier.converged
-
     def _var_bound(self, var: Var) -> "ConstIntBound | None":
         return self._var_bounds.get(var)
 

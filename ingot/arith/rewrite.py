@@ -68,7 +68,6 @@ class Simplifier:
     def __init__(self, analyzer: "Analyzer"):
         self.ana = analyzer
         self.cache: dict[int, tuple[E.PrimExpr, E.PrimExpr]] = {}
-        self.converged = True  # whether the last `simplify` reached a fixed point
         cmp = self._compare
         self._rules: dict[type, Callable[[E.PrimExpr], E.PrimExpr]] = {
             E.Var: self._var, E.SizeVar: self._var, E.IntImm: self._leaf, E.FloatImm: self._leaf,
@@ -84,18 +83,12 @@ class Simplifier:
 
     # -- engine ------------------------------------------------------------------------------------
     def simplify(self, expr: E.PrimExpr) -> E.PrimExpr:
-        """Rewrite until nothing changes (at most a few rounds; each round is bottom-up).
-
-        ``converged`` tells afterwards whether the result is a fixed point (simplifying it again
-        gives the same structure) or the round limit cut the rewriting short.
-        """
+        """Rewrite until nothing changes (at most a few rounds; each round is bottom-up)."""
         for _ in range(_MAX_FIXPOINT_ROUNDS):
             new = self.visit(expr)
             if new is expr or same_key(new, expr):
-                self.converged = True
                 return new
             expr = new
-        self.converged = False
         return expr
 
     def visit(self, expr: E.PrimExpr) -> E.PrimExpr:
