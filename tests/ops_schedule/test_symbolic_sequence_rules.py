@@ -51,6 +51,29 @@ def test_token_rows_of_runtime_length_keep_blocked_gemm_and_match_numpy():
         np.testing.assert_allclose(out, a @ w, rtol=1e-4, atol=1e-3)
 
 
+def test_attention_scores_over_runtime_sequence_match_numpy():
+    # Q.K^T of (batch, heads, seq, d): rows and columns of run-time length; the j loop stays a plain
+    # loop (no per-lane guard) and the row tail is guarded per row
+    from ingot import te
+    from ingot.ir.expr import Var
+
+    batch, seq = Var("batch", "int64"), Var("seq", "int64")
+    q = te.placeholder((batch, 4, seq, 16), name="q")
+    kt = te.placeholder((batch, 4, 16, seq), name="kt")
+    r = te.reduce_axis((0, 16), name="r")
+    s = te.compute((batch, 4, seq, seq), lambda b, h, i, j: te.sum(q[b, h, i, r] * kt[b, h, r, j], axis=r), name="S")
+    rules, sch = _rules(te.create_prim_func([q, kt, s]))
+    assert rules["S"] == "gemm_rule"
+    lib = ingot.build(sch.mod, TARGET)
+    rng = np.random.default_rng(0)
+    for b, n in ((1, 13), (2, 5), (1, 16)):
+        qv = rng.standard_normal((b, 4, n, 16)).astype("float32")
+        kv = rng.standard_normal((b, 4, 16, n)).astype("float32")
+        out = np.full((b, 4, n, n), np.nan, "float32")
+        lib["main"](qv, kv, out)
+        np.testing.assert_allclose(out, qv @ kv, rtol=1e-4, atol=1e-4)
+
+
 def test_lone_runtime_row_axis_stays_a_batch():
     # rows = a lone run-time axis are a batch: planned as 1, not as a sequence (no blocked GEMM)
     from ingot.ir.expr import Var

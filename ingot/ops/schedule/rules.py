@@ -343,6 +343,9 @@ def gemm_rule(sch: Any, name: str, info: BlockInfo, cpu: CpuModel, *, epilogue: 
     loops = sch.get_loops(block)
     i, j = info.i_index, info.j_index
     ext_i, ext_j = planned_gemm_rows(sch, name, info), info.extents[j]
+    if ext_j is None and nvec is None and mr is None and local_layout is None:
+        _gemm_runtime_columns(sch, name, info, ext_i, cpu)
+        return
     nv, vl = choose_nr(ext_j, lanes)
     if nvec is not None:
         nv = nvec
@@ -384,6 +387,33 @@ def gemm_rule(sch: Any, name: str, info: BlockInfo, cpu: CpuModel, *, epilogue: 
     # Step 4. fuse the elementwise epilogue (bias, relu, residual) under the same tile loop.
     if epilogue:
         _fuse_epilogue(sch, write_back, tile_loop, vl)
+
+
+def _gemm_runtime_columns(sch: Any, name: str, info: BlockInfo, ext_i: Optional[int], cpu: CpuModel) -> None:
+    """`gemm_rule` for a vector axis j of run-time length (attention's Q.K^T over a dynamic
+    sequence): a tile of MR rows (guarded once per row, outside the j loop) accumulates directly
+    in the output, one k step at a time, over the whole run-time j loop, which stays a plain loop
+    the C compiler vectorizes with a remainder (split by lanes, every lane would be guarded and
+    scalarized through the stack)::
+
+        for io in T.parallel(...):                  # with the outer spatial loops
+            C[io*MR : io*MR+MR, :] = 0
+            for k: for ii in T.unroll(MR): for j in range(seq): C[i, j] += A[i, k] * B[k, j]
+    """
+    block = sch.get_block(name)
+    loops = sch.get_loops(block)
+    i, j = info.i_index, info.j_index
+    mr = choose_mr(ext_i, 1, cpu)
+    io, ii = sch.split(loops[i], [None, mr])
+    others = [loops[k] for k in info.spatial if k not in (i, j)]
+    o_ext = [info.extents[k] for k in info.spatial if k not in (i, j)]
+    reduce = [loops[k] for k in info.reduce]
+    sch.reorder(*others, io, *reduce, ii, loops[j])
+    sch.unroll(ii)
+    outer_ext = o_ext + [None if info.extents[i] is None else -(-ext_i // mr)]
+    _fuse_parallel(sch, [*others, io], outer_ext, cpu.cores)
+    if reduce:
+        sch.decompose_reduction(block, reduce[0])
 
 
 def _vectorize_tail(sch: Any, block: Any, vl: int) -> None:
