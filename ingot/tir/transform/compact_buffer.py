@@ -135,7 +135,25 @@ def _access_key(index: PrimExpr, relax: dict) -> tuple:
     index (`expr_key`: structure over the same variable and buffer objects) and the relaxed loops
     (variable, min, extent)."""
     loops = tuple((id(v), _value_key(r.min), _value_key(r.extent)) for v, r in relax.items())
-    return expr_key(index)[0], loops
+    return _index_key(index), loops
+
+
+# id -> (index, its expr_key). `_region` runs once per loop level a buffer sinks through and once
+# where it is placed, over the same access objects each time: their keys (a structural hash and a
+# walk of the leaves) are computed once. Entries hold their index, so ids stay unique.
+_INDEX_KEYS: "dict[int, tuple[PrimExpr, Any]]" = {}
+_INDEX_KEYS_LIMIT = 100_000
+
+
+def _index_key(index: PrimExpr) -> Any:
+    hit = _INDEX_KEYS.get(id(index))
+    if hit is not None and hit[0] is index:
+        return hit[1]
+    key = expr_key(index)[0]
+    if len(_INDEX_KEYS) > _INDEX_KEYS_LIMIT:
+        _INDEX_KEYS.clear()
+    _INDEX_KEYS[id(index)] = (index, key)
+    return key
 
 
 def _value_key(e: PrimExpr) -> Any:
