@@ -5,7 +5,8 @@ generators print (docs/passes.md states that contract). It runs in four phases; 
 ``"tir.add_lower_pass"`` config inserts user passes after a phase, as in TVM:
 
 * phase 0 — block-level IR, before anything is lowered;
-* phase 1 — after blocks became loops (init lowered, bindings substituted, allocations compacted);
+* phase 1 — after blocks became loops (init lowered, bindings substituted, allocations compacted,
+  guards on run-time sizes unswitched);
 * phase 2 — after buffers were flattened to 1-D and the result simplified;
 * phase 3 — at the end (after unrolling, vectorization, cleanup).
 
@@ -15,7 +16,7 @@ Example:
     >>> tag = prim_func_pass(lambda f, m, c: f.with_attr("seen", True), name="Tag")
     >>> with ingot.transform.PassContext(config={"tir.add_lower_pass": [(1, tag)]}):
     ...     [p.name for p in get_lowering_pipeline().passes][:4]
-    ['LowerInitBlock', 'ConvertBlocksToLoops', 'CompactBufferAllocation', 'Tag']
+    ['LowerInitBlock', 'ConvertBlocksToLoops', 'CompactBufferAllocation', 'UnswitchRuntimeGuards']
 """
 from __future__ import annotations
 
@@ -60,6 +61,8 @@ def get_lowering_pipeline(ctx: "PassContext | None" = None) -> Sequential:
     passes: list[Pass] = list(user[0])
     # Phase 1: blocks -> loops.
     passes += [tt.LowerInitBlock(), tt.ConvertBlocksToLoops(), tt.CompactBufferAllocation()]
+    # Guards on run-time sizes out of the register tile while they are still structured `if`s (#17).
+    passes += [tt.UnswitchRuntimeGuards()]
     passes += user[1]
     # Phase 2: software prefetch hints (need the multi-dimensional regions), flat buffers, canonical indices.
     passes += [tt.InjectSoftwarePrefetch(), tt.FlattenBuffer(), tt.Simplify()]

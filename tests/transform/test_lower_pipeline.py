@@ -94,7 +94,7 @@ def test_user_pass_hook_at_each_phase(phase):
         names = [p.name for p in get_lowering_pipeline().passes]
         func = lower(matmul(4, 4, 4))["main"]
     assert func.attrs["hooked"] == phase
-    expected_position = {0: 0, 1: 3, 2: 6, 3: len(names) - 1}[phase]
+    expected_position = {0: 0, 1: 4, 2: 7, 3: len(names) - 1}[phase]
     assert names[expected_position] == "Record"
     assert seen["blocks"] == (phase == 0) and seen["init"] == (phase == 0)
     assert seen["ndim"] == ({2} if phase <= 1 else {1})

@@ -21,11 +21,12 @@ from .remove_no_op import RemoveNoOp
 from .simplify import Simplify
 from .software_prefetch import InjectSoftwarePrefetch
 from .unroll import UnrollLoop
+from .unswitch import UnswitchRuntimeGuards
 from .vectorize import VectorizeLoop
 
 __all__ = [
     "prim_func_pass", "LowerInitBlock", "ConvertBlocksToLoops", "LowerBlocks", "CompactBufferAllocation",
-    "FlattenBuffer", "InjectSoftwarePrefetch", "Simplify", "VectorizeLoop", "UnrollLoop", "RemoveNoOp", "PassContext", "Sequential",
+    "FlattenBuffer", "InjectSoftwarePrefetch", "Simplify", "VectorizeLoop", "UnrollLoop", "UnswitchRuntimeGuards", "RemoveNoOp", "PassContext", "Sequential",
 ]
 
 
@@ -34,7 +35,7 @@ def _register() -> None:
     from ingot.ir.transform import register_pass
 
     for factory in (LowerInitBlock, ConvertBlocksToLoops, CompactBufferAllocation, FlattenBuffer, Simplify,
-                    VectorizeLoop, UnrollLoop, RemoveNoOp, InjectSoftwarePrefetch):
+                    VectorizeLoop, UnrollLoop, RemoveNoOp, InjectSoftwarePrefetch, UnswitchRuntimeGuards):
         register_pass(factory.__name__, factory)
 
 
