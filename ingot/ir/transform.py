@@ -83,6 +83,11 @@ register_pass_config(
 )
 register_pass_config("tir.disable_compact_buffer", bool, "keep intermediate allocations at their full size")
 register_pass_config(
+    "tir.disable_unswitch", bool,
+    "UnswitchRuntimeGuards: keep guards on run-time sizes inside the tile loops (default False; "
+    "True gives the guarded tail tile everywhere, for A/B in benchmarks/dynamic_sequence.py)",
+)
+register_pass_config(
     "tir.widen_index_casts", bool,
     "Simplify and VectorizeLoop push widening int casts to the index leaves in kernels with run-time dims "
     "(default True; False: the form before #17, for benchmarks/dynamic_kernels.py --compare)",

@@ -51,6 +51,41 @@ def test_token_rows_of_runtime_length_keep_blocked_gemm_and_match_numpy():
         np.testing.assert_allclose(out, a @ w, rtol=1e-4, atol=1e-3)
 
 
+def _first_loop_body(src: str, var: str) -> str:
+    """The C text of the first ``for (... var = ...) {...}`` of the kernels (braces matched)."""
+    import re
+
+    pos = src.index("{", re.compile(rf"for \(\w+ {var} = ").search(src, src.index("end of Ingot C prelude")).start())
+    depth = 0
+    for end in range(pos, len(src)):
+        depth += {"{": 1, "}": -1}.get(src[end], 0)
+        if depth == 0:
+            return src[pos:end + 1]
+    raise AssertionError(f"unbalanced braces after loop {var}")
+
+
+@pytest.mark.parametrize("unswitch", [True, False])
+def test_token_gemm_main_branch_has_no_row_guard_in_the_k_loop(unswitch):
+    # UnswitchRuntimeGuards: the row guard of the last register tile leaves the k loop; the main
+    # branch is the static micro-kernel, the tail keeps its guards; numpy agrees with and without tail
+    from ingot.ir.expr import Var
+    from ingot.ir.transform import PassContext
+
+    seq, batch = Var("seq", "int64"), Var("batch", "int64")
+    _, sch = _rules(_token_dense((seq, batch)))
+    with PassContext(config={"tir.disable_unswitch": not unswitch}):
+        lib = ingot.build(sch.mod, TARGET)
+    k_loop = _first_loop_body(lib.get_source(), "k_0")  # the main branch's k loop is printed first
+    assert ("if (" in k_loop) != unswitch
+    rng = np.random.default_rng(0)
+    w = rng.standard_normal((512, 256)).astype("float32")
+    for rows in (13, 16, 5):
+        a = rng.standard_normal((rows, 1, 512)).astype("float32")
+        out = np.full((rows, 1, 256), np.nan, "float32")
+        lib["main"](a, w, out)
+        np.testing.assert_allclose(out, a @ w, rtol=1e-4, atol=1e-3)
+
+
 def test_attention_scores_over_runtime_sequence_match_numpy():
     # Q.K^T of (batch, heads, seq, d): rows and columns of run-time length; the j loop stays a plain
     # loop (no per-lane guard) and the row tail is guarded per row

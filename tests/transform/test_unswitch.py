@@ -31,9 +31,9 @@ def _loops(stmt, name: str) -> list:
 
 
 def first_loop_body(src: str, var: str) -> str:
-    """The C text of the first ``for (... var = ...) {...}`` loop body of the kernel ``main`` in ``src``
-    (braces matched; the prelude before the kernel has loops of its own)."""
-    start = re.compile(rf"for \(\w+ {var} = ").search(src, src.index("ingot_kernel_main(")).start()
+    """The C text of the first ``for (... var = ...) {...}`` loop body of the kernels in ``src``
+    (braces matched; the prelude before the kernels has loops of its own)."""
+    start = re.compile(rf"for \(\w+ {var} = ").search(src, src.index("end of Ingot C prelude")).start()
     pos = src.index("{", start)
     depth = 0
     for end in range(pos, len(src)):

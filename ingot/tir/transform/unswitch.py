@@ -37,10 +37,9 @@ from typing import Any
 from ingot.arith import Analyzer
 from ingot.arith.int_set import eval_int_set, neg_inf, pos_inf
 from ingot.ir.expr import GE, GT, LE, LT, And, BufferLoad, Call, Cast, Var
-from ingot.ir.functor import Mutator, Visitor, collect_vars, substitute
+from ingot.ir.functor import Mutator, Visitor, collect_vars, post_order_visit
 from ingot.ir import Range
 from ingot.ir.structural import structural_equal
-from ingot.ir.transform import register_pass_config
 
 from ..function import PrimFunc
 from ..stmt import Allocate, For, ForKind, IfThenElse, LetStmt
@@ -48,12 +47,7 @@ from .base import current_config, prim_func_pass
 
 __all__ = ["UnswitchRuntimeGuards", "unswitch_runtime_guards"]
 
-DISABLE_CONFIG = "tir.disable_unswitch"
-register_pass_config(
-    DISABLE_CONFIG, bool,
-    "UnswitchRuntimeGuards: keep guards on run-time sizes inside the tile loops (default False; "
-    "True gives the guarded form before #17, for A/B in benchmarks/dynamic_sequence.py --no-unswitch)",
-)
+DISABLE_CONFIG = "tir.disable_unswitch"  # registered with the other tir.* keys in ingot.ir.transform
 
 # Loops a guard may be hoisted into: a tile loop. Unrolled/vectorized loops are the tile itself.
 _TILE_KINDS = (ForKind.SERIAL, ForKind.PARALLEL)
@@ -105,6 +99,13 @@ def _upper_bound(expr: Any, dom: dict, ana: Analyzer) -> "Any | None":
         return None if inner is None else Cast(expr.dtype, inner)
     hi = eval_int_set(expr, dom, ana).max_value
     return None if hi is pos_inf or any(v is pos_inf or v is neg_inf for v in collect_vars(hi)) else hi
+
+
+def _has_parallel_loop(stmt: Any) -> bool:
+    found = []
+    post_order_visit(stmt, lambda n: found.append(n) if isinstance(n, For) and n.kind in (
+        ForKind.PARALLEL, ForKind.THREAD_BINDING) else None)
+    return bool(found)
 
 
 def _conjuncts(cond: Any) -> list:
@@ -194,6 +195,8 @@ class _Unswitcher(Mutator):
                 self._collect(loop, child, inner, ana, found)
 
     def _unswitch(self, loop: For, body: Any) -> Any:
+        if _has_parallel_loop(body):
+            return body  # a parallel region is outlined once per copy: not duplicated (the tile is inside it)
         ana = Analyzer()
         for f in self.stack + [loop]:
             ana.bind(f.loop_var, Range.from_min_extent(f.min, f.extent), allow_override=True)
