@@ -5,6 +5,8 @@ twice with torch's dynamo exporter — once with constant shapes (batch 1, ``--s
 dynamic batch and sequence — compiles both for ``--target``, checks the dynamic build against ONNX
 Runtime, prints the rule each GEMM / reduction block got in both, and times the two builds
 interleaved in one process (``--repeat`` rounds; medians of wall time and of process CPU time).
+``--unswitch-ab`` adds a third build, the dynamic one with ``tir.disable_unswitch`` (guarded tail
+tiles everywhere, the form before UnswitchRuntimeGuards), timed in the same rounds.
 
 Usage:
     python benchmarks/dynamic_sequence.py --layers 2 --seq 128 --repeat 20
@@ -73,6 +75,7 @@ def main() -> None:
     ap.add_argument("--seq", type=int, default=128)
     ap.add_argument("--repeat", type=int, default=20)
     ap.add_argument("--target", default="llvm -num-cores=2")
+    ap.add_argument("--unswitch-ab", action="store_true", help="also time the dynamic build with tir.disable_unswitch")
     args = ap.parse_args()
     module, x = build("bert", "full")
     module.enc.layers = module.enc.layers[:args.layers]
@@ -84,6 +87,9 @@ def main() -> None:
     print("static rules :", compute_rules(static, args.target))
     print("dynamic rules:", compute_rules(dyn, args.target))
     pkgs = {name: ingot.compile(ingot.load(p), target=args.target) for name, p in (("static", static), ("dynamic", dyn))}
+    if args.unswitch_ab:
+        with ingot.transform.PassContext(config={"tir.disable_unswitch": True}):
+            pkgs["dyn-guarded"] = ingot.compile(ingot.load(dyn), target=args.target)
     import onnxruntime as ort
 
     ref = ort.InferenceSession(dyn, providers=["CPUExecutionProvider"]).run(None, {"data": x})[0]
@@ -102,6 +108,9 @@ def main() -> None:
               f"cpu median {statistics.median(cpu[name]) * 1e3:8.2f} ms")
     ratio = statistics.median(wall["dynamic"]) / statistics.median(wall["static"])
     cratio = statistics.median(cpu["dynamic"]) / statistics.median(cpu["static"])
+    if args.unswitch_ab:
+        g = statistics.median(cpu["dyn-guarded"]) / statistics.median(cpu["static"])
+        print(f"dyn-guarded / static: cpu {g:.2f}x (tir.disable_unswitch)")
     print(f"dynamic / static: wall {ratio:.2f}x, cpu {cratio:.2f}x ({args.layers} layers, seq {args.seq}, "
           f"{args.target!r})")
 
