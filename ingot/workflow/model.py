@@ -30,6 +30,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 
 from ingot.ir.error import IngotError
+from ingot.support import gc_paused
 
 FORMAT_VERSION = 1
 _EXECUTOR_LOCK = threading.Lock()  # Package.executor: one Executor per package, even when raced
@@ -115,7 +116,8 @@ class Model:
     def _imported(self) -> "tuple[Any, dict]":
         """``(mod, params)`` without dropping the content key (importing now if still lazy)."""
         if self._importer is not None:
-            self._mod, self._params = self._importer()
+            with gc_paused():  # the importer makes many short-lived acyclic objects (see `gc_paused`)
+                self._mod, self._params = self._importer()
             self._importer = None
         return self._mod, self._params
 
@@ -239,7 +241,8 @@ def _import_onnx(path_or_model: Any, source: str, args: dict, origin: "str | Non
     when weights are in external data files)."""
     from ingot.frontend.onnx import from_onnx, load_model
 
-    proto, loaded_from = load_model(path_or_model, path=path)
+    with gc_paused():  # parsing makes many short-lived acyclic objects (see `gc_paused`)
+        proto, loaded_from = load_model(path_or_model, path=path)
     # Asked before the external data are loaded (loading resets each tensor's data_location; only
     # bytes keep it: the one case where the answer is used).
     external = _has_external_data(proto)
