@@ -15,8 +15,8 @@ Example:
     >>> from ingot.tir.transform import prim_func_pass
     >>> tag = prim_func_pass(lambda f, m, c: f.with_attr("seen", True), name="Tag")
     >>> with ingot.transform.PassContext(config={"tir.add_lower_pass": [(1, tag)]}):
-    ...     [p.name for p in get_lowering_pipeline().passes][:4]
-    ['LowerInitBlock', 'ConvertBlocksToLoops', 'CompactBufferAllocation', 'UnswitchRuntimeGuards']
+    ...     [p.name for p in get_lowering_pipeline().passes][2:5]
+    ['CompactBufferAllocation', 'UnswitchRuntimeGuards', 'Tag']
 """
 from __future__ import annotations
 
