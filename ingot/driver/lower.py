@@ -20,13 +20,12 @@ Example:
 """
 from __future__ import annotations
 
-import gc
-from contextlib import contextmanager
 from typing import Any, Sequence
 
 from ingot.ir.module import IRModule
 from ingot.ir.transform import Pass, PassConfigError, PassContext, Sequential
 from ingot.tir.function import PrimFunc
+from ingot.support import gc_paused
 from ingot.tir import transform as tt
 
 __all__ = ["lower", "get_lowering_pipeline"]
@@ -122,23 +121,5 @@ def lower(inp: Any, args: "Sequence[Any] | None" = None, name: str = "main", sim
             func = func.with_attr("tir.noalias", True)
         functions[key] = func
     mod = IRModule(functions, mod.attrs)
-    with _gc_paused():
+    with gc_paused():
         return get_lowering_pipeline(ctx)(mod)
-
-
-@contextmanager
-def _gc_paused():
-    """Pause Python's cyclic garbage collector while the lowering passes run.
-
-    Lowering allocates hundreds of thousands of short-lived, acyclic IR nodes (freed by reference
-    counting); each allocation burst triggers a generation-0 collection that scans them for
-    nothing: 10-20% of the lowering time of a GEMM/conv kernel. The collector's previous state is
-    restored afterwards (and cycles made meanwhile are collected by its next run).
-    """
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
