@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import ingot
+from ingot.testing.c_source import first_loop_body
 
 TARGET = "llvm -num-cores=2"
 
@@ -51,19 +52,6 @@ def test_token_rows_of_runtime_length_keep_blocked_gemm_and_match_numpy():
         np.testing.assert_allclose(out, a @ w, rtol=1e-4, atol=1e-3)
 
 
-def _first_loop_body(src: str, var: str) -> str:
-    """The C text of the first ``for (... var = ...) {...}`` of the kernels (braces matched)."""
-    import re
-
-    pos = src.index("{", re.compile(rf"for \(\w+ {var} = ").search(src, src.index("end of Ingot C prelude")).start())
-    depth = 0
-    for end in range(pos, len(src)):
-        depth += {"{": 1, "}": -1}.get(src[end], 0)
-        if depth == 0:
-            return src[pos:end + 1]
-    raise AssertionError(f"unbalanced braces after loop {var}")
-
-
 @pytest.mark.parametrize("unswitch", [True, False])
 def test_token_gemm_main_branch_has_no_row_guard_in_the_k_loop(unswitch):
     # UnswitchRuntimeGuards: the row guard of the last register tile leaves the k loop; the main
@@ -75,7 +63,7 @@ def test_token_gemm_main_branch_has_no_row_guard_in_the_k_loop(unswitch):
     _, sch = _rules(_token_dense((seq, batch)))
     with PassContext(config={"tir.disable_unswitch": not unswitch}):
         lib = ingot.build(sch.mod, TARGET)
-    k_loop = _first_loop_body(lib.get_source(), "k_0")  # the main branch's k loop is printed first
+    k_loop = first_loop_body(lib.get_source(), "k_0")  # the main branch's k loop is printed first
     assert ("if (" in k_loop) != unswitch
     rng = np.random.default_rng(0)
     w = rng.standard_normal((512, 256)).astype("float32")

@@ -3,8 +3,6 @@ is duplicated (unguarded main branch, guarded tail); constant-shape guards are l
 match numpy with the pass on and off."""
 from __future__ import annotations
 
-import re
-
 import numpy as np
 import pytest
 
@@ -12,6 +10,7 @@ import ingot
 from ingot.ir import Var, decl_buffer
 from ingot.ir.transform import PassContext
 from ingot.tir import BufferStore, For, ForKind, IfThenElse, PrimFunc
+from ingot.testing.c_source import first_loop_body
 from ingot.tir.transform.unswitch import DISABLE_CONFIG, unswitch_runtime_guards
 
 TARGET = "llvm -num-cores=2"
@@ -28,19 +27,6 @@ def _loops(stmt, name: str) -> list:
     ingot.ir.functor.post_order_visit(
         stmt, lambda n: found.append(n) if isinstance(n, For) and n.loop_var.name == name else None)
     return found
-
-
-def first_loop_body(src: str, var: str) -> str:
-    """The C text of the first ``for (... var = ...) {...}`` loop body of the kernels in ``src``
-    (braces matched; the prelude before the kernels has loops of its own)."""
-    start = re.compile(rf"for \(\w+ {var} = ").search(src, src.index("end of Ingot C prelude")).start()
-    pos = src.index("{", start)
-    depth = 0
-    for end in range(pos, len(src)):
-        depth += {"{": 1, "}": -1}.get(src[end], 0)
-        if depth == 0:
-            return src[pos:end + 1]
-    raise AssertionError(f"unbalanced braces after loop {var}")
 
 
 def _tiled_row_sum(n):
