@@ -141,7 +141,7 @@ def measure(name: str, workdir: str, target: str, batch: int, repeat: int, numbe
     tgt = Target(target)
     found = [p for p in pairs(name, workdir, target, batch) if only in p[0]]
     funcs = {}
-    for k, (kname, sfunc, dfunc, _) in enumerate(found):
+    for k, (_kname, sfunc, dfunc, _) in enumerate(found):
         funcs[f"s{k}"] = _schedule(sfunc, tgt).with_attr("global_symbol", f"s{k}")
         funcs[f"d{k}"] = _schedule(dfunc, tgt).with_attr("global_symbol", f"d{k}")
     lib = ingot.build(IRModule(funcs), tgt)

@@ -117,6 +117,31 @@ class MobileNetV2(nn.Module):
         return self.fc(torch.flatten(F.adaptive_avg_pool2d(self.features(x), 1), 1))
 
 
+# -- a tiny conv net ----------------------------------------------------------------------------
+
+
+class TinyConvNet(nn.Module):
+    """Stem conv, depthwise conv, 1x1 projection with a residual, global mean, classifier: the smallest
+    network with each conv kind a CNN export has (for dynamic-shape tests).
+
+    Example:
+        >>> TinyConvNet()(torch.zeros(2, 3, 16, 16)).shape
+        torch.Size([2, 10])
+    """
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 16, 3, stride=2, padding=1)
+        self.dw = nn.Conv2d(16, 16, 3, padding=1, groups=16)
+        self.pw = nn.Conv2d(16, 16, 1)
+        self.fc = nn.Linear(16, 10)
+
+    def forward(self, x):
+        y = torch.relu(self.stem(x))
+        y = y + self.pw(torch.clamp(self.dw(y), 0.0, 6.0))
+        return self.fc(y.mean((2, 3)))
+
+
 # -- BERT encoder -------------------------------------------------------------------------------
 
 

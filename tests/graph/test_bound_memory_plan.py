@@ -177,24 +177,13 @@ def test_a_dynamo_exported_dynamic_batch_model_matches_onnxruntime(tmp_path):
     pytest.importorskip("onnxscript")  # the dynamo exporter's dependency
     ort = pytest.importorskip("onnxruntime")
 
-    class ConvNet(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.stem = torch.nn.Conv2d(3, 16, 3, stride=2, padding=1)
-            self.dw = torch.nn.Conv2d(16, 16, 3, padding=1, groups=16)
-            self.pw = torch.nn.Conv2d(16, 16, 1)
-            self.fc = torch.nn.Linear(16, 10)
-
-        def forward(self, x):
-            y = torch.relu(self.stem(x))
-            y = y + self.pw(torch.clamp(self.dw(y), 0.0, 6.0))
-            return self.fc(y.mean((2, 3)))
+    from ingot.testing.architectures import TinyConvNet
 
     torch.manual_seed(0)
     path = str(tmp_path / "dyn.onnx")
     example = np.random.default_rng(0).standard_normal((2, 3, 16, 16)).astype("float32")
     with torch.no_grad():
-        torch.onnx.export(ConvNet().eval(), (torch.from_numpy(example),), path, input_names=["data"], dynamo=True,
+        torch.onnx.export(TinyConvNet().eval(), (torch.from_numpy(example),), path, input_names=["data"], dynamo=True,
                           dynamic_shapes=({0: torch.export.Dim("batch", min=1, max=64)},), external_data=False)
     package = ingot.compile(ingot.load(path), target="llvm -num-cores=2")
     session = ort.InferenceSession(path, providers=["CPUExecutionProvider"])

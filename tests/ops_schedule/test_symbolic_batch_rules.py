@@ -12,24 +12,9 @@ import ingot
 torch = pytest.importorskip("torch")
 pytest.importorskip("onnxscript")  # the dynamo exporter's dependency
 ort = pytest.importorskip("onnxruntime")
+from ingot.testing.architectures import TinyConvNet  # noqa: E402  (needs torch)
 
 TARGET = "llvm -num-cores=2"
-
-
-class _ConvNet(torch.nn.Module):
-    """Stem conv, depthwise conv, 1x1 projection with a residual, global mean, classifier."""
-
-    def __init__(self):
-        super().__init__()
-        self.stem = torch.nn.Conv2d(3, 16, 3, stride=2, padding=1)
-        self.dw = torch.nn.Conv2d(16, 16, 3, padding=1, groups=16)
-        self.pw = torch.nn.Conv2d(16, 16, 1)
-        self.fc = torch.nn.Linear(16, 10)
-
-    def forward(self, x):
-        y = torch.relu(self.stem(x))
-        y = y + self.pw(torch.clamp(self.dw(y), 0.0, 6.0))
-        return self.fc(y.mean((2, 3)))
 
 
 def _export(module, x, path, dynamic):
@@ -90,7 +75,7 @@ def _check(module, x, tmp_path, tiled_rules):
 
 def test_conv_net_with_dynamic_batch_keeps_conv_rules(tmp_path):
     x = np.random.default_rng(0).standard_normal((1, 3, 16, 16)).astype("float32")
-    _check(_ConvNet(), x, tmp_path, {"conv_nhwc_rule", "nhwc_window_rule"})
+    _check(TinyConvNet(), x, tmp_path, {"conv_nhwc_rule", "nhwc_window_rule"})
 
 
 def test_transformer_block_with_dynamic_batch_keeps_rules(tmp_path):
